@@ -1,0 +1,99 @@
+"""Measure one (dataset, config): roles -> engine -> result rows with their provenance.
+
+This is the unit of work of every executor (the ``audit`` command, a local worker process, a Dask
+worker). It returns plain data; only the caller writes to the results DB.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hubsurvey import LLE_METHOD, LLE_METHOD_VERSION, __version__
+from hubsurvey.store import now
+from survey.errors import SurveyError, UnreadableDataError
+from survey.metrics import Engine
+from survey.roles import ColumnRoles, RoleOverrides, resolve_roles
+from survey.sources import ConfigData, check_config
+
+
+@dataclass
+class ConfigResult:
+    """The rows of one measured config, ready for ``Store.replace_measurements``."""
+
+    dataset_id: str
+    config: str
+    revision_sha: str
+    roles: ColumnRoles
+    rows: list[dict[str, Any]]
+    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def lle_dataset_name(dataset_id: str, config: str, label_column: str | None, n_configs: int, n_labels: int) -> str:
+    """``<dataset>`` + ``,<config>`` (several configs) + ``(<label>)`` (several label columns)."""
+    name = dataset_id.rstrip("/").split("/")[-1]
+    if n_configs > 1:
+        name += f",{config}"
+    if label_column and n_labels > 1:
+        name += f"({label_column})"
+    return name
+
+
+def measure_config(
+    data: ConfigData,
+    *,
+    n_configs: int,
+    source: str,
+    overrides: RoleOverrides | None = None,
+    examples: int = 0,
+    run_id: str | None = None,
+    engine_options: dict[str, Any] | None = None,
+) -> ConfigResult:
+    """Validate, infer roles, measure and build the stored rows of one config."""
+    started = time.perf_counter()
+    data = check_config(data)
+    roles = resolve_roles(data.features, data.dataset_id, data.config, overrides)
+    try:
+        with Engine(data, **(engine_options or {})) as engine:
+            measurements = engine.measure(roles.text_columns, roles.label_columns)
+            samples = engine.top_examples(roles.text_columns, examples) if examples else {}
+            rows_by_split = engine.rows
+    except SurveyError:
+        raise
+    except Exception as e:  # DuckDB/Arrow read errors surface here for corrupt files
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise UnreadableDataError(f"{data.where()}: {type(e).__name__}: {first}") from None
+    measured_at = now()
+    rows = []
+    for m in measurements:
+        row: dict[str, Any] = {
+            "measurement_id": f"{data.dataset_id}@{data.revision_sha}/{data.config}#{m.label_column or ''}",
+            "dataset_id": data.dataset_id,
+            "revision_sha": data.revision_sha,
+            "config": data.config,
+            "label_column": m.label_column,
+            "text_columns": list(m.text_columns),
+            "roles_source": roles.source,
+            "dataset_name": lle_dataset_name(
+                data.dataset_id, data.config, m.label_column, n_configs, len(roles.label_columns)
+            ),
+        }
+        for split in ("train", "validation", "test"):
+            present = data.splits.get(split)
+            row[f"{split}_split"] = present.source_name if present else None
+            row[f"rows_{split}"] = rows_by_split.get(split)
+        row.update(m.figures)
+        row.update(
+            source=source,
+            method=LLE_METHOD,
+            method_version=LLE_METHOD_VERSION,
+            tool_version=__version__,
+            measured_at=measured_at,
+            run_id=run_id,
+        )
+        rows.append(row)
+    return ConfigResult(
+        data.dataset_id, data.config, data.revision_sha, roles, rows, samples, time.perf_counter() - started
+    )

@@ -1,0 +1,220 @@
+"""Column roles: which columns are the text (input) and which are labels.
+
+Inference reads the Hugging Face ``Features`` stored in the Parquet metadata (or derives them from
+the Arrow schema when absent) and applies, in order:
+
+1. ``ClassLabel`` and lists of ``ClassLabel`` are label columns.
+2. Name rules (documented in the README, "Column roles"):
+   - id-like columns are left out: ``id``, ``idx``, ``index``, ``guid``, ``uuid``, ``key`` and names
+     ending in ``_id``, ``_idx``, ``_uuid``, ``_guid``, or the pandas ``__index_level_0__``;
+   - metadata columns are left out: ``lang``, ``langs``, ``language``, ``languages``, ``spans``
+     (annotation rendered as strings), ``url``, ``urls``, ``date``, ``timestamp``, ``split``;
+   - a column whose name is a label name (``label``, ``labels``, ``gold_label``, ``target``,
+     ``targets``, ``class``, ``category``, or ending in ``_label``, ``_labels``, ``_tags``) is a
+     label when its values are integers or booleans (or lists of them); a *string* column is a
+     label only for ``label``, ``labels``, ``gold_label`` and ``*_label`` (so a translation
+     ``target`` string stays text).
+3. Text columns are strings, lists of strings, and structs whose leaves are all strings
+   (translation pairs). Numbers that are not labels, images, audio and other structs are left out.
+
+An override file (TOML) takes precedence over inference, per dataset and config::
+
+    ["eriktks/conll2003".conll2003]
+    text = ["tokens"]
+    labels = ["ner_tags"]
+
+    ["some/dataset"."*"]        # every config of the dataset
+    text = ["question", "context"]
+    labels = []
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import pyarrow as pa
+
+from survey.errors import BadInputError
+
+ID_NAMES = {"id", "idx", "index", "guid", "uuid", "key", "__index_level_0__"}
+ID_SUFFIXES = ("_id", "_idx", "_uuid", "_guid")
+METADATA_NAMES = {"lang", "langs", "language", "languages", "spans", "url", "urls", "date", "timestamp", "split"}
+LABEL_NAMES = {"label", "labels", "gold_label", "target", "targets", "class", "category"}
+LABEL_SUFFIXES = ("_label", "_labels", "_tags")
+STRING_LABEL_NAMES = {"label", "labels", "gold_label"}
+STRING_LABEL_SUFFIXES = ("_label",)
+MEDIA_TYPES = {"Image", "Audio", "Video", "Pdf", "Nifti"}
+STRING_DTYPES = {"string", "large_string"}
+INT_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
+
+
+@dataclass(frozen=True)
+class ColumnRoles:
+    """The roles used for one measurement; stored with every result."""
+
+    text_columns: tuple[str, ...]
+    label_columns: tuple[str, ...]
+    ignored: Mapping[str, str] = field(default_factory=dict)  # column -> why it was left out
+    source: str = "inferred"  # "inferred" or "override"
+
+
+# --- feature classification -------------------------------------------------------------------
+
+def _kind(feature: Any) -> str:
+    """Classify one HF feature as: classlabel, string, int, float, media, list:<kind>, struct:<kinds>."""
+    if isinstance(feature, list):  # legacy Sequence spelling: [feature]
+        return "list:" + _kind(feature[0]) if feature else "other"
+    if not isinstance(feature, dict):
+        return "other"
+    ftype = feature.get("_type")
+    if ftype == "ClassLabel":
+        return "classlabel"
+    if ftype == "Value":
+        dtype = feature.get("dtype", "")
+        if dtype in STRING_DTYPES:
+            return "string"
+        if dtype in INT_DTYPES:
+            return "int"
+        return "float" if dtype.startswith(("float", "double", "decimal")) else "other"
+    if ftype in MEDIA_TYPES:
+        return "media"
+    if ftype in ("List", "Sequence", "LargeList"):
+        inner = feature.get("feature")
+        if isinstance(inner, dict) and "_type" not in inner:  # Sequence of a dict of features
+            return "list:" + _struct_kind(inner)
+        return "list:" + _kind(inner)
+    if ftype is None:
+        return _struct_kind(feature)
+    return "other"
+
+
+def _struct_kind(fields: Mapping[str, Any]) -> str:
+    kinds = {_kind(v) for v in fields.values()}
+    return "struct:string" if kinds and kinds <= {"string", "list:string"} else "struct:other"
+
+
+def _base(kind: str) -> str:
+    while kind.startswith("list:"):
+        kind = kind[5:]
+    return kind
+
+
+def features_from_arrow(schema: pa.Schema) -> dict[str, Any]:
+    """HF features stored in the Parquet/Arrow metadata, else a best-effort derivation from types."""
+    meta = schema.metadata or {}
+    if b"huggingface" in meta:
+        info = json.loads(meta[b"huggingface"])
+        feats = info.get("info", {}).get("features")
+        if isinstance(feats, dict):
+            return feats
+    return {f.name: _arrow_feature(f.type) for f in schema}
+
+
+def _arrow_feature(t: pa.DataType) -> Any:
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return {"_type": "List", "feature": _arrow_feature(t.value_type)}
+    if pa.types.is_struct(t):
+        return {t.field(i).name: _arrow_feature(t.field(i).type) for i in range(t.num_fields)}
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return {"_type": "Value", "dtype": "string"}
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return {"_type": "Value", "dtype": "int64"}
+    if pa.types.is_floating(t):
+        return {"_type": "Value", "dtype": "float64"}
+    return {"_type": "Value", "dtype": str(t)}
+
+
+# --- inference -------------------------------------------------------------------------------
+
+def _is_id_like(name: str) -> bool:
+    low = name.lower()
+    return low in ID_NAMES or low.endswith(ID_SUFFIXES)
+
+
+def _label_by_name(name: str, base: str) -> bool:
+    low = name.lower()
+    if base == "int":
+        return low in LABEL_NAMES or low.endswith(LABEL_SUFFIXES)
+    if base == "string":
+        return low in STRING_LABEL_NAMES or low.endswith(STRING_LABEL_SUFFIXES)
+    return False
+
+
+def infer_roles(features: Mapping[str, Any]) -> ColumnRoles:
+    """Infer text and label columns from HF features (see the module docstring for the rules)."""
+    text, labels, ignored = [], [], {}
+    for name, feature in features.items():
+        kind = _kind(feature)
+        base = _base(kind)
+        if base == "classlabel":
+            labels.append(name)
+        elif _is_id_like(name):
+            ignored[name] = "id-like"
+        elif name.lower() in METADATA_NAMES:
+            ignored[name] = "metadata"
+        elif _label_by_name(name, base) and not kind.startswith("struct"):
+            labels.append(name)
+        elif base in ("string", "struct:string"):
+            text.append(name)
+        elif base == "media":
+            ignored[name] = "media"
+        elif base in ("int", "float"):
+            ignored[name] = "number, not a label"
+        else:
+            ignored[name] = f"unsupported type ({kind})"
+    return ColumnRoles(tuple(text), tuple(labels), ignored, "inferred")
+
+
+class RoleOverrides:
+    """Per (dataset, config) roles from a TOML file; ``"*"`` as config matches every config."""
+
+    def __init__(self, table: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None):
+        self._table = dict(table or {})
+
+    @classmethod
+    def load(cls, path: str | Path | None) -> "RoleOverrides":
+        if path is None:
+            return cls()
+        try:
+            return cls(tomllib.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise BadInputError(f"roles file {path}: {e}") from None
+
+    def lookup(self, dataset_id: str, config: str) -> ColumnRoles | None:
+        configs = self._table.get(dataset_id) or {}
+        entry = configs.get(config) or configs.get("*")
+        if entry is None:
+            return None
+        return ColumnRoles(tuple(entry.get("text", ())), tuple(entry.get("labels", ())), {}, "override")
+
+
+def resolve_roles(
+    features: Mapping[str, Any],
+    dataset_id: str,
+    config: str,
+    overrides: RoleOverrides | None = None,
+) -> ColumnRoles:
+    """Roles for one config: the override when there is one, else inference; checked either way."""
+    roles = (overrides.lookup(dataset_id, config) if overrides else None) or infer_roles(features)
+    missing = [c for c in roles.text_columns + roles.label_columns if c not in features]
+    if missing:
+        raise BadInputError(f"{dataset_id} [{config}]: roles name unknown columns {missing}")
+    if not roles.text_columns:
+        kinds = ", ".join(f"{n}: {why}" for n, why in roles.ignored.items()) or "no columns"
+        raise BadInputError(f"{dataset_id} [{config}]: only unsupported column types ({kinds})")
+    return roles
+
+
+_SAFE_NAME = re.compile(r"^[^/\\\x00]+$")
+
+
+def check_name(dataset_id: str, what: str, name: str) -> str:
+    """Config and split names become path parts: refuse separators and '..'."""
+    if not _SAFE_NAME.match(name) or ".." in name or name.strip() != name or name in (".",):
+        raise BadInputError(f"{dataset_id}: unsafe {what} name {name!r} (path separator or '..')")
+    return name
