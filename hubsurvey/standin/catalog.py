@@ -1,0 +1,163 @@
+"""Everything a stand-in server serves: hub roots on disk, synthetic filler, repos created over HTTP.
+
+A hub root is a folder with an ``index.json``, either a list of dataset entries or an object
+``{"datasets": [...], "filler": {"count": N, "seed": S}}``. An entry::
+
+    {"id": "owner/name",              # required
+     "dir": "owner__name",            # default; files at <root>/<dir>/<config>/<split>/NNNN.parquet
+     "sha": "<40 hex>",               # default: sha1 of the id and the files' relative paths and sizes
+     "tags": ["modality:text", ...],  "gated": false | "auto" | "manual",
+     "private": false, "disabled": false, "parquet_export": true,
+     "author", "downloads", "likes", "lastModified", "createdAt", "description",
+     "cardData": {...}}               # default: derived from the tags
+
+Unknown keys (``legacy_name``, ``configs``, ...) are ignored. The Parquet files are served as the
+``refs/convert/parquet`` branch; main holds a README.md generated from ``cardData``. Roots are
+only ever read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import cards
+from .filler import Filler
+from .repos import GITATTRIBUTES, BytesBlob, FileBlob, Repo, iso_date, now_iso, sha1_hex
+
+SORT_FIELDS = ("downloads", "likes", "lastModified", "createdAt", "trendingScore", "downloadsAllTime", "id")
+_GATED = (False, "auto", "manual")
+
+
+def _entry_meta(entry: dict[str, Any]) -> dict[str, Any]:
+    """Listing properties of an index entry, with deterministic defaults for what it leaves out."""
+    repo_id = entry["id"]
+    h = hashlib.sha1(repo_id.encode()).digest()
+    tags = list(entry.get("tags", []))
+    gated = entry.get("gated", False)
+    if gated not in _GATED:
+        raise ValueError(f"{repo_id}: gated must be false, 'auto' or 'manual'")
+    downloads = entry.get("downloads", int.from_bytes(h[:3], "big") % 100_000)
+    created = int.from_bytes(h[3:5], "big") % 1000
+    return {
+        "author": entry.get("author", repo_id.split("/")[0]),
+        "tags": tags,
+        "gated": gated,
+        "private": bool(entry.get("private", False)),
+        "disabled": bool(entry.get("disabled", False)),
+        "downloads": downloads,
+        "downloadsAllTime": entry.get("downloadsAllTime", downloads * 3),
+        "likes": entry.get("likes", downloads // 100),
+        "trendingScore": entry.get("trendingScore", 0),
+        "createdAt": entry.get("createdAt", iso_date(created)),
+        "lastModified": entry.get("lastModified", iso_date(created + h[5])),
+        "description": entry.get("description"),
+        "cardData": entry.get("cardData", cards.card_from_tags(tags)) or None,
+    }
+
+
+def _served_repo(root: Path, entry: dict[str, Any]) -> Repo:
+    repo_id = entry.get("id", "")
+    if repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise ValueError(f"{root / 'index.json'}: dataset id must look like 'owner/name', got {repo_id!r}")
+    folder = root / entry.get("dir", repo_id.replace("/", "__"))
+    export = bool(entry.get("parquet_export", True))
+    files = {}
+    if export and folder.is_dir():
+        files = {p.relative_to(folder).as_posix(): FileBlob(p) for p in sorted(folder.rglob("*.parquet"))}
+    sha = entry.get("sha") or sha1_hex(repo_id, *(f"{p} {b.size}" for p, b in files.items()))
+    meta = _entry_meta(entry)
+    meta["usedStorage"] = sum(b.size for b in files.values())
+    main = {".gitattributes": BytesBlob(GITATTRIBUTES),
+            "README.md": BytesBlob(cards.readme(meta["cardData"] or {}, repo_id).encode())}
+    return Repo(repo_id, meta, main_files=main, main_sha=sha, parquet_files=files if export else None)
+
+
+class Catalog:
+    """The repos of one server. Mutations (create, commit, set_sha) hold ``lock``."""
+
+    def __init__(self, roots: Sequence[Path]) -> None:
+        self.lock = threading.RLock()
+        self._repos: dict[str, Repo] = {}  # served and created repos
+        self._listed: list[str] = []  # their ids, in listing order
+        self._pinned: dict[int, Repo] = {}  # filler repos that were changed (new sha): kept, not rebuilt
+        self.filler: Filler | None = None
+        self._version = 0
+        self._orders: dict[tuple[str | None, int], list[str | int]] = {}
+        for root in roots:
+            self._load(Path(root))
+
+    def _load(self, root: Path) -> None:
+        data = json.loads((root / "index.json").read_text(encoding="utf-8"))
+        entries = data if isinstance(data, list) else data.get("datasets", [])
+        for entry in entries:
+            repo = _served_repo(root, entry)
+            if repo.id in self._repos:
+                raise ValueError(f"dataset {repo.id} is served by two roots")
+            self._repos[repo.id] = repo
+            self._listed.append(repo.id)
+        filler = None if isinstance(data, list) else data.get("filler")
+        if filler and filler.get("count", 0):
+            if self.filler is not None:
+                raise ValueError("only one hub root may declare filler datasets")
+            self.filler = Filler(int(filler["count"]), int(filler.get("seed", 0)))
+
+    def get(self, repo_id: str) -> Repo | None:
+        repo = self._repos.get(repo_id)
+        if repo is None and self.filler is not None:
+            index = self.filler.index_of(repo_id)
+            if index is not None:
+                repo = self._pinned.get(index) or self.filler.repo(index)
+        return repo
+
+    def pin(self, repo: Repo) -> None:
+        """Keep a filler repo (otherwise rebuilt on demand) so that a change to it lasts."""
+        index = self.filler.index_of(repo.id) if self.filler is not None else None
+        if index is not None:
+            with self.lock:
+                self._pinned.setdefault(index, repo)
+
+    def create(self, repo_id: str, *, private: bool) -> Repo:
+        """A new, writable, empty dataset repo (one ``.gitattributes``), listed after the served ones."""
+        now = now_iso()
+        meta = _entry_meta({"id": repo_id, "private": private, "downloads": 0, "likes": 0,
+                            "createdAt": now, "lastModified": now})
+        meta["usedStorage"] = len(GITATTRIBUTES)
+        repo = Repo(repo_id, meta, main_files={".gitattributes": BytesBlob(GITATTRIBUTES)},
+                    main_sha=sha1_hex("create", repo_id), read_only=False)
+        with self.lock:
+            self._repos[repo_id] = repo
+            self._listed.append(repo_id)
+            self._version += 1
+        return repo
+
+    def touched(self) -> None:
+        """Invalidate cached listing orders after a change of listing properties."""
+        with self.lock:
+            self._version += 1
+
+    def props(self, key: str | int) -> dict[str, Any]:
+        """Listing properties of a listing key: a repo id, or a filler index."""
+        if isinstance(key, int):
+            pinned = self._pinned.get(key)
+            return pinned.props() if pinned else self.filler.props(key)
+        return self._repos[key].props()
+
+    def order(self, sort: str | None) -> list[str | int]:
+        """Every listing key in listing order: served, created, then filler; or sorted by ``sort``
+        (descending, except ``id``; ties keep the default order). Cached until the next change."""
+        with self.lock:
+            cache_key = (sort, self._version)
+            keys = self._orders.get(cache_key)
+            if keys is None:
+                keys = list(self._listed) + list(range(self.filler.count if self.filler else 0))
+                if sort is not None:
+                    if sort == "id":
+                        keys.sort(key=lambda k: self.props(k)["id"])
+                    else:
+                        keys.sort(key=lambda k: self.props(k).get(sort) or 0, reverse=True)
+                self._orders = {cache_key: keys, **{k: v for k, v in self._orders.items() if k[1] == self._version}}
+            return keys

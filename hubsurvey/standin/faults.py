@@ -1,0 +1,186 @@
+"""Deterministic fault injection for the stand-in Hub.
+
+Every switch is driven by request counters, never by randomness, so a test that runs the same
+requests sees the same faults. Each switch counts only the requests inside its scope (request
+categories and/or a dataset id glob) and fires on every Nth of them.
+
+Switches, in the order the server applies them to one request:
+
+- ``reset_every``: the connection is dropped with a TCP reset and no response;
+- ``rate_limit_every``: 429 with ``RateLimit``, ``RateLimit-Policy`` and ``Retry-After`` headers;
+- ``error_burst_every`` / ``error_burst_len``: the Nth request starts a burst of K consecutive
+  ``error_status`` (500/502/503/504) responses;
+- ``truncate_every``: the full ``Content-Length`` is announced but only half the body is sent;
+- ``slow_ms``: each matching response is delayed;
+- ``corrupt_parquet``: a permanent fault: the Parquet files of datasets matching these globs are
+  served with garbage in place of their footer (same length).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any, Mapping
+
+CATEGORIES = (
+    "list",
+    "info",
+    "tree",
+    "refs",
+    "resolve_head",
+    "resolve_get",
+    "parquet_api",
+    "create",
+    "validate_yaml",
+    "preupload",
+    "commit",
+    "other",
+)
+SWITCHES = ("reset", "rate_limit", "error_burst", "truncate", "slow")
+ERROR_STATUSES = (500, 502, 503, 504)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which requests a switch sees.
+
+    ``categories``: request categories (see ``CATEGORIES``); empty means all of them.
+    ``dataset``: a glob on the dataset id. Requests that concern no dataset (the listing,
+    create, validate-yaml) only match the catch-all ``"*"``.
+    """
+
+    categories: frozenset[str] = frozenset()
+    dataset: str = "*"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "categories", frozenset(self.categories))
+        unknown = self.categories - set(CATEGORIES)
+        if unknown:
+            raise ValueError(f"unknown request categories: {sorted(unknown)}")
+
+    def matches(self, category: str, dataset_id: str | None) -> bool:
+        if self.categories and category not in self.categories:
+            return False
+        if self.dataset == "*":
+            return True
+        return dataset_id is not None and fnmatchcase(dataset_id, self.dataset)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"categories": sorted(self.categories), "dataset": self.dataset}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Scope":
+        return cls(categories=frozenset(data.get("categories", ())), dataset=data.get("dataset", "*"))
+
+
+@dataclass(frozen=True)
+class Faults:
+    """The fault switches of a stand-in server (all off by default). See the module docstring.
+
+    ``scope`` applies to every switch; ``scopes`` overrides it per switch name (``SWITCHES``).
+    """
+
+    rate_limit_every: int = 0
+    rate_limit_secs: int = 1
+    error_burst_every: int = 0
+    error_burst_len: int = 1
+    error_status: int = 503
+    reset_every: int = 0
+    truncate_every: int = 0
+    slow_ms: int = 0
+    corrupt_parquet: tuple[str, ...] = ()
+    scope: Scope = Scope()
+    scopes: Mapping[str, Scope] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "corrupt_parquet", tuple(self.corrupt_parquet))
+        object.__setattr__(self, "scopes", dict(self.scopes))
+        ints = ("rate_limit_every", "rate_limit_secs", "error_burst_every", "error_burst_len",
+                "reset_every", "truncate_every", "slow_ms")
+        for name in ints:
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name} must be a non-negative int")
+        if self.error_status not in ERROR_STATUSES:
+            raise ValueError(f"error_status must be one of {ERROR_STATUSES}")
+        unknown = set(self.scopes) - set(SWITCHES)
+        if unknown:
+            raise ValueError(f"unknown fault switches in scopes: {sorted(unknown)}")
+
+    def scope_of(self, switch: str) -> Scope:
+        return self.scopes.get(switch, self.scope)
+
+    def corrupts(self, dataset_id: str) -> bool:
+        """Whether the Parquet files of ``dataset_id`` are served corrupted."""
+        return any(fnmatchcase(dataset_id, glob) for glob in self.corrupt_parquet)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["corrupt_parquet"] = list(self.corrupt_parquet)
+        data["scope"] = self.scope.to_dict()
+        data["scopes"] = {name: s.to_dict() for name, s in self.scopes.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Faults":
+        """Build from JSON-like data (the ``/_standin/faults`` body); unknown keys are an error."""
+        data = dict(data)
+        if "scope" in data:
+            data["scope"] = Scope.from_dict(data["scope"])
+        if "scopes" in data:
+            data["scopes"] = {name: Scope.from_dict(s) for name, s in data["scopes"].items()}
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the server does to one request. ``action`` is None, "reset", "rate_limit" or "error"."""
+
+    action: str | None = None
+    truncate: bool = False
+    delay_s: float = 0.0
+
+
+class FaultInjector:
+    """Thread-safe request counters for the switches of one ``Faults`` value."""
+
+    def __init__(self, faults: Faults | None = None) -> None:
+        self._lock = threading.Lock()
+        self.set(faults or Faults())
+
+    @property
+    def faults(self) -> Faults:
+        return self._faults
+
+    def set(self, faults: Faults) -> None:
+        """Replace the switches; counters restart so the new faults are repeatable."""
+        with self._lock:
+            self._faults = faults
+            self._counts = dict.fromkeys(SWITCHES, 0)
+
+    def _tick(self, switch: str, category: str, dataset_id: str | None) -> int:
+        """Count the request for ``switch`` if in scope; return its 1-based count, 0 if out of scope."""
+        if not self._faults.scope_of(switch).matches(category, dataset_id):
+            return 0
+        self._counts[switch] += 1
+        return self._counts[switch]
+
+    def decide(self, category: str, dataset_id: str | None) -> Decision:
+        """Count one request and say which faults it gets."""
+        with self._lock:
+            f = self._faults
+            counts = {s: self._tick(s, category, dataset_id) for s in SWITCHES}
+        action = None
+        if f.reset_every and counts["reset"] and counts["reset"] % f.reset_every == 0:
+            action = "reset"
+        elif f.rate_limit_every and counts["rate_limit"] and counts["rate_limit"] % f.rate_limit_every == 0:
+            action = "rate_limit"
+        elif (
+            f.error_burst_every
+            and counts["error_burst"] >= f.error_burst_every
+            and counts["error_burst"] % f.error_burst_every < f.error_burst_len
+        ):
+            action = "error"
+        truncate = bool(f.truncate_every and counts["truncate"] and counts["truncate"] % f.truncate_every == 0)
+        delay = f.slow_ms / 1000 if f.slow_ms and counts["slow"] else 0.0
+        return Decision(action=action, truncate=truncate, delay_s=delay)

@@ -1,0 +1,799 @@
+"""A local stand-in for the Hugging Face Hub's HTTP API, for tests and demos.
+
+It speaks the subset of the Hub API that huggingface_hub 2.4 uses to list, inspect and download
+datasets and to publish one (see ``/work/shared/reference/hub_api.md``): the same paths, query
+parameters, JSON shapes, ``Link`` pagination, ``X-Error-Code`` errors and rate-limit headers.
+Product code reaches it only through ``HF_ENDPOINT`` (or ``endpoint=``).
+
+    with StandinHub(Path("minihub")) as hub:
+        HfApi(endpoint=hub.url).list_datasets(expand=["tags"])
+
+A stdlib ``ThreadingHTTPServer`` (HTTP/1.1 keep-alive, exact ``Content-Length``, never
+compressed) bound to 127.0.0.1 only. Deterministic faults (``faults.Faults``) can be switched on
+per request category and dataset. ``/_standin/...`` exposes the same controls over HTTP for a
+server started from the command line. Tokens are never logged: the request log goes to the
+``hubsurvey.standin`` logger at DEBUG and holds only the request line.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import re
+import socket
+import struct
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Iterable
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
+
+from . import cards
+from .catalog import SORT_FIELDS, Catalog
+from .faults import CATEGORIES, Decision, FaultInjector, Faults
+from .parquetio import garble_footer
+from .repos import DEFAULT_LIST_PROPS, EXPANDABLE, PARQUET_REF, Blob, BytesBlob, Repo, parquet_sha, select
+
+log = logging.getLogger("hubsurvey.standin")
+
+HOST = "127.0.0.1"
+DEFAULT_USER = "standin-user"  # namespace of repos created without an organization
+_SHA = re.compile(r"[0-9a-f]{40}")
+_REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+
+
+@dataclass
+class _Response:
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    length: int | None = None  # Content-Length when it differs from len(body) (HEAD)
+
+
+def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> _Response:
+    body = json.dumps(obj).encode()
+    return _Response(status, body, {"Content-Type": "application/json; charset=utf-8", **(headers or {})})
+
+
+def _error(status: int, message: str, code: str | None = None) -> _Response:
+    """An error as the Hub sends it: JSON body plus ``X-Error-Message`` (and ``X-Error-Code``)."""
+    headers = {"X-Error-Message": message}
+    if code:
+        headers["X-Error-Code"] = code
+    return _json({"error": message}, status, headers)
+
+
+@dataclass
+class _Request:
+    method: str
+    path: str  # still percent-encoded
+    segments: list[str]  # path segments, still percent-encoded
+    query: list[tuple[str, str]]
+    headers: Any
+    body: bytes
+    token: str | None
+
+    def params(self, *names: str) -> list[str]:
+        return [v for k, v in self.query if k in names]
+
+    def param(self, name: str) -> str | None:
+        values = self.params(name)
+        return values[-1] if values else None
+
+    def flag(self, name: str) -> bool:
+        return (self.param(name) or "").lower() in ("1", "true")
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+
+@dataclass
+class _Route:
+    category: str
+    dataset_id: str | None
+    run: Callable[[], _Response]
+
+
+def _split_rev(segments: list[str]) -> tuple[str, str]:
+    """(revision, path) from the raw segments after ``resolve/`` or ``tree/``.
+
+    The client quotes the revision as one segment (``refs%2Fconvert%2Fparquet``); a raw
+    ``refs/convert/parquet/...`` is accepted too, as the Hub does.
+    """
+    if len(segments) >= 3 and segments[0] == "refs":
+        return "/".join(segments[:3]), unquote("/".join(segments[3:]))
+    return unquote(segments[0]) if segments else "", unquote("/".join(segments[1:]))
+
+
+def _cursor(value: str | None) -> int:
+    """Decode an opaque pagination cursor (an offset) or raise ValueError."""
+    if value is None:
+        return 0
+    try:
+        pos = int(base64.urlsafe_b64decode(value.encode() + b"==").decode())
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise ValueError("invalid cursor") from None
+    if pos < 0:
+        raise ValueError("invalid cursor")
+    return pos
+
+
+def _encode_cursor(pos: int) -> str:
+    return base64.urlsafe_b64encode(str(pos).encode()).decode().rstrip("=")
+
+
+class _App:
+    """Routing and endpoint logic, independent of the socket handling in ``_Handler``."""
+
+    def __init__(self, hub: "StandinHub") -> None:
+        self.hub = hub
+        self.catalog = hub.catalog
+        self._corrupted: weakref.WeakKeyDictionary[Blob, Blob] = weakref.WeakKeyDictionary()
+
+    # ---------------------------------------------------------------- routing
+
+    def route(self, req: _Request) -> _Route:
+        seg, m = req.segments, req.method
+        read = m in ("GET", "HEAD")
+        if seg[:2] == ["api", "datasets"]:
+            if len(seg) == 2 and read:
+                return _Route("list", None, lambda: self.list_datasets(req))
+            if len(seg) >= 4:
+                repo_id = f"{unquote(seg[2])}/{unquote(seg[3])}"
+                route = self._repo_route(req, repo_id, seg[4:])
+                if route is not None:
+                    return route
+        elif seg == ["api", "repos", "create"] and m == "POST":
+            return _Route("create", None, lambda: self.create_repo(req))
+        elif seg == ["api", "validate-yaml"] and m == "POST":
+            return _Route("validate_yaml", None, lambda: self.validate_yaml(req))
+        elif len(seg) >= 6 and seg[0] == "datasets" and seg[3] == "resolve" and read:
+            repo_id = f"{unquote(seg[1])}/{unquote(seg[2])}"
+            rev, path = _split_rev(seg[4:])
+            category = "resolve_head" if m == "HEAD" else "resolve_get"
+            return _Route(category, repo_id, lambda: self.resolve(req, repo_id, rev, path))
+        return _Route("other", None, lambda: _error(404, "Sorry, we can't find the page you are looking for."))
+
+    def _repo_route(self, req: _Request, repo_id: str, rest: list[str]) -> _Route | None:
+        read = req.method in ("GET", "HEAD")
+        kind = rest[0] if rest else None
+        if kind is None and read:
+            return _Route("info", repo_id, lambda: self.info(req, repo_id, None))
+        if kind == "revision" and len(rest) >= 2 and read:
+            rev = unquote("/".join(rest[1:]))
+            return _Route("info", repo_id, lambda: self.info(req, repo_id, rev))
+        if kind == "refs" and len(rest) == 1 and read:
+            return _Route("refs", repo_id, lambda: self.refs(req, repo_id))
+        if kind == "tree" and len(rest) >= 2 and read:
+            rev, path = _split_rev(rest[1:])
+            return _Route("tree", repo_id, lambda: self.tree(req, repo_id, rev, path))
+        if kind == "parquet" and read:
+            parts = [unquote(s) for s in rest[1:]]
+            return _Route("parquet_api", repo_id, lambda: self.parquet_api(req, repo_id, parts))
+        if kind == "preupload" and len(rest) >= 2 and req.method == "POST":
+            rev = unquote("/".join(rest[1:]))
+            return _Route("preupload", repo_id, lambda: self.preupload(req, repo_id, rev))
+        if kind == "commit" and len(rest) >= 2 and req.method == "POST":
+            rev = unquote("/".join(rest[1:]))
+            return _Route("commit", repo_id, lambda: self.commit(req, repo_id, rev))
+        return None
+
+    # ---------------------------------------------------------------- access
+
+    def _valid(self, req: _Request) -> bool:
+        return req.token is not None and req.token in self.hub.valid_tokens
+
+    def _access(self, req: _Request, repo_id: str, *, files: bool) -> tuple[Repo | None, _Response | None]:
+        """The repo if this request may read it, else the error the Hub answers.
+
+        Missing and private-without-access look the same: 401 RepoNotFound without a token,
+        404 with one. Disabled repos answer 403. Gated repos gate their files only: 401
+        GatedRepo without a token, 403 with a token that is not in ``valid_tokens``.
+        """
+        repo = self.catalog.get(repo_id)
+        if repo is None or (repo.meta["private"] and not self._valid(req)):
+            status = 401 if req.token is None else 404
+            return None, _error(status, "Repository not found", "RepoNotFound")
+        if repo.meta["disabled"]:
+            return None, _error(403, "Access to this resource is disabled.")
+        if files and repo.meta["gated"] and not self._valid(req):
+            if req.token is None:
+                msg = (f"Access to dataset {repo_id} is restricted. You must have access to it and be "
+                       "authenticated to access it. Please log in.")
+                return None, _error(401, msg, "GatedRepo")
+            msg = (f"Access to dataset {repo_id} is restricted and you are not in the authorized list. "
+                   f"Visit {self.hub.url}/datasets/{repo_id} to ask for access.")
+            return None, _error(403, msg, "GatedRepo")
+        return repo, None
+
+    def _writable(self, req: _Request, repo_id: str) -> tuple[Repo | None, _Response | None]:
+        """The repo if this request may push to it: a token is required (one of ``valid_tokens``
+        when that set is not empty), and only repos created through this server are writable."""
+        denied = self._write_auth(req)
+        if denied:
+            return None, denied
+        repo, err = self._access(req, repo_id, files=True)
+        if err:
+            return None, err
+        if repo.read_only:
+            return None, _error(403, f"You don't have the rights to push to {repo_id}: the stand-in serves it read-only.")
+        return repo, None
+
+    def _write_auth(self, req: _Request) -> _Response | None:
+        if req.token is None:
+            return _error(401, "Invalid username or password.")
+        if self.hub.valid_tokens and not self._valid(req):
+            return _error(401, "Invalid credentials in Authorization header")
+        return None
+
+    # ---------------------------------------------------------------- read endpoints
+
+    def _expand(self, req: _Request) -> tuple[list[str], _Response | None]:
+        expand = req.params("expand", "expand[]")
+        unknown = sorted(set(expand) - EXPANDABLE)
+        if unknown:
+            return [], _error(400, f'"expand" must be a subset of {sorted(EXPANDABLE)}, got {unknown}')
+        return expand, None
+
+    def list_datasets(self, req: _Request) -> _Response:
+        expand, err = self._expand(req)
+        if err:
+            return err
+        full = req.flag("full")
+        if expand and full:
+            return _error(400, '"expand" cannot be combined with "full"')
+        sort = req.param("sort")
+        if sort is not None and sort not in SORT_FIELDS:
+            return _error(400, f'"sort" must be one of {list(SORT_FIELDS)}')
+        gated = req.param("gated")
+        if gated not in (None, "true", "false"):
+            return _error(400, '"gated" must be true or false')
+        try:
+            limit = int(req.param("limit")) if req.param("limit") is not None else None
+            # The cursor packs how many items were served (for ``limit``) and where to resume.
+            served, pos = divmod(_cursor(req.param("cursor")), 1 << 32)
+        except ValueError:
+            return _error(400, "invalid limit or cursor")
+        filters = req.params("filter", "filter[]")
+        author = req.param("author")
+        searches = [s.lower() for s in req.params("search")]
+        see_private = self._valid(req)
+
+        def wanted(props: dict[str, Any]) -> bool:
+            if props["private"] and not see_private:
+                return False
+            if author is not None and props["author"] != author:
+                return False
+            if gated is not None and bool(props["gated"]) != (gated == "true"):
+                return False
+            tags = props["tags"]
+            return all(f in tags for f in filters) and all(s in props["id"].lower() for s in searches)
+
+        keys = expand or (sorted(EXPANDABLE) if full else DEFAULT_LIST_PROPS)
+        cap = self.hub.page_size if limit is None else max(0, min(self.hub.page_size, limit - served))
+        order = self.catalog.order(sort)
+        items = []
+        while pos < len(order) and len(items) < cap:
+            props = self.catalog.props(order[pos])
+            pos += 1
+            if wanted(props):
+                items.append(select(props, keys))
+        served += len(items)
+        # Stop on the next match so that the last page is never an empty one.
+        while pos < len(order) and (limit is None or served < limit) and not wanted(self.catalog.props(order[pos])):
+            pos += 1
+        headers = {}
+        if pos < len(order) and (limit is None or served < limit):
+            headers["Link"] = f'<{self._next_url(req, (served << 32) + pos)}>; rel="next"'
+        return _json(items, headers=headers)
+
+    def _next_url(self, req: _Request, cursor: int) -> str:
+        query = [(k, v) for k, v in req.query if k != "cursor"] + [("cursor", _encode_cursor(cursor))]
+        return f"{self.hub.url}{req.path}?{urlencode(query)}"
+
+    def info(self, req: _Request, repo_id: str, rev: str | None) -> _Response:
+        repo, err = self._access(req, repo_id, files=False)
+        if err:
+            return err
+        branch = repo.main if rev is None else repo.branch(rev)
+        if branch is None:
+            return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+        expand, err = self._expand(req)
+        if err:
+            return err
+        props = repo.props(branch, blobs=req.flag("blobs"))
+        return _json(select(props, expand or sorted(EXPANDABLE)))
+
+    def refs(self, req: _Request, repo_id: str) -> _Response:
+        repo, err = self._access(req, repo_id, files=False)
+        if err:
+            return err
+        body: dict[str, Any] = {
+            "branches": [{"name": "main", "ref": "refs/heads/main", "targetCommit": repo.main.sha}],
+            "converts": [],
+            "tags": [],
+        }
+        if repo.has_parquet:  # the sha is derived, so filler exports need not be built for this
+            body["converts"].append({"name": "parquet", "ref": PARQUET_REF, "targetCommit": parquet_sha(repo.main.sha)})
+        if req.param("include_prs"):
+            body["pullRequests"] = []
+        return _json(body)
+
+    def tree(self, req: _Request, repo_id: str, rev: str, path: str) -> _Response:
+        repo, err = self._access(req, repo_id, files=False)
+        if err:
+            return err
+        branch = repo.branch(rev)
+        if branch is None:
+            return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+        items = branch.tree(path, recursive=req.flag("recursive"))
+        if items is None:
+            return _error(404, f"Entry not found: {path}", "EntryNotFound")
+        try:
+            start = _cursor(req.param("cursor"))
+        except ValueError:
+            return _error(400, "invalid cursor")
+        end = start + self.hub.page_size
+        headers = {"Link": f'<{self._next_url(req, end)}>; rel="next"'} if end < len(items) else {}
+        return _json(items[start:end], headers=headers)
+
+    def parquet_api(self, req: _Request, repo_id: str, parts: list[str]) -> _Response:
+        """``/parquet`` → {config: {split: [urls]}}, ``/parquet/c`` → {split: [urls]},
+        ``/parquet/c/s`` → [urls], ``/parquet/c/s/N.parquet`` → 302 to the Nth shard."""
+        repo, err = self._access(req, repo_id, files=False)
+        if err:
+            return err
+        branch = repo.parquet
+        if branch is None:
+            return _error(404, f"{repo_id} has no Parquet export", "RevisionNotFound")
+        layout: dict[str, dict[str, list[str]]] = {}
+        for path in sorted(branch.files):
+            bits = path.split("/")
+            if len(bits) == 3 and bits[2].endswith(".parquet"):
+                layout.setdefault(bits[0], {}).setdefault(bits[1], []).append(path)
+
+        def url(path: str) -> str:
+            return f"{self.hub.url}/datasets/{repo_id}/resolve/{quote(PARQUET_REF, safe='')}/{quote(path)}"
+
+        missing = _error(404, f"Entry not found: {'/'.join(parts)}", "EntryNotFound")
+        if not parts:
+            return _json({c: {s: [url(p) for p in ps] for s, ps in splits.items()} for c, splits in layout.items()})
+        splits = layout.get(parts[0])
+        if splits is None or len(parts) > 3:
+            return missing
+        if len(parts) == 1:
+            return _json({s: [url(p) for p in ps] for s, ps in splits.items()})
+        shards = splits.get(parts[1])
+        if shards is None:
+            return missing
+        if len(parts) == 2:
+            return _json([url(p) for p in shards])
+        n = parts[2].removesuffix(".parquet")
+        if not n.isdigit() or int(n) >= len(shards):
+            return missing
+        return _Response(302, b"", {"Location": url(shards[int(n)])})
+
+    def resolve(self, req: _Request, repo_id: str, rev: str, path: str) -> _Response:
+        repo, err = self._access(req, repo_id, files=True)
+        if err:
+            return err
+        branch = repo.branch(rev)
+        if branch is None:
+            return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+        blob = branch.files.get(path)
+        if blob is None:
+            return _error(404, f"Entry not found: {path}", "EntryNotFound")
+        if path.endswith(".parquet") and self.hub.faults.corrupts(repo_id):
+            blob = self._corrupt(blob)
+            self.hub._fault_injected()
+        headers = {
+            "X-Repo-Commit": branch.sha,
+            "ETag": f'"{blob.etag}"',
+            "Accept-Ranges": "bytes",
+            "Content-Type": "text/plain; charset=utf-8" if path.endswith(".md") else "application/octet-stream",
+        }
+        start, end, status = 0, blob.size, 200  # end is exclusive
+        match = _RANGE.fullmatch(req.headers.get("Range", "").strip())
+        if match and (match.group(1) or match.group(2)):
+            if match.group(1):
+                start = int(match.group(1))
+                end = min(blob.size, int(match.group(2)) + 1) if match.group(2) else blob.size
+            else:  # suffix range: the last N bytes
+                start = max(0, blob.size - int(match.group(2)))
+            if start >= blob.size or start >= end:
+                return _Response(416, b"", {**headers, "Content-Range": f"bytes */{blob.size}"})
+            status = 206
+            headers["Content-Range"] = f"bytes {start}-{end - 1}/{blob.size}"
+        if req.method == "HEAD":
+            return _Response(status, b"", headers, length=end - start)
+        return _Response(status, blob.read(start, end), headers)
+
+    def _corrupt(self, blob: Blob) -> Blob:
+        bad = self._corrupted.get(blob)
+        if bad is None:
+            bad = self._corrupted[blob] = BytesBlob(garble_footer(blob.read()), lfs=True)
+        return bad
+
+    # ---------------------------------------------------------------- publish endpoints
+
+    def create_repo(self, req: _Request) -> _Response:
+        denied = self._write_auth(req)
+        if denied:
+            return denied
+        try:
+            body = req.json()
+            name, org = body["name"], body.get("organization")
+        except (ValueError, KeyError, TypeError):
+            return _error(400, 'The body must be JSON with a "name"')
+        if body.get("type", "model") != "dataset":
+            return _error(400, "The stand-in only hosts dataset repos")
+        if not isinstance(name, str) or not _REPO_NAME.fullmatch(name) or (org and not _REPO_NAME.fullmatch(org)):
+            return _error(400, f"Invalid repo name: {org}/{name}")
+        repo_id = f"{org or DEFAULT_USER}/{name}"
+        url = f"{self.hub.url}/datasets/{repo_id}"
+        with self.catalog.lock:
+            if self.catalog.get(repo_id) is not None:
+                return _json({"error": "You already created this dataset repo", "url": url}, 409,
+                             {"X-Error-Message": "You already created this dataset repo"})
+            repo = self.catalog.create(repo_id, private=bool(body.get("private")))
+        return _json({"url": url, "name": repo_id, "id": repo.props()["_id"]})
+
+    def validate_yaml(self, req: _Request) -> _Response:
+        try:
+            content = req.json()["content"]
+        except (ValueError, KeyError, TypeError):
+            return _error(400, 'The body must be JSON with a "content"')
+        _, errors = cards.parse_card(content)
+        body = {"errors": [{"message": e} for e in errors], "warnings": []}
+        return _json(body, 400 if errors else 200)
+
+    def preupload(self, req: _Request, repo_id: str, rev: str) -> _Response:
+        repo, err = self._writable(req, repo_id)
+        if err:
+            return err
+        if repo.branch(rev) is not repo.main:
+            return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+        try:
+            paths = [f["path"] for f in req.json()["files"]]
+        except (ValueError, KeyError, TypeError):
+            return _error(400, 'The body must be JSON with "files"')
+        files = repo.main.files
+        # "regular" keeps clients away from LFS/Xet uploads; "oid" lets them skip unchanged files.
+        return _json({"files": [
+            {"path": p, "uploadMode": "regular", "shouldIgnore": False, "oid": files[p].git_oid if p in files else None}
+            for p in paths
+        ]})
+
+    def commit(self, req: _Request, repo_id: str, rev: str) -> _Response:
+        repo, err = self._writable(req, repo_id)
+        if err:
+            return err
+        if req.param("create_pr"):
+            return _error(400, "The stand-in does not support pull requests")
+        try:
+            lines = [json.loads(line) for line in req.body.splitlines() if line.strip()]
+            header = next(item["value"] for item in lines if item["key"] == "header")
+            adds: dict[str, bytes] = {}
+            deletes: list[str] = []
+            for item in lines:
+                key, value = item["key"], item["value"]
+                if key == "file":
+                    raw = value["content"]
+                    adds[value["path"]] = base64.b64decode(raw) if value.get("encoding") == "base64" else raw.encode()
+                elif key in ("deletedFile", "deletedFolder"):
+                    deletes.append(value["path"])
+                elif key == "lfsFile":
+                    return _error(400, "LFS files are not supported by the stand-in (preupload answers regular)")
+                elif key != "header":
+                    return _error(400, f"Unknown commit operation {key!r}")
+        except (ValueError, KeyError, TypeError, StopIteration, binascii.Error):
+            return _error(400, "The body must be ndjson: a header line, then file operations")
+        if "README.md" in adds:
+            _, errors = cards.parse_card(adds["README.md"].decode("utf-8", "replace"))
+            if errors:
+                return _error(400, "Invalid metadata in README.md.\n" + "\n".join(f"- {e}" for e in errors))
+        with self.catalog.lock:
+            if repo.branch(rev) is not repo.main:
+                return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+            parent = header.get("parentCommit")
+            if parent and parent != repo.main.sha:
+                return _error(412, "A commit has happened since. Please refresh and try again.")
+            for path in deletes:
+                if path not in repo.main.files and not any(p.startswith(path.rstrip("/") + "/") for p in repo.main.files):
+                    return _error(404, f"A file with this name doesn't exist: {path}", "EntryNotFound")
+            record = repo.commit(header.get("summary", ""), header.get("description", ""), adds, deletes)
+            self.catalog.touched()
+        url = f"{self.hub.url}/datasets/{repo_id}/commit/{record['oid']}"
+        return _json({"success": True, "commitOid": record["oid"], "commitUrl": url})
+
+    # ---------------------------------------------------------------- controls
+
+    def control(self, req: _Request) -> _Response:
+        """``/_standin/...``: GET stats, POST reset, GET/POST faults, POST set_sha, GET commits."""
+        hub, action = self.hub, req.segments[1:]
+        try:
+            if action == ["stats"] and req.method == "GET":
+                return _json(hub.stats())
+            if action == ["reset"] and req.method == "POST":
+                hub.reset_stats()
+                return _json({"ok": True})
+            if action == ["faults"] and req.method == "GET":
+                return _json(hub.faults.to_dict())
+            if action == ["faults"] and req.method == "POST":
+                hub.set_faults(Faults.from_dict(req.json()))
+                return _json(hub.faults.to_dict())
+            if action == ["set_sha"] and req.method == "POST":
+                body = req.json()
+                hub.set_sha(body["dataset_id"], body["sha"])
+                return _json({"ok": True})
+            if action == ["commits"] and req.method == "GET":
+                return _json(hub.commits(req.param("repo_id") or ""))
+        except KeyError as exc:
+            return _error(404, f"Unknown dataset: {exc}")
+        except (ValueError, TypeError) as exc:
+            return _error(400, str(exc))
+        return _error(404, "Unknown stand-in control")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Socket side of a request: body reading, fault application, response writing."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "hubsurvey-standin"
+    sys_version = ""
+    timeout = 120  # idle keep-alive connections are dropped after this
+
+    server: "_Server"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+        # Only the request line and status reach the log: never headers, so never tokens.
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    do_HEAD = do_POST = do_PUT = do_DELETE = do_GET
+
+    def _handle(self) -> None:
+        hub = self.server.hub
+        length = self.headers.get("Content-Length")
+        if self.headers.get("Transfer-Encoding"):
+            self._send(_error(411, "The stand-in needs a Content-Length"))
+            self.close_connection = True
+            return
+        body = self.rfile.read(int(length)) if length else b""
+        url = urlsplit(self.path)
+        scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+        req = _Request(
+            method=self.command,
+            path=url.path,
+            segments=url.path.split("/")[1:],
+            query=parse_qsl(url.query, keep_blank_values=True),
+            headers=self.headers,
+            body=body,
+            token=token.strip() or None if scheme.lower() == "bearer" else None,
+        )
+        try:
+            if req.segments[:1] == ["_standin"]:
+                self._send(hub.app.control(req))
+                return
+            route = hub.app.route(req)
+            hub._count(route.category)
+            decision = hub._injector.decide(route.category, route.dataset_id)
+            if self._inject(decision):
+                return
+            response = route.run()
+        except Exception:  # a stand-in bug must not kill the connection silently
+            log.exception("stand-in error on %s %s", self.command, url.path)
+            response = _error(500, "Internal stand-in error")
+            decision = Decision()
+        self._send(response, truncate=decision.truncate)
+
+    def _inject(self, decision: Decision) -> bool:
+        """Apply the request-level faults; True when the response was replaced (or dropped)."""
+        hub = self.server.hub
+        if decision.delay_s:
+            hub._fault_injected()
+            time.sleep(decision.delay_s)
+        if decision.action is None:
+            return False
+        hub._fault_injected()
+        f = hub.faults
+        if decision.action == "reset":
+            self.server.abort(self.connection)
+            self.close_connection = True
+        elif decision.action == "rate_limit":
+            secs = f.rate_limit_secs
+            bucket = "resolvers" if self.command == "HEAD" or "/resolve/" in self.path else "api"
+            quota = 3000 if bucket == "resolvers" else 500
+            headers = {
+                "RateLimit": f'"{bucket}";r=0;t={secs}',
+                "RateLimit-Policy": f'"fixed window";"{bucket}";q={quota};w=300',
+                "Retry-After": str(secs),
+            }
+            self._send(_json({"error": "Too Many Requests (stand-in fault)"}, 429, headers))
+        else:
+            self._send(_error(f.error_status, f"Injected server error {f.error_status} (stand-in fault)"))
+        return True
+
+    def _send(self, response: _Response, *, truncate: bool = False) -> None:
+        self.send_response(response.status)
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        length = len(response.body) if response.length is None else response.length
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        body = response.body
+        if truncate and len(body) >= 2:
+            self.server.hub._fault_injected()
+            self.wfile.write(body[: len(body) // 2])
+            self.close_connection = True  # the promised rest never comes
+            return
+        self.wfile.write(body)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # stop() closes connections itself; never wait on idle keep-alives
+
+    def __init__(self, hub: "StandinHub", port: int) -> None:
+        self.hub = hub
+        self._conns: set[socket.socket] = set()
+        self._aborted: set[socket.socket] = set()
+        self._conn_lock = threading.Lock()
+        super().__init__((HOST, port), _Handler)
+
+    def handle_error(self, request, client_address) -> None:
+        # Clients that hang up mid-request are normal here (faults, timeouts): no stderr traceback.
+        log.debug("connection error from %s", client_address[0], exc_info=True)
+
+    def process_request(self, request, client_address) -> None:
+        with self._conn_lock:
+            self._conns.add(request)
+        super().process_request(request, client_address)
+
+    def abort(self, conn: socket.socket) -> None:
+        """Make the connection end with a TCP reset: linger 0, and no FIN before the close."""
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        with self._conn_lock:
+            self._aborted.add(conn)
+
+    def shutdown_request(self, request) -> None:
+        with self._conn_lock:
+            self._conns.discard(request)
+            aborted = request in self._aborted
+            self._aborted.discard(request)
+        if aborted:
+            self.close_request(request)
+        else:
+            super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        with self._conn_lock:
+            conns = list(self._conns)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class StandinHub:
+    """A stand-in Hub serving one or more hub roots (see ``catalog``) on 127.0.0.1.
+
+    ``valid_tokens``: bearer tokens that are approved for gated datasets, see private ones, and
+    may push (when empty, any token may push). ``page_size``: items per page of the dataset
+    listing and of tree listings (the Hub uses 1000 for trees).
+    """
+
+    def __init__(
+        self,
+        root: Path | Iterable[Path],
+        *,
+        port: int = 0,
+        faults: Faults | None = None,
+        valid_tokens: Iterable[str] = frozenset(),
+        page_size: int = 1000,
+        host: str = HOST,
+    ) -> None:
+        if host != HOST:
+            raise ValueError(f"the stand-in only binds to {HOST}, not {host!r}")
+        if page_size < 1:
+            raise ValueError("page_size must be >= 1")
+        roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+        self.catalog = Catalog(roots)
+        self.valid_tokens = frozenset(valid_tokens)
+        self.page_size = page_size
+        self._port = port
+        self._injector = FaultInjector(faults)
+        self._stats_lock = threading.Lock()
+        self._stats = self._zero_stats()
+        self.app = _App(self)
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.url = ""
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> "StandinHub":
+        if self._server is not None:
+            raise RuntimeError("the stand-in is already running")
+        self._server = _Server(self, self._port)
+        port = self._server.server_address[1]
+        self.url = f"http://{HOST}:{port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, name=f"standin-{port}", daemon=True)
+        self._thread.start()
+        log.info("stand-in Hub serving on %s", self.url)
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.close_connections()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> "StandinHub":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- controls
+
+    @staticmethod
+    def _zero_stats() -> dict[str, int]:
+        return {**dict.fromkeys(CATEGORIES, 0), "faults_injected": 0}
+
+    def _count(self, category: str) -> None:
+        with self._stats_lock:
+            self._stats[category] += 1
+
+    def _fault_injected(self) -> None:
+        with self._stats_lock:
+            self._stats["faults_injected"] += 1
+
+    def stats(self) -> dict[str, int]:
+        """Requests served by category (``faults.CATEGORIES``), plus ``faults_injected``."""
+        with self._stats_lock:
+            return dict(self._stats)
+
+    def reset_stats(self) -> None:
+        with self._stats_lock:
+            self._stats = self._zero_stats()
+
+    @property
+    def faults(self) -> Faults:
+        return self._injector.faults
+
+    def set_faults(self, faults: Faults) -> None:
+        """Switch faults (``Faults()`` switches them off); request counters restart."""
+        self._injector.set(faults)
+
+    def set_sha(self, dataset_id: str, sha: str) -> None:
+        """Simulate a new revision: main moves to ``sha`` and the Parquet export moves with it."""
+        if not _SHA.fullmatch(sha):
+            raise ValueError("sha must be 40 lowercase hex digits")
+        repo = self.catalog.get(dataset_id)
+        if repo is None:
+            raise KeyError(dataset_id)
+        with self.catalog.lock:
+            repo.set_main(sha)
+            self.catalog.pin(repo)
+            self.catalog.touched()
+
+    def commits(self, repo_id: str) -> list[dict[str, Any]]:
+        """Commits pushed to ``repo_id`` through this server, oldest first."""
+        repo = self.catalog.get(repo_id)
+        return [dict(c) for c in repo.commits] if repo is not None else []
