@@ -1,0 +1,200 @@
+"""Publish the results as a Hub dataset: build the folder, then (with ``push``) upload it in one commit.
+
+The folder holds ``data/train-00000-of-00001.parquet``, ``results.csv``, ``lle.csv``, ``README.md``
+(the dataset card) and, unless disabled, ``REPORT.md``. Every file depends only on the DB's
+content, so an unchanged DB gives an identical folder.
+
+Pushing goes through :class:`hubsurvey.hub.HubClient` (``HF_ENDPOINT`` / ``HF_TOKEN`` from the
+environment): ``create_repo(exist_ok=True)``, then the remote tree is compared with the folder (git
+blob sha1 of each local file against the tree's ``oid``, or the LFS sha256 for LFS files), and only
+if some file differs is ONE commit made with every file (``create_commit``). Publishing an unchanged
+folder again makes no commit. The token is never printed nor written; Hub errors are scrubbed of it.
+
+``hubsurvey publish`` is a thin layer over :func:`publish`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render_card
+from analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, export_results
+from analysis.report import REPORT_MD, render_markdown, report_context
+from hubsurvey import __version__
+from hubsurvey.store import Store
+
+CARD_PATH = "README.md"
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class PublishError(Exception):
+    """The results cannot be published as asked (bad repo id, empty DB, Hub failure); one line."""
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    """One file of the folder: where it goes in the repo, its size and content hashes."""
+
+    path_in_repo: str
+    local: Path
+    size: int
+    git_sha1: str  # git blob id: what the Hub's tree reports as `oid` for a regular file
+    sha256: str  # what the Hub reports as the LFS oid for an LFS file
+
+
+@dataclass
+class PublishResult:
+    repo_id: str
+    folder: Path
+    files: list[PlannedFile]
+    pushed: bool = False  # a commit was made
+    unchanged: bool = False  # the remote already held exactly these files: no commit
+    changed: list[str] = field(default_factory=list)  # files that differed from the remote
+    commit_url: str | None = None
+    repo_url: str | None = None
+
+    @property
+    def total_size(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def check_repo_id(repo_id: str) -> str:
+    if not _REPO_ID.match(repo_id or "") or ".." in repo_id:
+        raise PublishError(f"{repo_id!r} is not a repo id of the form OWNER/NAME")
+    return repo_id
+
+
+def default_folder(repo_id: str) -> Path:
+    return Path(tempfile.gettempdir()) / "hubsurvey-publish" / repo_id.replace("/", "__")
+
+
+def git_blob_sha1(data: bytes) -> str:
+    """The git object id of a blob with this content (what a Hub tree lists as a file's oid)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def plan_file(folder: Path, path_in_repo: str) -> PlannedFile:
+    local = folder / path_in_repo
+    data = local.read_bytes()
+    return PlannedFile(path_in_repo, local, len(data), git_blob_sha1(data), hashlib.sha256(data).hexdigest())
+
+
+def build_folder(
+    store: Store,
+    out_dir: str | Path,
+    repo_id: str,
+    *,
+    report: bool = True,
+    license: str = DEFAULT_LICENSE,
+    pretty_name: str = DEFAULT_PRETTY_NAME,
+) -> list[PlannedFile]:
+    """Write the results dataset's files into ``out_dir``; return them, in upload order."""
+    check_repo_id(repo_id)
+    folder = Path(out_dir)
+    written = export_results(store, folder, lle_compat=True)
+    paths = [p.relative_to(folder).as_posix() for p in written]
+    if report:
+        (folder / REPORT_MD).write_text(render_markdown(report_context(store)), encoding="utf-8")
+        paths.append(REPORT_MD)
+    card = render_card(store, repo_id, paths, license=license, pretty_name=pretty_name)
+    (folder / CARD_PATH).write_text(card, encoding="utf-8")
+    paths.insert(0, CARD_PATH)
+    return [plan_file(folder, p) for p in paths]
+
+
+def remote_files(client: Any, repo_id: str) -> dict[str, Any]:
+    """``{path: RepoFile}`` of the repo's main branch; empty when the repo has no commit yet."""
+    from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
+
+    api = client.api
+    try:
+        items = client.call(lambda: list(api.list_repo_tree(repo_id, repo_type="dataset", recursive=True)))
+    except (RevisionNotFoundError, EntryNotFoundError):
+        return {}
+    return {it.path: it for it in items if hasattr(it, "blob_id")}
+
+
+def is_same(local: PlannedFile, remote: Any) -> bool:
+    """True when the remote file has exactly the local content."""
+    if remote is None:
+        return False
+    lfs = getattr(remote, "lfs", None)
+    if lfs is not None:
+        return getattr(lfs, "sha256", None) == local.sha256
+    return getattr(remote, "blob_id", None) == local.git_sha1
+
+
+def push_folder(
+    files: Sequence[PlannedFile],
+    repo_id: str,
+    *,
+    folder: Path,
+    private: bool = False,
+    client: Any = None,
+    commit_message: str | None = None,
+) -> PublishResult:
+    """Create the repo if needed and upload ``files`` in one commit, unless the remote is identical."""
+    from huggingface_hub import CommitOperationAdd
+
+    from hubsurvey.hub import HubClient
+
+    check_repo_id(repo_id)
+    client = client or HubClient()
+    api = client.api
+    result = PublishResult(repo_id, folder, list(files))
+    try:
+        url = client.call(api.create_repo, repo_id, repo_type="dataset", exist_ok=True, private=private)
+        result.repo_url = str(url)
+        remote = remote_files(client, repo_id)
+        result.changed = [f.path_in_repo for f in files if not is_same(f, remote.get(f.path_in_repo))]
+        if not result.changed:
+            result.unchanged = True
+            return result
+        operations = [CommitOperationAdd(path_in_repo=f.path_in_repo, path_or_fileobj=str(f.local)) for f in files]
+        info = client.call(
+            api.create_commit,
+            repo_id,
+            operations,
+            commit_message=commit_message or f"hubsurvey {__version__}: publish survey results",
+            commit_description="Changed: " + ", ".join(result.changed),
+            repo_type="dataset",
+        )
+    except PublishError:
+        raise
+    except Exception as e:  # Hub refusals, network: one line, never the token
+        text = str(e).strip().splitlines()
+        message = f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+        raise PublishError(client.scrub(f"{repo_id}: {message}")) from None
+    result.pushed = True
+    result.commit_url = getattr(info, "commit_url", None)
+    return result
+
+
+def publish(
+    store: Store,
+    repo_id: str,
+    *,
+    out_dir: str | Path | None = None,
+    push: bool = False,
+    private: bool = False,
+    report: bool = True,
+    client: Any = None,
+    license: str = DEFAULT_LICENSE,
+    pretty_name: str = DEFAULT_PRETTY_NAME,
+) -> PublishResult:
+    """Build the results folder for ``repo_id`` and, when ``push``, upload it (see module doc)."""
+    check_repo_id(repo_id)
+    rows = store.con.execute("SELECT count(*) FROM current_measurements").fetchone()[0]
+    if not rows:
+        raise PublishError(f"{store.path}: no measurements to publish")
+    folder = Path(out_dir) if out_dir is not None else default_folder(repo_id)
+    files = build_folder(store, folder, repo_id, report=report, license=license, pretty_name=pretty_name)
+    if not push:
+        return PublishResult(repo_id, folder, files)
+    return push_folder(files, repo_id, folder=folder, private=private, client=client,
+                       commit_message=f"hubsurvey {__version__}: {rows} result rows")

@@ -1,0 +1,145 @@
+"""What the report and the dataset card share: the Jinja environment, filters, definitions, provenance.
+
+The environment autoescapes HTML templates (``*.html.j2``, ``*.htm.j2``, ``*.xml.j2``) and never the
+Markdown ones; Markdown output escapes values with the ``md`` filter instead. Undefined variables
+raise (StrictUndefined), so a template cannot silently print nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+import jinja2
+
+from hubsurvey import LLE_METHOD, LLE_METHOD_VERSION, __version__
+from hubsurvey.store import Store
+
+TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
+
+#: The method's definitions (lle_method.md), as plain text: templates format them.
+DEFINITIONS: list[tuple[str, str]] = [
+    ("unit", "one row per (dataset, config, label column); a dataset with several label columns gives "
+             "several rows whose text-only figures repeat. Every percentage in the findings counts these rows."),
+    ("splits", "train; validation (also called valid, dev or val by datasets); test. A dataset without "
+               "a test split is not surveyed."),
+    ("text key", "the values of the row's input (text) columns, compared exactly, as a tuple."),
+    ("text+label key", "the text key plus the value of the one label column of the row."),
+    ("leaks_<split>_wrt_test", "|set(K(split)) ∩ set(K(test))|: distinct keys of train (or validation) "
+                               "that also occur in test."),
+    ("duplication_<split>", "len(split) − |set(K(split))|: rows of the split beyond the first occurrence of their key."),
+    ("test_biased", "(leaks_train_wrt_test + duplication_test) / len(test) × 100, published rounded to 3 decimals "
+                    "(10.049%). Validation leaks are not part of it."),
+    ("difference_annotation", "|(text_leaks_train − text_and_label_leaks_train) + (text_leaks_validation − "
+                              "text_and_label_leaks_validation)|, NR terms taken as 0: texts that leak with "
+                              "another label, an approximation of annotation conflicts."),
+    ("NR", "not relevant: a figure that cannot be computed, because its split does not exist (no validation "
+           "split: every validation figure is NR) or the row has no label column (every text+label figure "
+           "is NR). NR is not 0 and not a failure; it is left out of every denominator. In Parquet it is null."),
+    ("text_ / text_and_label_", "every count exists twice: with the text key (prefix text_) and with the "
+                                "text+label key (prefix text_and_label_)."),
+]
+
+_MD_SPECIAL = re.compile(r"([\\`*\[\]|])")
+_SECRET_KEY = re.compile(r"token|secret|password|authorization|api[_-]?key", re.IGNORECASE)
+
+
+def md(value: Any) -> str:
+    """Escape a value for Markdown text and table cells (no HTML, no table breaks, one line)."""
+    text = "NR" if value is None else str(value)
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(text.split())
+
+
+def num(value: Any) -> str:
+    """A count: NULL is NR."""
+    return "NR" if value is None else str(value)
+
+
+def pct(value: Any, digits: int = 2) -> str:
+    """A percentage; NULL (a 0 denominator, or NR) prints as 'n/a'."""
+    return "n/a" if value is None else f"{value:.{digits}f}%"
+
+
+def pct3(value: Any) -> str:
+    """A test_biased value as published: 3 decimals at most ('10.049%', '0.0%'); NULL is NR."""
+    return "NR" if value is None else f"{round(value, 3)}%"
+
+
+def yaml_str(value: Any) -> str:
+    """A YAML scalar or flow collection (JSON is YAML): safe for any string."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def when(value: Any) -> str:
+    """A timestamp as 'YYYY-MM-DD HH:MM UTC'; NULL prints as 'n/a'."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        value = value.astimezone(timezone.utc)
+    return value.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        autoescape=jinja2.select_autoescape(
+            enabled_extensions=("html", "htm", "xml", "html.j2", "htm.j2", "xml.j2"),
+            disabled_extensions=("md.j2", "md"),
+            default_for_string=True,
+            default=True,
+        ),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(md=md, num=num, pct=pct, pct3=pct3, yaml=yaml_str, when=when)
+    return env
+
+
+def clean_args(args: Any) -> Any:
+    """Run arguments for display: keys that look like secrets are dropped, recursively."""
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return args
+    if isinstance(args, Mapping):
+        return {k: clean_args(v) for k, v in args.items() if not _SECRET_KEY.search(str(k))}
+    if isinstance(args, list):
+        return [clean_args(v) for v in args]
+    return args
+
+
+def provenance(store: Store, overview: Mapping[str, Any]) -> dict[str, Any]:
+    """Where the results come from: dates, tool and method versions, the latest run and its filters.
+
+    Everything is read from the DB (nothing from the clock), so rendering an unchanged DB twice
+    gives identical files.
+    """
+    from analysis.findings import latest_run
+
+    run = latest_run(store)
+    if run is not None:
+        run = dict(run)
+        run["args"] = clean_args(run.get("args"))
+        run["counts"] = clean_args(run.get("counts"))
+    return {
+        "first_measured_at": overview.get("first_measured_at"),
+        "last_measured_at": overview.get("last_measured_at"),
+        "date": when(overview.get("last_measured_at")),
+        "methods": overview.get("methods") or f"{LLE_METHOD} v{LLE_METHOD_VERSION}",
+        "tool_versions": overview.get("tool_versions") or "none",
+        "method": LLE_METHOD,
+        "method_version": LLE_METHOD_VERSION,
+        "generator_version": __version__,
+        "run": run,
+        "filters": run["args"] if run else None,
+    }
