@@ -5,11 +5,11 @@ plain dicts. No network and no results DB, so the same function runs in a local 
 on a Dask worker.
 
 How the SQL works, in one paragraph: every split is projected to its key columns and stacked into
-one relation ``rows_all(split, k0, k1, ...)``. ``GROUP BY split, keys`` gives one row per distinct
-key of each split with its row count (``n``). Regrouping that by the key alone tells, for each
-distinct key, in which splits it occurs. GROUP BY compares values exactly, treats NULL as equal to
-NULL (as ``str(None)`` did in the survey) and compares lists element by element, so no string
-conversion is needed and nothing is lost to hashing.
+one table ``rows_all(split, t0.., l0.., h_text, h_l0..)``, read once. ``GROUP BY key`` gives one
+row per distinct key with its row count in each split; every figure is a sum over those rows. The key is a 64-bit hash of the values when
+a check proves it collision-free on this data (``_key``), else the values themselves. GROUP BY and
+DISTINCT compare values exactly, treat NULL as equal to NULL (as ``str(None)`` did in the survey)
+and compare lists element by element, so no string conversion is needed.
 """
 
 from __future__ import annotations
@@ -31,38 +31,35 @@ FIGURE_NAMES = (
     "test_biased",
 )
 
-# The figures for one key kind, given a CTE per_split(split, <key>, n) before it. Each line is one definition.
-#   leaks_<src>_wrt_test = |set(K(src)) ∩ set(K(test))|      (distinct keys in both)
-#   duplication_<split>  = len(split) − |set(K(split))|      (rows beyond the first of each key)
+# The figures for one key kind, from rows_all grouped by that key. Each line is one definition.
+#   leaks_<src>_wrt_test = |set(K(src)) ∩ set(K(test))|      (distinct keys present in both)
+#   duplication_<split>  = len(split) − |set(K(split))|      (rows minus distinct keys)
 #   test_biased          = (leaks_train_wrt_test + duplication_test) / len(test) × 100
 # A figure whose split is absent is NULL (NR); $has_<split> says which splits exist. NR train leaks
 # count as 0 in test_biased, so a test-only dataset still reports its own duplication.
 FIGURES_SQL = """
-per_key AS (          -- one row per distinct key: which splits hold it
-    SELECT bool_or(split = 'train')      AS in_train,
-           bool_or(split = 'validation') AS in_validation,
-           bool_or(split = 'test')       AS in_test
-    FROM per_split
+WITH per_key AS (          -- one row per distinct key: how many rows of each split hold it
+    SELECT count(*) FILTER (WHERE split = 'train')      AS n_train,
+           count(*) FILTER (WHERE split = 'validation') AS n_validation,
+           count(*) FILTER (WHERE split = 'test')       AS n_test
+    FROM rows_all
     GROUP BY {key}
-), leaks AS (
-    SELECT count(*) FILTER (WHERE in_train AND in_test)      AS train_test,
-           count(*) FILTER (WHERE in_validation AND in_test) AS validation_test
+), counts AS (
+    SELECT count(*) FILTER (WHERE n_train > 0 AND n_test > 0)                          AS leaks_train,
+           count(*) FILTER (WHERE n_validation > 0 AND n_test > 0)                     AS leaks_validation,
+           sum(n_train) - count(*) FILTER (WHERE n_train > 0)                          AS dup_train,
+           sum(n_validation) - count(*) FILTER (WHERE n_validation > 0)                AS dup_validation,
+           sum(n_test) - count(*) FILTER (WHERE n_test > 0)                            AS dup_test
     FROM per_key
-), dups AS (               -- rows minus distinct keys, per split
-    SELECT sum(n - 1) FILTER (WHERE split = 'train')      AS train,
-           sum(n - 1) FILTER (WHERE split = 'validation') AS validation,
-           sum(n - 1) FILTER (WHERE split = 'test')       AS test
-    FROM per_split
 )
 SELECT
-    CASE WHEN $has_train      THEN leaks.train_test END                       AS leaks_train_wrt_test,
-    CASE WHEN $has_validation THEN leaks.validation_test END                  AS leaks_validation_wrt_test,
-    CASE WHEN $has_train      THEN coalesce(dups.train, 0) END                AS duplication_train,
-    CASE WHEN $has_validation THEN coalesce(dups.validation, 0) END           AS duplication_validation,
-    coalesce(dups.test, 0)                                                    AS duplication_test,
-    (CASE WHEN $has_train THEN leaks.train_test ELSE 0 END + coalesce(dups.test, 0))
-        * 100.0 / $rows_test                                                  AS test_biased
-FROM leaks, dups
+    CASE WHEN $has_train      THEN leaks_train END                              AS leaks_train_wrt_test,
+    CASE WHEN $has_validation THEN leaks_validation END                         AS leaks_validation_wrt_test,
+    CASE WHEN $has_train      THEN dup_train END                                AS duplication_train,
+    CASE WHEN $has_validation THEN dup_validation END                           AS duplication_validation,
+    dup_test                                                                    AS duplication_test,
+    (CASE WHEN $has_train THEN leaks_train ELSE 0 END + dup_test) / $rows_test * 100 AS test_biased
+FROM counts
 """
 
 # difference_annotation = |(text_leaks_train − tl_leaks_train) + (text_leaks_val − tl_leaks_val)|,
@@ -122,9 +119,38 @@ class Engine:
             if name in self.data.splits
         )
 
-    def _figures(self, per_split_table: str, width: int, prefix: str) -> dict[str, Any]:
-        key = ", ".join(f"k{i}" for i in range(width))
-        sql = f"WITH per_split AS (SELECT * FROM {per_split_table}), " + FIGURES_SQL.format(key=key)
+    def _load(self, text_columns: Sequence[str], label_columns: Sequence[str]) -> None:
+        """rows_all(split, t*, l*, h_text, h_l*): the key columns and their 64-bit hashes, one pass."""
+        text = ", ".join(f"t{i}" for i in range(len(text_columns)))
+        projected = [f"{quote_ident(c)} AS t{i}" for i, c in enumerate(text_columns)]
+        projected += [f"{quote_ident(c)} AS l{j}" for j, c in enumerate(label_columns)]
+        hashed = [f"hash({text}) AS h_text"] + [f"hash({text}, l{j}) AS h_l{j}" for j in range(len(label_columns))]
+        stacked = " UNION ALL ".join(
+            f"SELECT '{name}' AS split, {', '.join(projected)} FROM {quote_ident('split_' + name)}"
+            for name in CANONICAL_SPLITS
+            if name in self.data.splits
+        )
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE rows_all AS SELECT *, {', '.join(hashed)} FROM ({stacked})")
+
+    def _key(self, hash_column: str, value_columns: str) -> str:
+        """The hash when it is exact for this data, else the values themselves.
+
+        Grouping by a 64-bit hash is several times faster than grouping by long strings, but two
+        different keys could share a hash. A collision can only hide among hash groups of more
+        than one row, so those (few: the duplicates and leaks) are checked against the values.
+        """
+        exact = self.con.execute(
+            f"""
+            WITH repeated AS (SELECT {hash_column} AS h FROM rows_all GROUP BY h HAVING count(*) > 1)
+            SELECT (SELECT count(*) FROM (SELECT DISTINCT {hash_column}, {value_columns} FROM rows_all
+                                          WHERE {hash_column} IN (SELECT h FROM repeated)))
+                 = (SELECT count(*) FROM repeated)
+            """
+        ).fetchone()[0]
+        return hash_column if exact else value_columns
+
+    def _figures(self, key: str, prefix: str) -> dict[str, Any]:
+        sql = FIGURES_SQL.format(key=key)
         params = {f"has_{s}": s in self.data.splits for s in ("train", "validation")}
         params["rows_test"] = self.rows["test"]
         row = self.con.execute(sql, params).fetchone()
@@ -132,28 +158,18 @@ class Engine:
 
     def measure(self, text_columns: Sequence[str], label_columns: Sequence[str]) -> list[Measurement]:
         """One Measurement per label column (or one with label_column None when there is none)."""
-        text_columns = tuple(text_columns)
-        n = len(text_columns)
-        key = ", ".join(f"k{i}" for i in range(n))
-        # Distinct text keys per split, kept for all label columns.
-        self.con.execute(
-            f"CREATE OR REPLACE TEMP TABLE per_split_text AS "
-            f"SELECT split, {key}, count(*) AS n FROM ({self._stack(text_columns)}) GROUP BY ALL"
-        )
-        text = self._figures("per_split_text", n, "text")
+        text_columns, label_columns = tuple(text_columns), tuple(label_columns)
+        self._load(text_columns, label_columns)
+        text_values = ", ".join(f"t{i}" for i in range(len(text_columns)))
+        text = self._figures(self._key("h_text", text_values), "text")
         if not label_columns:
             figures = dict(text)
             figures.update({f"text_and_label_{f}": None for f in FIGURE_NAMES})
             figures["difference_annotation"] = None
             return [Measurement(None, text_columns, figures)]
         out = []
-        for label in label_columns:
-            self.con.execute(
-                f"CREATE OR REPLACE TEMP TABLE per_split_label AS "
-                f"SELECT split, {key}, k{n}, count(*) AS n "
-                f"FROM ({self._stack(text_columns + (label,))}) GROUP BY ALL"
-            )
-            with_label = self._figures("per_split_label", n + 1, "text_and_label")
+        for j, label in enumerate(label_columns):
+            with_label = self._figures(self._key(f"h_l{j}", f"{text_values}, l{j}"), "text_and_label")
             diff = self.con.execute(
                 DIFFERENCE_SQL,
                 {
@@ -164,7 +180,6 @@ class Engine:
                 },
             ).fetchone()[0]
             out.append(Measurement(label, text_columns, {**text, **with_label, "difference_annotation": diff}))
-        self.con.execute("DROP TABLE IF EXISTS per_split_label")
         return out
 
     def top_examples(self, text_columns: Sequence[str], limit: int = 5) -> dict[str, list[dict[str, Any]]]:

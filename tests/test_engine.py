@@ -158,3 +158,23 @@ def test_datasetdict_api_matches_arrow_api():
     )
     _assert_same(row, expected)
     assert row["difference_annotation"] == 1.0  # x leaks from train with another label, from dev with the same
+
+
+def test_exact_value_path_equals_hash_path(tmp_path, monkeypatch):
+    """When a hash collision is detected the engine groups by the values; both paths agree."""
+    from survey.metrics import Engine
+    from survey.sample import write_sample
+
+    data = check_config(FolderSource(write_sample(tmp_path / "org__s")).load("default"))
+    hashed = measure_config(data, n_configs=1, source="folder").rows
+    keys_used = []
+    original = Engine._key
+
+    def values_only(self, hash_column, value_columns):
+        keys_used.append(original(self, hash_column, value_columns))
+        return value_columns
+
+    monkeypatch.setattr(Engine, "_key", values_only)
+    exact = measure_config(data, n_configs=1, source="folder").rows
+    assert keys_used == ["h_text", "h_l0"]  # the check found no collision on this data
+    assert _figures(exact[0]) == _figures(hashed[0])
