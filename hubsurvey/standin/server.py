@@ -391,7 +391,8 @@ class _App:
             return _error(404, f"Entry not found: {path}", "EntryNotFound")
         if path.endswith(".parquet") and self.hub.faults.corrupts(repo_id):
             blob = self._corrupt(blob)
-            self.hub._fault_injected()
+            if req.method == "GET":  # one corrupted download, one fault (its HEAD is not counted)
+                self.hub._fault_injected()
         headers = {
             "X-Repo-Commit": branch.sha,
             "ETag": f'"{blob.etag}"',
@@ -729,7 +730,9 @@ class StandinHub:
         self._server = _Server(self, self._port)
         port = self._server.server_address[1]
         self.url = f"http://{HOST}:{port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name=f"standin-{port}", daemon=True)
+        # A short poll interval keeps stop() fast (shutdown waits for the next poll).
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name=f"standin-{port}", daemon=True)
         self._thread.start()
         log.info("stand-in Hub serving on %s", self.url)
         return self

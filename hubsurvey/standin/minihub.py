@@ -1,0 +1,478 @@
+"""A deterministic mini-hub: ~20 small datasets with planted leaks, and the truth about them.
+
+``generate_minihub(out, seed=0, filler=0)`` writes a hub root that ``StandinHub`` serves:
+
+- ``index.json``: ``{"datasets": [...], "filler": {"count": N, "seed": S}}`` (filler only if N > 0);
+- ``<owner>__<name>/<config>/<split>/NNNN.parquet``: the Parquet-branch layout, files written with
+  pyarrow and carrying HF features (ClassLabel names included) under ``b"huggingface"``;
+- ``truth.json``: ``{"seed", "expected": {id: outcome}, "measurements": [...]}``, where each
+  measurement is ``{"dataset_id", "config", "label_column", "text_columns", "figures"}`` and the
+  figures are ``reference.lle_reference`` of the rows written, splits mapped to canonical names
+  (valid/dev → validation). There is one measurement per eligible (dataset, config, label
+  column), or per (dataset, config) with ``label_column: null`` when there is no ClassLabel.
+
+Roles behind the truth: text columns are the string / list-of-string columns that are not id-like
+(the ``id`` columns differ on every row, so a tool that used them would find no leak at all); label
+columns are the ClassLabel and list-of-ClassLabel columns.
+
+Expected crawl outcomes: ``eligible``, ``gated``, ``no_test_split``, ``too_many_rows``,
+``not_text``, ``no_parquet_export``, and ``error:private`` (listed and readable only with an
+approved token), ``error:disabled`` (the Hub answers 403 "disabled"), ``error:corrupt_parquet``
+(the test split's file has a garbage footer).
+
+Every dataset draws from its own ``random.Random(f"{seed}:{id}")``, so the output is a function of
+the seed alone: same seed, byte-identical index.json, truth.json and Parquet files.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import parquetio as pio
+from .filler import BIG_ROWS, big_text_parquet
+from .reference import lle_reference
+from .repos import iso_date
+
+CANONICAL_SPLITS = {"train": "train", "validation": "validation", "valid": "validation", "dev": "validation",
+                    "val": "validation", "test": "test"}
+
+_WORDS = (
+    "the", "a", "an", "quiet", "river", "market", "engine", "storm", "garden", "paper", "signal", "orbit",
+    "winter", "copper", "silver", "forest", "harbor", "lantern", "meadow", "velvet", "thunder", "canvas",
+    "crystal", "ember", "falcon", "glacier", "horizon", "island", "jungle", "kettle", "ladder", "mirror",
+    "needle", "ocean", "pepper", "quartz", "rocket", "saddle", "timber", "umbrella", "valley", "walnut",
+    "runs", "jumps", "sings", "breaks", "opens", "falls", "shines", "waits", "grows", "moves", "slowly",
+    "quickly", "today", "again", "never", "always", "under", "over", "near", "beyond", "with", "without",
+)
+_FR_WORDS = (
+    "le", "la", "un", "une", "rivière", "marché", "moteur", "orage", "jardin", "papier", "signal", "hiver",
+    "cuivre", "argent", "forêt", "port", "lanterne", "prairie", "velours", "tonnerre", "toile", "cristal",
+    "faucon", "glacier", "île", "échelle", "miroir", "aiguille", "océan", "poivre", "fusée", "vallée",
+    "court", "saute", "chante", "casse", "ouvre", "tombe", "brille", "attend", "lentement", "vite",
+)
+_NER = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+_POS = ["DT", "NN", "NNS", "VB", "VBZ", "JJ", "RB", "IN", "CC", "PRP", "."]
+_COARSE = ["ABBR", "ENTY", "DESC", "HUM", "LOC", "NUM"]
+_FINE = [f"{c}:{s}" for c in _COARSE for s in ("a", "b")]  # fine label k belongs to coarse k // 2
+_SIZE_BOUNDS = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                (10_000_000, "1M<n<10M"))
+
+
+@dataclass
+class _Spec:
+    """One dataset to write. ``configs``: config → split name as written → rows."""
+
+    id: str
+    expected: str
+    task: str
+    features: dict[str, pio.Feature]
+    configs: dict[str, dict[str, list[dict[str, Any]]]]
+    text_columns: list[str]
+    label_columns: list[str]
+    modality: str = "text"
+    languages: tuple[str, ...] = ("en",)
+    entry: dict[str, Any] = field(default_factory=dict)  # extra index.json keys (gated, private, ...)
+    train_shards: int = 1
+    replace_files: dict[str, bytes] = field(default_factory=dict)  # relative path → bytes to write instead
+    row_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # overrides, for replaced files
+
+
+class _Gen(random.Random):
+    """A seeded RNG with the sentence and leak-planting helpers the datasets share."""
+
+    def __init__(self, seed: int, repo_id: str) -> None:
+        super().__init__(f"{seed}:{repo_id}")
+        self.used: set[Any] = set()
+
+    def sentence(self, words=_WORDS, lo: int = 5, hi: int = 12) -> str:
+        """A sentence never produced before by this generator (so every planted leak is deliberate)."""
+        while True:
+            text = " ".join(self.choices(words, k=self.randint(lo, hi)))
+            if text not in self.used:
+                self.used.add(text)
+                return text
+
+    def tokens(self, lo: int = 4, hi: int = 14) -> list[str]:
+        while True:
+            toks = self.choices(_WORDS, k=self.randint(lo, hi)) + ["."]
+            if tuple(toks) not in self.used:
+                self.used.add(tuple(toks))
+                return toks
+
+    def copy_rows(self, src: list[dict], dst: list[dict], k: int,
+                  mutate: Callable[[dict], None] | None = None) -> None:
+        """Append copies of ``k`` distinct rows of ``src`` to ``dst`` (mutated, if given)."""
+        for row in self.sample(src, k):
+            new = copy.deepcopy(row)
+            if mutate:
+                mutate(new)
+            dst.append(new)
+
+
+def _plant(g: _Gen, splits: dict[str, list[dict]], relabel: Callable[[dict], None], *,
+           train_leaks: int, train_relabeled: int, val_leaks: int = 0, val_relabeled: int = 0,
+           train_dups: int = 0, train_dups_relabeled: int = 0, val_dups: int = 0, test_dups: int = 0) -> None:
+    """Plant leaks (test rows copied into train/validation, some with another label) and
+    within-split duplicates, then shuffle every split. ``splits`` uses canonical names."""
+    test = list(splits["test"])
+    g.copy_rows(test, splits["train"], train_leaks)
+    g.copy_rows(test, splits["train"], train_relabeled, relabel)
+    if "validation" in splits:
+        g.copy_rows(test, splits["validation"], val_leaks)
+        g.copy_rows(test, splits["validation"], val_relabeled, relabel)
+        g.copy_rows(list(splits["validation"]), splits["validation"], val_dups)
+    train = list(splits["train"])
+    g.copy_rows(train, splits["train"], train_dups)
+    g.copy_rows(train, splits["train"], train_dups_relabeled, relabel)
+    g.copy_rows(test, splits["test"], test_dups)
+    for rows in splits.values():
+        g.shuffle(rows)
+
+
+def _rename(splits: dict[str, list[dict]], **names: str) -> dict[str, list[dict]]:
+    """Rename canonical splits to the names written (e.g. ``validation="dev"``)."""
+    return {names.get(s, s): rows for s, rows in splits.items()}
+
+
+def _number_ids(splits: dict[str, list[dict]], prefix: str) -> None:
+    """Give every row its own ``id`` (copies too: ids are exactly what must not be compared)."""
+    for split, rows in splits.items():
+        for i, row in enumerate(rows):
+            row["id"] = f"{prefix}-{split}-{i:05d}"
+
+
+# ---------------------------------------------------------------- dataset builders
+
+
+def _classification(g: _Gen, sizes: dict[str, int], n_labels: int, words=_WORDS, **plant: int) -> dict[str, list[dict]]:
+    splits = {s: [{"text": g.sentence(words), "label": g.randrange(n_labels)} for _ in range(n)] for s, n in sizes.items()}
+
+    def relabel(row: dict) -> None:
+        row["label"] = (row["label"] + 1) % n_labels
+
+    _plant(g, splits, relabel, **plant)
+    return splits
+
+
+def _text_spec(seed: int, repo_id: str, expected: str = "eligible", *, validation: str | None = "validation",
+               sizes=(400, 100, 150), entry: dict | None = None, **plant: int) -> _Spec:
+    """A text + ClassLabel dataset (the most common eligible shape), validation split optional."""
+    g = _Gen(seed, repo_id)
+    train, val, test = sizes
+    counts = {"train": train, "test": test} | ({"validation": val} if validation else {})
+    plan = {"train_leaks": 6, "train_relabeled": 3, "val_leaks": 2 if validation else 0,
+            "val_relabeled": 1 if validation else 0, "train_dups": 4, "train_dups_relabeled": 2, "test_dups": 2} | plant
+    splits = _classification(g, counts, 2, **plan)
+    if validation:
+        splits = _rename(splits, validation=validation)
+    features = {"text": pio.value("string"), "label": pio.class_label(["negative", "positive"])}
+    return _Spec(repo_id, expected, "text-classification", features, {"default": splits}, ["text"], ["label"],
+                 entry=entry or {})
+
+
+def _token_classification(seed: int) -> _Spec:
+    repo_id = "mini-nlp/toy_ner"
+    g = _Gen(seed, repo_id)
+
+    def row() -> dict:
+        toks = g.tokens()
+        return {"tokens": toks, "pos_tags": [g.randrange(len(_POS)) for _ in toks],
+                "ner_tags": [g.randrange(len(_NER)) for _ in toks]}
+
+    splits = {s: [row() for _ in range(n)] for s, n in (("train", 500), ("validation", 120), ("test", 160))}
+
+    def relabel(r: dict) -> None:  # a different entity tag; the POS tags stay as they were
+        r["ner_tags"] = [(r["ner_tags"][0] + 1) % len(_NER)] + r["ner_tags"][1:]
+
+    _plant(g, splits, relabel, train_leaks=9, train_relabeled=4, val_leaks=3, val_relabeled=2,
+           train_dups=7, train_dups_relabeled=3, val_dups=2, test_dups=3)
+    _number_ids(splits, "ner")
+    splits = {s: [{k: r[k] for k in ("id", "tokens", "pos_tags", "ner_tags")} for r in rows] for s, rows in splits.items()}
+    features = {"id": pio.value("string"), "tokens": pio.list_of(pio.value("string")),
+                "pos_tags": pio.list_of(pio.class_label(_POS)), "ner_tags": pio.list_of(pio.class_label(_NER))}
+    return _Spec(repo_id, "eligible", "token-classification", features, {"default": splits}, ["tokens"],
+                 ["pos_tags", "ner_tags"])
+
+
+def _sentence_pairs(seed: int) -> _Spec:
+    repo_id = "mini-nlp/nli_pairs"
+    g = _Gen(seed, repo_id)
+    splits = {s: [{"premise": g.sentence(), "hypothesis": g.sentence(lo=3, hi=7), "label": g.randrange(3)}
+                  for _ in range(n)] for s, n in (("train", 450), ("validation", 90), ("test", 120))}
+    # Same premise with a new hypothesis: not a leak, the key is the (premise, hypothesis) pair.
+    for row in g.sample(splits["test"], 5):
+        splits["train"].append({"premise": row["premise"], "hypothesis": g.sentence(lo=3, hi=7), "label": row["label"]})
+
+    def relabel(r: dict) -> None:
+        r["label"] = (r["label"] + 1) % 3
+
+    _plant(g, splits, relabel, train_leaks=7, train_relabeled=3, val_leaks=2, train_dups=3, test_dups=1)
+    features = {"premise": pio.value("string"), "hypothesis": pio.value("string"),
+                "label": pio.class_label(["entailment", "neutral", "contradiction"])}
+    return _Spec(repo_id, "eligible", "text-classification", features, {"default": splits},
+                 ["premise", "hypothesis"], ["label"])
+
+
+def _question_answering(seed: int) -> _Spec:
+    repo_id = "mini-nlp/qa_small"
+    g = _Gen(seed, repo_id)
+
+    def row() -> dict:
+        context = g.sentence(lo=12, hi=20)
+        start = g.randrange(len(context) // 2)
+        answer = context[start:start + 6]
+        return {"question": g.sentence(lo=4, hi=8) + "?", "context": context,
+                "answers": {"text": [answer], "answer_start": [start]}}
+
+    splits = {s: [row() for _ in range(n)] for s, n in (("train", 300), ("validation", 80), ("test", 100))}
+    _plant(g, splits, lambda r: None, train_leaks=5, train_relabeled=0, val_leaks=2, train_dups=3, test_dups=2)
+    _number_ids(splits, "qa")
+    splits = {s: [{k: r[k] for k in ("id", "question", "context", "answers")} for r in rows] for s, rows in splits.items()}
+    features = {"id": pio.value("string"), "question": pio.value("string"), "context": pio.value("string"),
+                "answers": {"text": pio.list_of(pio.value("string")), "answer_start": pio.list_of(pio.value("int32"))}}
+    return _Spec(repo_id, "eligible", "question-answering", features, {"default": splits},
+                 ["question", "context"], [])
+
+
+def _multi_config(seed: int) -> _Spec:
+    repo_id = "mini-lab/multi_config"
+    g = _Gen(seed, repo_id)
+    en = _classification(g, {"train": 300, "validation": 60, "test": 100}, 3, train_leaks=4, train_relabeled=2,
+                         val_leaks=1, train_dups=2, test_dups=1)
+    fr = _classification(g, {"train": 250, "test": 80}, 3, _FR_WORDS, train_leaks=3, train_relabeled=1,
+                         train_dups=3, train_dups_relabeled=1, test_dups=2)
+    features = {"text": pio.value("string"), "label": pio.class_label(["sport", "politics", "science"])}
+    return _Spec(repo_id, "eligible", "text-classification", features, {"en": en, "fr": fr}, ["text"], ["label"],
+                 languages=("en", "fr"))
+
+
+def _two_label_columns(seed: int) -> _Spec:
+    repo_id = "mini-lab/question_types"
+    g = _Gen(seed, repo_id)
+
+    def row() -> dict:
+        fine = g.randrange(len(_FINE))
+        return {"text": g.sentence() + "?", "coarse_label": fine // 2, "fine_label": fine}
+
+    splits = {s: [row() for _ in range(n)] for s, n in (("train", 400), ("test", 120))}
+
+    def relabel(r: dict) -> None:  # the other fine label of the same coarse class
+        r["fine_label"] ^= 1
+
+    _plant(g, splits, relabel, train_leaks=5, train_relabeled=4, train_dups=3, train_dups_relabeled=2, test_dups=1)
+    features = {"text": pio.value("string"), "coarse_label": pio.class_label(_COARSE),
+                "fine_label": pio.class_label(_FINE)}
+    return _Spec(repo_id, "eligible", "text-classification", features, {"default": splits}, ["text"],
+                 ["coarse_label", "fine_label"])
+
+
+def _messy_text(seed: int) -> _Spec:
+    """NULL texts, Unicode look-alikes, emoji, whitespace and case variants, and an id column."""
+    repo_id = "mini-lab/messy_text"
+    g = _Gen(seed, repo_id)
+    splits = {s: [{"text": g.sentence(), "label": g.randrange(2)} for _ in range(n)]
+              for s, n in (("train", 200), ("validation", 60), ("test", 80))}
+    pairs = [  # (train text, test text): equal pairs are leaks, the others only look alike
+        ("café au lait", "cafe\u0301 au lait"),  # precomposed vs combining accent: different strings
+        ("naïve approach", "naïve approach"),
+        ("I love it 😍", "I love it 😍"),
+        ("👩‍💻 coding all night", "👩‍💻 coding all night"),  # zero-width-joiner emoji
+        ("Straße gesperrt", "Straße gesperrt"),
+        ("مرحبا بالعالم", "مرحبا بالعالم"),
+        ("東京は晴れ", "東京は晴れ"),
+        ("hello world", "hello  world"),  # double space
+        ("Good Morning", "good morning"),  # case
+        ("trailing space ", "trailing space"),
+    ]
+    for train_text, test_text in pairs:
+        label = g.randrange(2)
+        splits["train"].append({"text": train_text, "label": label})
+        splits["test"].append({"text": test_text, "label": label})
+    for split, labels in (("train", (0, 0)), ("validation", (1,)), ("test", (0, 1))):
+        splits[split] += [{"text": None, "label": lab} for lab in labels]  # NULL == NULL, a duplicate
+
+    def relabel(r: dict) -> None:
+        r["label"] ^= 1
+
+    _plant(g, splits, relabel, train_leaks=3, train_relabeled=2, val_leaks=1, train_dups=2, test_dups=1)
+    _number_ids(splits, "messy")
+    splits = {s: [{k: r[k] for k in ("id", "text", "label")} for r in rows] for s, rows in splits.items()}
+    features = {"id": pio.value("string"), "text": pio.value("string"), "label": pio.class_label(["neg", "pos"])}
+    return _Spec(repo_id, "eligible", "text-classification", features, {"default": splits}, ["text"], ["label"],
+                 languages=("en", "fr", "de", "ar", "ja"))
+
+
+def _png(rgb: tuple[int, int, int]) -> bytes:
+    """A valid 2x2 RGB PNG of one colour."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    raw = b"".join(b"\x00" + bytes(rgb) * 2 for _ in range(2))
+    header = struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+
+
+def _images(seed: int) -> _Spec:
+    repo_id = "mini-misc/images"
+    g = _Gen(seed, repo_id)
+    names = ["red", "green", "blue"]
+
+    def row() -> dict:
+        label = g.randrange(3)
+        rgb = tuple(g.randrange(256) if i != label else 255 for i in range(3))
+        return {"image": {"bytes": _png(rgb), "path": None}, "label": label}
+
+    splits = {s: [row() for _ in range(n)] for s, n in (("train", 60), ("test", 20))}
+    features = {"image": pio.media("Image"), "label": pio.class_label(names)}
+    return _Spec(repo_id, "not_text", "image-classification", features, {"default": splits}, [], ["label"],
+                 modality="image")
+
+
+def _tabular(seed: int) -> _Spec:
+    repo_id = "mini-misc/tabular"
+    g = _Gen(seed, repo_id)
+    splits = {s: [{"x0": g.random(), "x1": g.random(), "x2": g.gauss(0, 1), "target": g.randrange(2)} for _ in range(n)]
+              for s, n in (("train", 120), ("test", 50))}
+    features = {"x0": pio.value("float64"), "x1": pio.value("float64"), "x2": pio.value("float64"),
+                "target": pio.class_label(["no", "yes"])}
+    return _Spec(repo_id, "not_text", "tabular-classification", features, {"default": splits}, [], ["target"],
+                 modality="tabular")
+
+
+def _huge_rows(seed: int) -> _Spec:
+    """A train split whose footer says 1.1M rows (a few kB on disk), tagged 1M<n<10M."""
+    spec = _text_spec(seed, "mini-misc/huge_rows", "too_many_rows", validation=None, sizes=(50, 0, 50))
+    spec.replace_files["default/train/0000.parquet"] = big_text_parquet()
+    spec.row_counts = {"default": {"train": BIG_ROWS, "test": len(spec.configs["default"]["test"])}}
+    return spec
+
+
+def _corrupt(seed: int) -> _Spec:
+    spec = _text_spec(seed, "mini-misc/corrupt_file", "error:corrupt_parquet")
+    test_rows = spec.configs["default"]["test"]
+    good = pio.parquet_bytes(pio.rows_to_columns(test_rows, list(spec.features)), spec.features)
+    spec.replace_files["default/test/0000.parquet"] = pio.garble_footer(good)
+    return spec
+
+
+def _specs(seed: int) -> list[_Spec]:
+    sentiment = _text_spec(seed, "mini-nlp/sentiment", sizes=(900, 150, 200), train_leaks=12, train_relabeled=5,
+                           val_leaks=4, val_relabeled=2, train_dups=10, train_dups_relabeled=3, val_dups=2, test_dups=4)
+    sentiment.train_shards = 2  # 0000.parquet and 0001.parquet
+    no_test = _text_spec(seed, "mini-misc/train_only", "no_test_split")
+    no_test.configs["default"].pop("test")
+    no_export = _text_spec(seed, "mini-misc/no_export", "no_parquet_export", entry={"parquet_export": False})
+    no_export.configs = {}
+    return [
+        _token_classification(seed),
+        sentiment,
+        _text_spec(seed, "mini-nlp/reviews_valid", validation="valid"),
+        _text_spec(seed, "mini-nlp/intents_dev", validation="dev", sizes=(300, 60, 90)),
+        _text_spec(seed, "mini-nlp/topics_no_val", validation=None, sizes=(350, 0, 120)),
+        _sentence_pairs(seed),
+        _question_answering(seed),
+        _multi_config(seed),
+        _two_label_columns(seed),
+        _messy_text(seed),
+        _text_spec(seed, "mini-gated/gated_auto", "gated", entry={"gated": "auto"}),
+        _text_spec(seed, "mini-gated/gated_manual", "gated", entry={"gated": "manual"}),
+        _text_spec(seed, "mini-private/secret_reviews", "error:private", entry={"private": True}),
+        _text_spec(seed, "mini-misc/disabled_reviews", "error:disabled", entry={"disabled": True}),
+        no_test,
+        _huge_rows(seed),
+        _images(seed),
+        _tabular(seed),
+        no_export,
+        _corrupt(seed),
+    ]
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _size_category(rows: int) -> str:
+    return next((name for bound, name in _SIZE_BOUNDS if rows < bound), "10M<n<100M")
+
+
+def _write(spec: _Spec, out: Path, g: random.Random) -> dict[str, Any]:
+    """Write the Parquet files of one dataset; return its index.json entry."""
+    folder = out / spec.id.replace("/", "__")
+    counts: dict[str, dict[str, int]] = {}
+    for config, splits in spec.configs.items():
+        for split, rows in splits.items():
+            counts.setdefault(config, {})[split] = len(rows)
+            shards = spec.train_shards if split == "train" else 1
+            step = -(-len(rows) // shards)
+            for n in range(shards):
+                rel = f"{config}/{split}/{n:04d}.parquet"
+                chunk = rows[n * step:(n + 1) * step]
+                data = spec.replace_files.get(rel) or pio.parquet_bytes(pio.rows_to_columns(chunk, list(spec.features)), spec.features)
+                path = folder / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+    for config, overrides in spec.row_counts.items():
+        counts[config].update(overrides)
+    total = sum(n for splits in counts.values() for n in splits.values())
+    export = spec.entry.get("parquet_export", True)
+    tags = [f"task_categories:{spec.task}", *(f"language:{lang}" for lang in spec.languages),
+            f"size_categories:{_size_category(total) if counts else 'n<1K'}", f"modality:{spec.modality}"]
+    tags += ["format:parquet"] if export else []
+    tags += [f"license:{g.choice(['cc-by-4.0', 'mit', 'apache-2.0'])}", "library:datasets", "region:us"]
+    created = g.randrange(900)
+    downloads = g.randrange(50, 50_000)
+    return {
+        "id": spec.id,
+        "author": spec.id.split("/")[0],
+        "tags": tags,
+        "gated": False,
+        "private": False,
+        "disabled": False,
+        "parquet_export": True,
+        **spec.entry,
+        "downloads": downloads,
+        "likes": downloads // g.randrange(20, 200),
+        "createdAt": iso_date(created),
+        "lastModified": iso_date(created + g.randrange(1, 300)),
+        "description": f"Mini-hub dataset ({spec.expected}).",
+        "configs": counts,
+    }
+
+
+def _truth(spec: _Spec) -> list[dict[str, Any]]:
+    out = []
+    for config, splits in spec.configs.items():
+        canonical = {CANONICAL_SPLITS[s]: rows for s, rows in splits.items()}
+        for label in spec.label_columns or [None]:
+            out.append({"dataset_id": spec.id, "config": config, "label_column": label,
+                        "text_columns": list(spec.text_columns),
+                        "figures": lle_reference(canonical, spec.text_columns, label)})
+    return out
+
+
+def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
+    """Write the mini-hub for ``seed`` into ``out`` (created if needed) and return ``out``.
+
+    ``filler`` > 0 adds that many synthetic datasets to the listing (served lazily, never written).
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    specs = _specs(seed)
+    entries, measurements = [], []
+    for spec in specs:
+        entries.append(_write(spec, out, random.Random(f"{seed}:{spec.id}:entry")))
+        if spec.expected == "eligible":
+            measurements += _truth(spec)
+    index: dict[str, Any] = {"datasets": entries}
+    if filler:
+        index["filler"] = {"count": filler, "seed": seed}
+    truth = {"seed": seed, "expected": {s.id: s.expected for s in specs}, "measurements": measurements}
+    (out / "index.json").write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "truth.json").write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return out
