@@ -148,6 +148,9 @@ def test_list_repo_tree(hub, api):
     sub = [t.path for t in api.list_repo_tree("mini-lab/multi_config", path_in_repo="fr/test", repo_type="dataset",
                                               revision=PARQUET)]
     assert sub == ["fr/test/0000.parquet"]
+    info = api.get_paths_info("mini-lab/multi_config", ["fr", "fr/test/0000.parquet", "missing.txt"],
+                              repo_type="dataset", revision=PARQUET)
+    assert [(type(i).__name__, i.path) for i in info] == [("RepoFolder", "fr"), ("RepoFile", "fr/test/0000.parquet")]
 
 
 def test_tree_pagination(minihub):
@@ -224,6 +227,9 @@ def test_typed_errors(hub, api, tmp_path):
         _download(hub, "mini-gated/gated_manual", "default/test/0000.parquet", tmp_path, token=OTHER_TOKEN)
     assert unapproved.value.response.status_code == 403
     assert _download(hub, "mini-gated/gated_manual", "default/test/0000.parquet", tmp_path, token=TOKEN).exists()
+    with pytest.raises(GatedRepoError):
+        api.auth_check("mini-gated/gated_manual", repo_type="dataset")
+    HfApi(endpoint=hub.url, token=TOKEN).auth_check("mini-gated/gated_manual", repo_type="dataset")
     with pytest.raises(RepositoryNotFoundError) as missing:
         api.dataset_info("nobody/nothing")
     assert missing.value.response.status_code == 401  # as the Hub: 401 without a token, 404 with one
@@ -298,7 +304,7 @@ def test_error_burst(hub, api):
 
 def test_connection_reset(hub, api):
     hub.set_faults(Faults(reset_every=1, scope=Scope(categories={"info"})))
-    with pytest.raises(httpx2.TransportError):
+    with pytest.raises(httpx2.ReadError, match="reset"):  # a real TCP reset, not a clean close
         httpx2.get(f"{hub.url}/api/datasets/mini-nlp/toy_ner")
     hub.set_faults(Faults(reset_every=2, scope=Scope(categories={"list"})))
     hub.reset_stats()
@@ -458,18 +464,18 @@ def test_cli_serve_and_generate(tmp_path):
     gen = subprocess.run([sys.executable, "-m", "hubsurvey.standin", "generate", "--out", str(out), "--seed", "1"],
                          capture_output=True, text=True, check=True)
     assert gen.stdout.strip() == str(out) and (out / "truth.json").exists()
-    proc = subprocess.Popen([sys.executable, "-m", "hubsurvey.standin", "serve", "--root", str(out),
-                             "--token", "cli-token", "--fault-rate-limit-every", "2", "--fault-categories", "info"],
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
-        statuses = [httpx2.get(f"{url}/api/datasets/mini-nlp/toy_ner").status_code for _ in range(2)]
-        assert statuses == [200, 429]
-        assert httpx2.get(f"{url}/_standin/stats").json()["faults_injected"] == 1
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    command = [sys.executable, "-m", "hubsurvey.standin", "serve", "--root", str(out),
+               "--token", "cli-token", "--fault-rate-limit-every", "2", "--fault-categories", "info"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:")
+            statuses = [httpx2.get(f"{url}/api/datasets/mini-nlp/toy_ner").status_code for _ in range(2)]
+            assert statuses == [200, 429]
+            assert httpx2.get(f"{url}/_standin/stats").json()["faults_injected"] == 1
+        finally:
+            proc.terminate()
+    assert proc.returncode == 0
 
 
 # ---------------------------------------------------------------- generator and truth

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--root", type=Path, action="append", required=True, help="hub root (repeatable)")
     serve.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     serve.add_argument("--host", default=HOST, help=f"must be {HOST}; any other host is refused")
-    serve.add_argument("--token", action="append", help="approved bearer token (repeatable)")
+    serve.add_argument("--token", action="extend", nargs="+", help="approved bearer token(s) (repeatable)")
     serve.add_argument("--page-size", type=int, default=1000, help="items per listing/tree page")
     faults = serve.add_argument_group("faults (deterministic: every Nth matching request)")
     faults.add_argument("--fault-rate-limit-every", type=int, default=0, metavar="N")

@@ -176,17 +176,19 @@ class Branch:
         if path and path not in self.directories:
             return None
         prefix = f"{path}/" if path else ""
-        items = []
-        for d in self.directories:
-            if d.startswith(prefix) and (recursive or "/" not in d[len(prefix):]):
-                items.append({"type": "directory", "oid": self._tree_oid(d), "path": d})
-        for p, blob in self.files.items():
-            if p.startswith(prefix) and (recursive or "/" not in p[len(prefix):]):
-                item: dict[str, Any] = {"type": "file", "oid": blob.git_oid, "size": blob.size, "path": p}
-                if blob.lfs:
-                    item["lfs"] = {"oid": blob.sha256, "size": blob.size, "pointerSize": len(blob.lfs_pointer)}
-                items.append(item)
-        return sorted(items, key=lambda item: item["path"])
+        paths = [p for p in (*self.directories, *self.files)
+                 if p.startswith(prefix) and (recursive or "/" not in p[len(prefix):])]
+        return [self.entry(p) for p in sorted(paths)]
+
+    def entry(self, path: str) -> dict[str, Any] | None:
+        """The tree item of one file or directory (None if the path does not exist)."""
+        blob = self.files.get(path)
+        if blob is None:
+            return {"type": "directory", "oid": self._tree_oid(path), "path": path} if path in self.directories else None
+        item: dict[str, Any] = {"type": "file", "oid": blob.git_oid, "size": blob.size, "path": path}
+        if blob.lfs:
+            item["lfs"] = {"oid": blob.sha256, "size": blob.size, "pointerSize": len(blob.lfs_pointer)}
+        return item
 
     def _tree_oid(self, directory: str) -> str:
         # Not a real git tree hash (that would need every blob's hash); stable while content is.

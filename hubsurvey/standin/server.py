@@ -173,6 +173,11 @@ class _App:
         if kind == "tree" and len(rest) >= 2 and read:
             rev, path = _split_rev(rest[1:])
             return _Route("tree", repo_id, lambda: self.tree(req, repo_id, rev, path))
+        if kind == "paths-info" and len(rest) >= 2 and req.method == "POST":
+            rev = unquote("/".join(rest[1:]))
+            return _Route("tree", repo_id, lambda: self.paths_info(req, repo_id, rev))
+        if kind == "auth-check" and read and rest[1:] in ([], ["write"]):
+            return _Route("info", repo_id, lambda: self.auth_check(req, repo_id, write=rest[1:] == ["write"]))
         if kind == "parquet" and read:
             parts = [unquote(s) for s in rest[1:]]
             return _Route("parquet_api", repo_id, lambda: self.parquet_api(req, repo_id, parts))
@@ -342,6 +347,26 @@ class _App:
         end = start + self.hub.page_size
         headers = {"Link": f'<{self._next_url(req, end)}>; rel="next"'} if end < len(items) else {}
         return _json(items[start:end], headers=headers)
+
+    def paths_info(self, req: _Request, repo_id: str, rev: str) -> _Response:
+        """Tree items of the requested paths (form or JSON ``paths``); missing paths are left out."""
+        repo, err = self._access(req, repo_id, files=False)
+        if err:
+            return err
+        branch = repo.branch(rev)
+        if branch is None:
+            return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+        if req.headers.get("Content-Type", "").startswith("application/json"):
+            paths = (req.json() or {}).get("paths", [])
+        else:
+            paths = [v for k, v in parse_qsl(req.body.decode(), keep_blank_values=True) if k == "paths"]
+        entries = (branch.entry(p.strip("/")) for p in paths)
+        return _json([e for e in entries if e is not None])
+
+    def auth_check(self, req: _Request, repo_id: str, *, write: bool) -> _Response:
+        """200 when this request may download the repo's files (or push, for ``/write``)."""
+        _, err = self._writable(req, repo_id) if write else self._access(req, repo_id, files=True)
+        return err or _json({})
 
     def parquet_api(self, req: _Request, repo_id: str, parts: list[str]) -> _Response:
         """``/parquet`` → {config: {split: [urls]}}, ``/parquet/c`` → {split: [urls]},
