@@ -57,6 +57,35 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
+class progress_bar:
+    """tqdm on a terminal; on a pipe (cron) a plain log line every ``every`` items instead."""
+
+    def __init__(self, desc: str, *, unit: str = "it", total: int | None = None, every: int = 1000):
+        self.desc, self.unit, self.total, self.every = desc, unit, total, every
+        self._bar = None
+        self._last_logged = 0
+
+    def __enter__(self) -> "progress_bar":
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self._bar = tqdm(desc=self.desc, unit=f" {self.unit}", total=self.total, file=sys.stderr)
+        return self
+
+    def update_to(self, counts: dict[str, Any]) -> None:
+        done = counts.get("listed", counts.get("done", 0))
+        if self._bar is not None:
+            self._bar.set_postfix({k: v for k, v in counts.items() if isinstance(v, int) and k != "listed"}, refresh=False)
+            self._bar.update(done - self._bar.n)
+        elif done - self._last_logged >= self.every:
+            self._last_logged = done
+            typer.echo(f"{self.desc}: {json.dumps(counts, sort_keys=True, default=str)}", err=True)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
 def lle_json(row: dict[str, Any]) -> dict[str, Any]:
     """One row as the --json object: the lle view's columns as numbers, plus its identity."""
     out: dict[str, Any] = {}

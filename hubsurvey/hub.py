@@ -30,10 +30,22 @@ from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attem
 
 PARQUET_REVISION = "refs/convert/parquet"
 RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
-# Anonymous Hub limit: 500 API calls per 5 minutes; stay a little under it.
+# Anonymous Hub limits per 5 minutes: 500 API calls and 3,000 file (resolver) requests; stay under.
 DEFAULT_RATE = 1.5
+DEFAULT_FILE_RATE = 9.0
+FOOTER_PROBE = 64 * 1024  # one suffix read gets the footer of almost every Parquet file
 
 T = TypeVar("T")
+
+# On the Parquet branch a split's folder may be "partial-train" (partial export) or "train-part3"
+# (more than 10,000 shards); split names themselves never contain "-".
+_BRANCH_SPLIT = re.compile(r"^(?:partial-)?(?P<split>[^/]+?)(?:-part\d+)?$")
+
+
+def branch_split(directory: str) -> str:
+    """The split a Parquet-branch folder holds."""
+    m = _BRANCH_SPLIT.match(directory)
+    return m.group("split") if m else directory
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -114,6 +126,7 @@ class HubClient:
         *,
         cache_dir: str | Path | None = None,
         rate: float | None = DEFAULT_RATE,
+        file_rate: float | None = DEFAULT_FILE_RATE,
         max_attempts: int = 6,
         max_wait: float = 60.0,
     ):
@@ -123,6 +136,7 @@ class HubClient:
         self._api = HfApi(endpoint=self.endpoint, token=self._token if self._token else False)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self._pacer = _Pacer(rate)
+        self._file_pacer = _Pacer(file_rate)
         self._retry = retry(
             retry=retry_if_exception(is_transient),
             wait=_ServerAwareWait(maximum=max_wait),
@@ -130,6 +144,7 @@ class HubClient:
             reraise=True,
         )
         self.calls = 0  # API calls made through this client, for politeness accounting
+        self.file_calls = 0  # file (resolve) requests: downloads and ranged reads
 
     @property
     def has_token(self) -> bool:
@@ -139,12 +154,16 @@ class HubClient:
         """Remove the token from a message before it reaches a log, the DB or an exception."""
         return text.replace(self._token, "***") if self._token else text
 
-    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def call(self, fn: Callable[..., T], *args: Any, _file: bool = False, **kwargs: Any) -> T:
         """Pace, retry transient failures, and scrub the token from whatever is raised."""
 
         def attempt() -> T:
-            self._pacer.wait()
-            self.calls += 1
+            if _file:
+                self._file_pacer.wait()
+                self.file_calls += 1
+            else:
+                self._pacer.wait()
+                self.calls += 1
             return fn(*args, **kwargs)
 
         try:
@@ -193,6 +212,7 @@ class HubClient:
                 endpoint=self.endpoint,
                 token=self._token if self._token else False,
                 cache_dir=self.cache_dir,
+                _file=True,
             )
         )
 
@@ -217,7 +237,24 @@ class HubClient:
             hf_raise_for_status(response)
             return response.content
 
-        return self.call(get)
+        return self.call(get, _file=True)
+
+    def parquet_footer(self, repo_id: str, path: str, revision: str = PARQUET_REVISION) -> Any:
+        """A Parquet file's metadata (rows, schema, HF features) from one suffix read of its end."""
+        import struct
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        url = self.file_url(repo_id, path, revision)
+        tail = self.read_range(url, -FOOTER_PROBE)
+        if len(tail) < 12 or tail[-4:] != b"PAR1":
+            raise ValueError(f"{path}: not a Parquet file (no PAR1 trailer)")
+        length = struct.unpack("<i", tail[-8:-4])[0]
+        if length + 8 > len(tail):  # a large footer: read exactly what it needs
+            tail = self.read_range(url, -(length + 8))
+        # The footer alone, framed as a file, is enough for pyarrow to read the metadata.
+        return pq.read_metadata(pa.BufferReader(b"PAR1" + tail[-(length + 8):]))
 
     # --- publishing -----------------------------------------------------------------------------
 

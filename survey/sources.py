@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hubsurvey.hub import PARQUET_REVISION, branch_split
 from survey.errors import BadInputError, SchemaMismatchError, UnreadableDataError
 from survey.roles import check_name, features_from_arrow
 
@@ -38,8 +39,6 @@ SPLIT_ALIASES = {
     "test": "test",
 }
 CANONICAL_SPLITS = ("train", "validation", "test")
-# Hub Parquet branch: "partial-train" (partial export) and "train-part3" (sharded >10k files).
-_BRANCH_SPLIT = re.compile(r"^(?:partial-)?(?P<split>[^/]+?)(?:-part\d+)?$")
 _SHARDED_FILE = re.compile(r"^(?P<split>.+?)-\d{5}-of-\d{5}$")
 
 
@@ -160,8 +159,7 @@ def dataset_id_for_folder(path: Path) -> str:
 
 
 def _is_split_name(name: str) -> bool:
-    m = _BRANCH_SPLIT.match(name)
-    return bool(m) and m.group("split").lower() in SPLIT_ALIASES
+    return branch_split(name).lower() in SPLIT_ALIASES
 
 
 def _split_files(folder: Path) -> dict[str, tuple[list[str], pa.Table | None]]:
@@ -171,8 +169,7 @@ def _split_files(folder: Path) -> dict[str, tuple[list[str], pa.Table | None]]:
         if entry.is_dir():
             parquet = sorted(str(p) for p in entry.glob("*.parquet"))
             arrow = sorted(entry.glob("*.arrow"))
-            m = _BRANCH_SPLIT.match(entry.name)
-            name = m.group("split") if m else entry.name
+            name = branch_split(entry.name)
             if parquet:
                 found.setdefault(name, ([], None))[0].extend(parquet)
             elif arrow:
@@ -301,8 +298,6 @@ class HubSource:
     def parquet_sha(self) -> str:
         """Downloads are pinned to the branch commit so that all files come from one revision."""
         if self._parquet_sha is None:
-            from hubsurvey.hub import PARQUET_REVISION
-
             self._parquet_sha = self._client.dataset_info(self.dataset_id, revision=PARQUET_REVISION).sha
         return self._parquet_sha
 
@@ -315,8 +310,7 @@ class HubSource:
             if len(parts) != 3:
                 continue
             config, split_dir, _ = parts
-            m = _BRANCH_SPLIT.match(split_dir)
-            layout.setdefault(config, {}).setdefault(m.group("split") if m else split_dir, []).append(f.path)
+            layout.setdefault(config, {}).setdefault(branch_split(split_dir), []).append(f.path)
         return layout
 
     def configs(self) -> list[str]:

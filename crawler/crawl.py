@@ -1,0 +1,248 @@
+"""Crawl: list Hub datasets, decide eligibility, resolve candidates, record every dataset seen.
+
+Stages for each listed dataset, cheapest first:
+
+1. the listing's metadata (gated, private, disabled, size_categories and modality tags): no request;
+2. incremental skip: a dataset whose sha equals the sha it was resolved at keeps its earlier
+   resolution: no request;
+3. resolution: one tree listing of ``refs/convert/parquet`` (configs, splits, files), then one
+   ranged read of each Parquet footer (rows and HF features), stopping as soon as the total passes
+   ``max_rows``.
+
+Every listed dataset is written to the ``datasets`` table as eligible or excluded with a reason.
+``hubsurvey crawl`` is a thin layer over :func:`crawl`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+import pyarrow as pa
+from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
+
+from crawler import rules
+from crawler.rules import CrawlFilters
+from hubsurvey.hub import HubClient, branch_split, is_transient
+from hubsurvey.store import Store, now
+from survey.roles import features_from_arrow, infer_roles
+
+EXPAND = ["gated", "disabled", "private", "sha", "lastModified", "tags", "cardData", "downloads", "likes", "author"]
+CANONICAL = {"train": "train", "validation": "validation", "valid": "validation", "dev": "validation", "val": "validation", "test": "test"}
+BATCH = 500  # rows written to DuckDB per transaction
+
+
+@dataclass
+class Resolution:
+    """What the Parquet branch says about one dataset."""
+
+    reason: str | None  # exclusion reason, or None when eligible
+    configs: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    total_rows: int | None = None
+
+
+@dataclass
+class CrawlSummary:
+    listed: int = 0
+    eligible: int = 0
+    excluded: Counter = field(default_factory=Counter)
+    resolved: int = 0  # datasets resolved in this crawl (not skipped as unchanged)
+    api_calls: int = 0
+    file_calls: int = 0
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        """The one-line summary the crawl command ends with."""
+        excluded = ", ".join(f"{k} {v}" for k, v in sorted(self.excluded.items())) or "none"
+        return (
+            f"listed {self.listed}, eligible {self.eligible}, excluded {sum(self.excluded.values())} ({excluded});"
+            f" resolved {self.resolved}; {self.api_calls} API + {self.file_calls} file requests in {self.seconds:.1f} s"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "listed": self.listed,
+            "eligible": self.eligible,
+            "excluded": dict(self.excluded),
+            "resolved": self.resolved,
+            "api_calls": self.api_calls,
+            "file_calls": self.file_calls,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def resolve(client: HubClient, dataset_id: str, filters: CrawlFilters) -> Resolution:
+    """Configs, splits, files, rows and text-ness from the Parquet branch (see the module doc)."""
+    try:
+        files = client.parquet_tree(dataset_id)
+    except RevisionNotFoundError:
+        return Resolution(rules.NO_PARQUET_EXPORT)
+    except GatedRepoError:
+        return Resolution(rules.GATED)
+    if not files:
+        return Resolution(rules.NO_PARQUET_EXPORT)
+    layout: dict[str, dict[str, list[Any]]] = {}
+    for f in files:
+        parts = f.path.split("/")
+        if len(parts) == 3:
+            layout.setdefault(parts[0], {}).setdefault(branch_split(parts[1]), []).append(f)
+    configs_with_test = {c: s for c, s in layout.items() if any(CANONICAL.get(n.lower()) == "test" for n in s)}
+    if not configs_with_test:
+        return Resolution(rules.NO_TEST_SPLIT, {c: {s: {"files": [f.path for f in fs]} for s, fs in sp.items()} for c, sp in layout.items()})
+    configs: dict[str, dict[str, dict[str, Any]]] = {}
+    total = 0
+    text_found = False
+    # Test splits first: their footer also decides whether the config is text.
+    for config, splits in layout.items():
+        configs[config] = {}
+        order = sorted(splits, key=lambda n: CANONICAL.get(n.lower()) != "test")
+        for split in order:
+            rows = 0
+            for f in sorted(splits[split], key=lambda f: f.path):
+                meta = client.parquet_footer(dataset_id, f.path)
+                rows += meta.num_rows
+                if not text_found and CANONICAL.get(split.lower()) == "test" and config in configs_with_test:
+                    schema: pa.Schema = meta.schema.to_arrow_schema()
+                    text_found = bool(infer_roles(features_from_arrow(schema)).text_columns)
+                if total + rows >= filters.max_rows:
+                    return Resolution(rules.TOO_MANY_ROWS, configs, total + rows)
+            configs[config][split] = {"files": [f.path for f in splits[split]], "rows": rows}
+            total += rows
+    if filters.require_text and not text_found:
+        return Resolution(rules.NOT_TEXT, configs, total)
+    return Resolution(None, configs, total)
+
+
+def _listing_row(item: Any) -> dict[str, Any]:
+    gated = getattr(item, "gated", None)
+    return {
+        "id": item.id,
+        "sha": getattr(item, "sha", None),
+        "author": getattr(item, "author", None) or item.id.split("/")[0],
+        "tags": list(getattr(item, "tags", None) or []),
+        "gated": gated,
+        "private": bool(getattr(item, "private", False)),
+        "disabled": bool(getattr(item, "disabled", False)),
+        "downloads": getattr(item, "downloads", None),
+        "likes": getattr(item, "likes", None),
+        "last_modified": getattr(item, "last_modified", None),
+    }
+
+
+def crawl(
+    store: Store,
+    client: HubClient,
+    filters: CrawlFilters | None = None,
+    *,
+    run_id: str | None = None,
+    workers: int = 4,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> CrawlSummary:
+    """List, decide and record every dataset; return counts. Resolutions run on ``workers`` threads
+    (the client's pacing still bounds the request rate)."""
+    filters = filters or CrawlFilters()
+    started = time.perf_counter()
+    calls0, files0 = client.calls, client.file_calls
+    known = {
+        r["dataset_id"]: r
+        for r in store.records("SELECT dataset_id, first_seen, resolved_sha, status, exclusion_reason, total_rows, configs FROM datasets")
+    }
+    summary = CrawlSummary()
+    listing = client.list_datasets(expand=EXPAND, **filters.listing_kwargs())
+    batch: list[dict[str, Any]] = []
+
+    def decided(meta: dict[str, Any], reason: str | None, resolution: Resolution | None, resolved_sha: str | None) -> None:
+        summary.listed += 1
+        if reason is None:
+            summary.eligible += 1
+        else:
+            summary.excluded[reason] += 1
+        seen = now()
+        prior = known.get(meta["id"])
+        batch.append(
+            {
+                "dataset_id": meta["id"],
+                "sha": meta["sha"],
+                "author": meta["author"],
+                "tags": meta["tags"],
+                "gated": str(meta["gated"]).lower() if meta["gated"] is not None else None,
+                "private": meta["private"],
+                "disabled": meta["disabled"],
+                "downloads": meta["downloads"],
+                "likes": meta["likes"],
+                "last_modified": meta["last_modified"],
+                "status": "eligible" if reason is None else "excluded",
+                "exclusion_reason": reason,
+                "total_rows": resolution.total_rows if resolution else None,
+                "configs": resolution.configs if resolution and resolution.configs else None,
+                "resolved_sha": resolved_sha,
+                "first_seen": prior["first_seen"] if prior else seen,
+                "last_seen": seen,
+                "run_id": run_id,
+            }
+        )
+        if progress:
+            progress(summary.as_json())
+        if len(batch) >= BATCH:
+            _flush(store, batch)
+
+    def resolve_one(meta: dict[str, Any]) -> tuple[dict[str, Any], Resolution, bool]:
+        """(meta, resolution, final): a transient failure is not final, the next crawl retries it."""
+        try:
+            return meta, resolve(client, meta["id"], filters), True
+        except Exception as e:  # one dataset's failure is recorded, the crawl goes on
+            return meta, Resolution(f"error:{type(e).__name__}"), not is_transient(e)
+
+    def candidates() -> Iterator[dict[str, Any]]:
+        for item in listing:
+            meta = _listing_row(item)
+            reason = rules.decide_from_listing(meta, filters)
+            prior = known.get(meta["id"])
+            if reason is not None:
+                decided(meta, reason, None, None)
+            elif prior and prior["resolved_sha"] and prior["resolved_sha"] == meta["sha"]:
+                configs = json.loads(prior["configs"]) if isinstance(prior["configs"], str) else prior["configs"]
+                decided(meta, prior["exclusion_reason"], Resolution(prior["exclusion_reason"], configs or {}, prior["total_rows"]), meta["sha"])
+            else:
+                yield meta
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for meta, resolution, final in _bounded_map(pool, resolve_one, candidates(), workers * 4):
+            summary.resolved += 1
+            decided(meta, resolution.reason, resolution, meta["sha"] if final else None)
+    _flush(store, batch)
+    summary.api_calls = client.calls - calls0
+    summary.file_calls = client.file_calls - files0
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _bounded_map(pool: ThreadPoolExecutor, fn: Callable[[Any], Any], items: Iterable[Any], window: int) -> Iterator[Any]:
+    """pool.map that keeps at most ``window`` items in flight (the listing is a lazy stream)."""
+    pending: deque = deque()
+    for item in items:
+        pending.append(pool.submit(fn, item))
+        while len(pending) >= window or (pending and pending[0].done()):
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+def _flush(store: Store, batch: list[dict[str, Any]]) -> None:
+    """Write a batch of dataset rows in one transaction (replacing earlier rows of the same ids)."""
+    if not batch:
+        return
+    table = pa.Table.from_pylist(
+        [{**row, "configs": json.dumps(row["configs"], sort_keys=True) if row["configs"] is not None else None} for row in batch]
+    )
+    with store.transaction() as con:
+        con.register("crawl_batch", table)
+        con.execute("DELETE FROM datasets WHERE dataset_id IN (SELECT dataset_id FROM crawl_batch)")
+        columns = ", ".join(f'"{c}"' for c in table.column_names)
+        con.execute(f"INSERT INTO datasets ({columns}) SELECT {columns} FROM crawl_batch")
+        con.unregister("crawl_batch")
+    batch.clear()
