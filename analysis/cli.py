@@ -182,13 +182,16 @@ def publish(
     db: Path = typer.Option(Path(DEFAULT_DB), "--db", help="Results DB (opened read-only)"),
     out: Optional[Path] = typer.Option(None, "--out", help="Folder to build (default: a folder under the temp dir)"),
     with_report: bool = typer.Option(True, "--report/--no-report", help="Include REPORT.md"),
+    license: Optional[str] = typer.Option(None, "--license", help="License of the results in the card [default: cc-by-4.0]"),
+    pretty_name: Optional[str] = typer.Option(None, "--pretty-name", help="Title of the results dataset in the card"),
 ) -> None:
     """Build the results dataset (Parquet, CSV, card) and, with --push, upload it in one commit."""
     from analysis.publish import PublishError, publish as run_publish
 
     store = _open(db)
     try:
-        result = run_publish(store, repo, out_dir=out, push=push, private=private, report=with_report)
+        card = {k: v for k, v in (("license", license), ("pretty_name", pretty_name)) if v is not None}
+        result = run_publish(store, repo, out_dir=out, push=push, private=private, report=with_report, **card)
     except PublishError as e:
         raise _fail(str(e))
     except OSError as e:

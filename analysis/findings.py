@@ -98,10 +98,12 @@ def findings(store: Store | duckdb.DuckDBPyConnection, top_n: int = DEFAULT_TOP_
     return out
 
 
-def latest_run(store: Store | duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
-    """The newest ``runs`` row (for provenance), or None when the store has none."""
+def latest_run(store: Store | duckdb.DuckDBPyConnection, command_like: str = "%") -> dict[str, Any] | None:
+    """The newest ``runs`` row whose command is LIKE ``command_like`` (for provenance), or None."""
     con = _connection(store)
-    result = con.execute("SELECT * FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1")
+    result = con.execute(
+        "SELECT * FROM runs WHERE command LIKE $c ORDER BY started_at DESC, run_id DESC LIMIT 1", {"c": command_like}
+    )
     names = [d[0] for d in result.description]
     row = result.fetchone()
     return dict(zip(names, row)) if row else None

@@ -8,7 +8,9 @@ Pushing goes through :class:`hubsurvey.hub.HubClient` (``HF_ENDPOINT`` / ``HF_TO
 environment): ``create_repo(exist_ok=True)``, then the remote tree is compared with the folder (git
 blob sha1 of each local file against the tree's ``oid``, or the LFS sha256 for LFS files), and only
 if some file differs is ONE commit made with every file (``create_commit``). Publishing an unchanged
-folder again makes no commit. The token is never printed nor written; Hub errors are scrubbed of it.
+folder again makes no commit. Remote files that the folder does not hold (e.g. a REPORT.md after
+``report=False``) are left as they are. The token is never printed nor written; Hub errors are
+scrubbed of it. ``private`` applies when the repo is created; an existing repo keeps its visibility.
 
 ``hubsurvey publish`` is a thin layer over :func:`publish`.
 """

@@ -126,11 +126,11 @@ def provenance(store: Store, overview: Mapping[str, Any]) -> dict[str, Any]:
     """
     from analysis.findings import latest_run
 
-    run = latest_run(store)
-    if run is not None:
-        run = dict(run)
-        run["args"] = clean_args(run.get("args"))
-        run["counts"] = clean_args(run.get("counts"))
+    run, crawl = latest_run(store), latest_run(store, "%crawl%")
+    for record in (run, crawl):
+        if record is not None:
+            record["args"] = clean_args(record.get("args"))
+            record["counts"] = clean_args(record.get("counts"))
     return {
         "first_measured_at": overview.get("first_measured_at"),
         "last_measured_at": overview.get("last_measured_at"),
@@ -141,5 +141,6 @@ def provenance(store: Store, overview: Mapping[str, Any]) -> dict[str, Any]:
         "method_version": LLE_METHOD_VERSION,
         "generator_version": __version__,
         "run": run,
-        "filters": run["args"] if run else None,
+        # the crawl's filters: the newest crawl run's arguments, else the newest run's
+        "filters": (crawl or run or {}).get("args"),
     }

@@ -168,3 +168,14 @@ def test_remote_lfs_file_is_compared_by_sha256(tmp_path):
     assert not is_same(local, SimpleNamespace(blob_id=local.git_sha1, lfs=SimpleNamespace(sha256="0" * 64)))
     assert is_same(local, SimpleNamespace(blob_id=local.git_sha1, lfs=None))
     assert not is_same(local, None)
+
+
+def test_license_and_pretty_name_options(planted_db, tmp_path):
+    from huggingface_hub import DatasetCard
+
+    out = tmp_path / "folder"
+    r = runner.invoke(app, ["publish", "--repo", "me/x", "--db", str(planted_db), "--out", str(out),
+                            "--license", "mit", "--pretty-name", "My results"])
+    assert r.exit_code == 0, r.output
+    data = DatasetCard((out / "README.md").read_text()).data.to_dict()
+    assert (data["license"], data["pretty_name"]) == ("mit", "My results")

@@ -212,3 +212,22 @@ def test_card_escapes_a_hostile_pretty_name_in_yaml(planted_db):
         text = render_card(store, "me/results", pretty_name=name)
     data = DatasetCard(text).data.to_dict()
     assert data["pretty_name"] == name and data["license"] == "cc-by-4.0"
+
+
+def test_card_takes_filters_from_the_newest_crawl_run(tmp_path):
+    from datetime import timedelta
+
+    db = build_planted_db(tmp_path)
+    with Store(db) as store:
+        insert(store.con, "runs", {
+            "run_id": "crawl-1", "command": "crawl",
+            "args": {"filter": "language:fr", "min_downloads": 10, "auth": {"hf_token": SECRET}},
+            "started_at": T0 - timedelta(days=1), "status": "done", "tool_version": "0.1.0",
+        })
+    with Store(db, read_only=True) as store:
+        text = render_card(store, "me/results")
+    provenance = text.split("## Provenance")[1]
+    assert "`survey run`" in provenance  # the latest run
+    assert "language:fr" in provenance and '"min_downloads": 10' in provenance  # the crawl's filters
+    assert "task_categories:text-classification" not in provenance
+    assert SECRET not in text and "hf_token" not in text
