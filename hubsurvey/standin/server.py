@@ -810,7 +810,8 @@ class StandinHub:
         self._injector.set(faults)
 
     def set_sha(self, dataset_id: str, sha: str) -> None:
-        """Simulate a new revision: main moves to ``sha`` and the Parquet export moves with it."""
+        """Simulate a new revision: main moves to ``sha``, the Parquet export moves with it, and
+        ``lastModified`` becomes now. Earlier shas stay resolvable."""
         if not _SHA.fullmatch(sha):
             raise ValueError("sha must be 40 lowercase hex digits")
         repo = self.catalog.get(dataset_id)
