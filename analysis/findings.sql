@@ -197,7 +197,7 @@ ORDER BY rank;
 --       rows with text_duplication_test > 0 over rows where it is not NR
 --   median_text_test_biased               median of text_test_biased (%, 3 decimals) over those rows
 WITH task_tags AS (
-    SELECT dataset_id, regexp_extract(tag, '^task_categories:(.+)$', 1) AS task_category
+    SELECT DISTINCT dataset_id, regexp_extract(tag, '^task_categories:(.+)$', 1) AS task_category
     FROM (SELECT dataset_id, unnest(tags) AS tag FROM datasets)
     WHERE tag LIKE 'task_categories:%'
 ),

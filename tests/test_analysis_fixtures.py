@@ -133,7 +133,8 @@ def add_crawl_records(store: Store) -> None:
     (three failed); one run whose arguments include a secret that must never be shown."""
     con = store.con
     tags = {
-        "acme/alpha": ["task_categories:text-classification", "language:en"],
+        # a repeated tag counts once
+        "acme/alpha": ["task_categories:text-classification", "language:en", "task_categories:text-classification"],
         "acme/beta": ["task_categories:text-classification", "task_categories:token-classification"],
         "acme/gamma": ["language:en", "modality:text"],
         "x/gated1": ["task_categories:text-classification"],
