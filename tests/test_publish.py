@@ -130,8 +130,7 @@ def test_publish_end_to_end_against_the_standin(planted_db, hub, tmp_path):
 def test_private_repo_and_refused_token(planted_db, hub, tmp_path, monkeypatch):
     from huggingface_hub import HfApi
 
-    # huggingface_hub 2.4 sends {"visibility": "private"}, which the stand-in does not record yet:
-    # check what publish asks of create_repo, then that the push went through.
+    # Check what publish asks of create_repo, and that the stand-in made the repo private.
     asked = []
     original = HfApi.create_repo
 
@@ -145,6 +144,10 @@ def test_private_repo_and_refused_token(planted_db, hub, tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     assert asked == [("me/private-results", {"repo_type": "dataset", "exist_ok": True, "private": True})]
     assert len(hub.commits("me/private-results")) == 1
+    import os
+
+    info = HfApi(endpoint=hub.url, token=os.environ["HF_TOKEN"]).dataset_info("me/private-results")
+    assert info.private is True
 
     wrong = "hf_wrong_token_that_must_not_leak_42"
     monkeypatch.setenv("HF_TOKEN", wrong)

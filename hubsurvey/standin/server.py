@@ -467,7 +467,9 @@ class _App:
             if self.catalog.get(repo_id) is not None:
                 return _json({"error": "You already created this dataset repo", "url": url}, 409,
                              {"X-Error-Message": "You already created this dataset repo"})
-            repo = self.catalog.create(repo_id, private=bool(body.get("private")))
+            # huggingface_hub 2.x sends {"visibility": "private"}; older clients {"private": true}.
+            private = body.get("visibility") == "private" or bool(body.get("private"))
+            repo = self.catalog.create(repo_id, private=private)
         return _json({"url": url, "name": repo_id, "id": repo.props()["_id"]})
 
     def validate_yaml(self, req: _Request) -> _Response:
