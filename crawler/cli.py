@@ -1,28 +1,33 @@
-"""``hubsurvey crawl``: a thin layer over :func:`crawler.crawl.crawl`."""
+"""``hubsurvey crawl``: a thin layer over :func:`crawler.crawl.crawl`.
+
+The crawl filter options are declared once here and shared with ``hubsurvey run``.
+"""
 
 from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
+from crawler.rules import CrawlFilters
 from hubsurvey.store import DEFAULT_DB
 
+Authors = Annotated[Optional[List[str]], typer.Option("--author", help="Only these authors (repeatable)")]
+DenyAuthors = Annotated[Optional[List[str]], typer.Option("--deny-author", help="Never these authors (repeatable)")]
+Tasks = Annotated[Optional[List[str]], typer.Option("--task", help="task_categories filter (repeatable)")]
+Languages = Annotated[Optional[List[str]], typer.Option("--language", help="language filter (repeatable)")]
+Search = Annotated[Optional[str], typer.Option("--search", help="Dataset name contains")]
+Limit = Annotated[Optional[int], typer.Option("--limit", help="List at most N datasets")]
+MaxRows = Annotated[int, typer.Option("--max-rows", help="Keep datasets with fewer rows than this")]
+AllowGated = Annotated[bool, typer.Option("--allow-gated", help="Also keep gated datasets (needs HF_TOKEN)")]
+Rate = Annotated[float, typer.Option("--rate", help="Max API requests per second (0: unpaced)")]
+FileRate = Annotated[float, typer.Option("--file-rate", help="Max file requests per second (0: unpaced)")]
+Db = Annotated[Path, typer.Option("--db", help="Results DB")]
 
-def crawl_filters(
-    author: Optional[List[str]] = typer.Option(None, "--author", help="Only these authors (repeatable)"),
-    deny_author: Optional[List[str]] = typer.Option(None, "--deny-author", help="Never these authors (repeatable)"),
-    task: Optional[List[str]] = typer.Option(None, "--task", help="task_categories filter (repeatable)"),
-    language: Optional[List[str]] = typer.Option(None, "--language", help="language filter (repeatable)"),
-    search: Optional[str] = typer.Option(None, "--search", help="Dataset name contains"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="List at most N datasets"),
-    max_rows: int = typer.Option(1_000_000, "--max-rows", help="Keep datasets with fewer rows than this"),
-    allow_gated: bool = typer.Option(False, "--allow-gated", help="Also keep gated datasets (needs HF_TOKEN)"),
-) -> Any:
-    from crawler.rules import CrawlFilters
 
+def filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated) -> CrawlFilters:
     return CrawlFilters(
         max_rows=max_rows,
         allow_gated=allow_gated,
@@ -38,17 +43,17 @@ def crawl_filters(
 def register(app: typer.Typer) -> None:
     @app.command()
     def crawl(
-        author: Optional[List[str]] = typer.Option(None, "--author", help="Only these authors (repeatable)"),
-        deny_author: Optional[List[str]] = typer.Option(None, "--deny-author", help="Never these authors (repeatable)"),
-        task: Optional[List[str]] = typer.Option(None, "--task", help="task_categories filter (repeatable)"),
-        language: Optional[List[str]] = typer.Option(None, "--language", help="language filter (repeatable)"),
-        search: Optional[str] = typer.Option(None, "--search", help="Dataset name contains"),
-        limit: Optional[int] = typer.Option(None, "--limit", help="List at most N datasets"),
-        max_rows: int = typer.Option(1_000_000, "--max-rows", help="Keep datasets with fewer rows than this"),
-        allow_gated: bool = typer.Option(False, "--allow-gated", help="Also keep gated datasets (needs HF_TOKEN)"),
-        rate: float = typer.Option(1.5, "--rate", help="Max API requests per second (0: unpaced)"),
-        file_rate: float = typer.Option(9.0, "--file-rate", help="Max file requests per second (0: unpaced)"),
-        db: Path = typer.Option(Path(DEFAULT_DB), "--db", help="Results DB"),
+        author: Authors = None,
+        deny_author: DenyAuthors = None,
+        task: Tasks = None,
+        language: Languages = None,
+        search: Search = None,
+        limit: Limit = None,
+        max_rows: MaxRows = 1_000_000,
+        allow_gated: AllowGated = False,
+        rate: Rate = 1.5,
+        file_rate: FileRate = 9.0,
+        db: Db = Path(DEFAULT_DB),
     ) -> None:
         """List Hub datasets, apply the survey's filters and record every one with its outcome."""
         from crawler.crawl import crawl as run_crawl
@@ -56,7 +61,7 @@ def register(app: typer.Typer) -> None:
         from hubsurvey.hub import HubClient
         from hubsurvey.store import Store, StoreError
 
-        filters = crawl_filters(author, deny_author, task, language, search, limit, max_rows, allow_gated)
+        filters = filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated)
         client = HubClient(rate=rate or None, file_rate=file_rate or None)
         try:
             store = Store(db)

@@ -75,9 +75,11 @@ class progress_bar:
     def update_to(self, counts: dict[str, Any]) -> None:
         done = counts.get("listed", counts.get("done", 0))
         if self._bar is not None:
+            if counts.get("total") and self._bar.total != counts["total"]:
+                self._bar.total = counts["total"]
             self._bar.set_postfix({k: v for k, v in counts.items() if isinstance(v, int) and k != "listed"}, refresh=False)
             self._bar.update(done - self._bar.n)
-        elif done - self._last_logged >= self.every:
+        elif done - self._last_logged >= self.every or done == counts.get("total"):
             self._last_logged = done
             typer.echo(f"{self.desc}: {json.dumps(counts, sort_keys=True, default=str)}", err=True)
 

@@ -147,6 +147,10 @@ MIGRATIONS: list[str] = [
         tool_version VARCHAR NOT NULL
     );
     """,
+    # 2: whether a failed job's error is transient (retried by the next run while attempts remain).
+    """
+    ALTER TABLE jobs ADD COLUMN transient BOOLEAN;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -324,22 +324,24 @@ class HubSource:
         layout = self._layout()
         if config not in layout:
             raise BadInputError(f"{self.dataset_id} [{config}]: no such config (have: {', '.join(sorted(layout))})")
-        named = {}
-        for name, paths in layout[config].items():
-            check_name(self.dataset_id, "split", name)
-            named[name] = SplitData(SPLIT_ALIASES.get(name.lower(), name), name, tuple(sorted(paths)))
-        splits, ignored = canonical_splits(self.dataset_id, config, named)
-        if "test" not in splits:  # fail before downloading anything
-            return ConfigData(self.dataset_id, config, self.revision_sha, splits, {}, ignored)
+        remote = config_from_files(self.dataset_id, config, self.revision_sha, layout[config])
+        if "test" not in remote.splits:  # fail before downloading anything
+            return remote
         local = {
-            canon: SplitData(
-                s.split,
-                s.source_name,
-                tuple(str(self._client.download(self.dataset_id, p, self.parquet_sha)) for p in s.files),
-            )
-            for canon, s in splits.items()
+            s.source_name: [str(self._client.download(self.dataset_id, p, self.parquet_sha)) for p in s.files]
+            for s in remote.splits.values()
         }
-        return ConfigData(self.dataset_id, config, self.revision_sha, local, {}, ignored)
+        return config_from_files(self.dataset_id, config, self.revision_sha, local)
+
+
+def config_from_files(dataset_id: str, config: str, revision_sha: str | None, files: Mapping[str, Iterable[str]]) -> ConfigData:
+    """A ConfigData from ``{split name as the dataset names it: [Parquet files]}``."""
+    named = {}
+    for name, paths in files.items():
+        check_name(dataset_id, "split", name)
+        named[name] = SplitData(SPLIT_ALIASES.get(name.lower(), name), name, tuple(sorted(paths)))
+    splits, ignored = canonical_splits(dataset_id, config, named)
+    return ConfigData(dataset_id, config, revision_sha, splits, {}, ignored)
 
 
 def open_source(target: str, *, client: Any = None, dataset_id: str | None = None) -> FolderSource | HubSource:

@@ -1,0 +1,131 @@
+"""Executors: where jobs run. Interchangeable; each turns a JobSpec into a Future of a result dict.
+
+- ``LocalExecutor``: a pool of worker processes on this machine (pebble, for per-job timeouts and
+  killing a stuck worker), fed by a small thread pool in the coordinator that downloads the next
+  jobs' files while the workers measure (prefetch).
+- ``DaskExecutor``: a dask.distributed cluster; its workers download and measure themselves.
+
+Results always come back to the coordinator, the only process that writes to DuckDB.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from hubsurvey.hub import HubClient
+from survey.jobs import MEMORY_EXIT_CODE, JobSpec, download, error_outcome, run_job, start_memory_watchdog
+
+
+def _set(outer: Future, result: dict[str, Any]) -> None:
+    if not outer.done():
+        outer.set_result(result)
+
+
+class LocalExecutor:
+    """Local worker processes, one per core by default, with prefetching downloads."""
+
+    name = "local"
+
+    def __init__(self, client: HubClient, *, workers: int | None = None, job_timeout: float = 1800.0, memory_mb: int = 4096):
+        from pebble import ProcessPool
+
+        self.workers = workers or os.cpu_count() or 1
+        self.client = client
+        self.job_timeout = job_timeout
+        self.memory_mb = memory_mb
+        self._pool = ProcessPool(max_workers=self.workers, initializer=start_memory_watchdog, initargs=(memory_mb,))
+        # Downloads are I/O: a few threads keep the workers fed; the client paces them.
+        self._downloads = ThreadPoolExecutor(max_workers=max(2, self.workers), thread_name_prefix="prefetch")
+
+    @property
+    def capacity(self) -> int:
+        """Jobs in flight: every worker busy plus as many being downloaded."""
+        return self.workers * 2
+
+    def submit(self, spec: JobSpec) -> Future:
+        outer: Future = Future()
+        where = f"{spec.dataset_id} [{spec.config}]"
+
+        def measured(inner: Future) -> None:
+            from concurrent.futures import TimeoutError as FutureTimeout
+
+            from pebble import ProcessExpired
+
+            try:
+                _set(outer, inner.result())
+            except FutureTimeout:
+                _set(outer, {"ok": False, "error_class": "timeout", "transient": False,
+                             "message": f"{where}: took longer than {self.job_timeout:.0f} s"})
+            except ProcessExpired as e:
+                if e.exitcode == MEMORY_EXIT_CODE:
+                    _set(outer, {"ok": False, "error_class": "memory_limit", "transient": False,
+                                 "message": f"{where}: worker passed its memory ceiling of {self.memory_mb} MB"})
+                else:
+                    _set(outer, {"ok": False, "error_class": "worker_died", "transient": True,
+                                 "message": f"{where}: worker process died (exit code {e.exitcode})"})
+            except Exception as e:  # pragma: no cover - pebble's own failures
+                _set(outer, error_outcome(e, where))
+
+        def downloaded(f: Future) -> None:
+            try:
+                local = f.result()
+            except Exception as e:
+                _set(outer, error_outcome(e, where))
+                return
+            self._pool.schedule(run_job, args=(local.as_dict(),), timeout=self.job_timeout).add_done_callback(measured)
+
+        self._downloads.submit(download, spec, self.client).add_done_callback(downloaded)
+        return outer
+
+    def close(self) -> None:
+        self._downloads.shutdown(wait=True, cancel_futures=True)
+        self._pool.close()
+        self._pool.join()
+
+
+class DaskExecutor:
+    """Jobs on a dask.distributed cluster: the workers download and measure.
+
+    Dask cannot kill a running task, so the per-job timeout and memory ceiling are left to the
+    cluster's own worker settings (``--memory-limit`` of dask workers).
+    """
+
+    name = "dask"
+
+    def __init__(self, address: Any):
+        from distributed import Client
+
+        self._client = address if hasattr(address, "submit") else Client(address)
+        self._owns_client = not hasattr(address, "submit")
+        self.workers = len(self._client.scheduler_info().get("workers", {})) or 1
+
+    @property
+    def capacity(self) -> int:
+        return self.workers * 2
+
+    def submit(self, spec: JobSpec) -> Future:
+        outer: Future = Future()
+        where = f"{spec.dataset_id} [{spec.config}]"
+        future = self._client.submit(run_job, spec.as_dict(), pure=False)
+
+        def done(f: Any) -> None:
+            try:
+                _set(outer, f.result())
+            except Exception as e:  # a lost worker, a cancelled task
+                _set(outer, error_outcome(e, where))
+
+        future.add_done_callback(done)
+        return outer
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.close()
+
+
+def make_executor(client: HubClient, *, dask: Any = None, workers: int | None = None, job_timeout: float = 1800.0, memory_mb: int = 4096) -> LocalExecutor | DaskExecutor:
+    if dask:
+        return DaskExecutor(dask)
+    return LocalExecutor(client, workers=workers, job_timeout=job_timeout, memory_mb=memory_mb)
+

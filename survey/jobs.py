@@ -1,0 +1,119 @@
+"""One survey job: download (when needed) and measure one (dataset, revision, config).
+
+This is the function every executor runs: a local worker process or a Dask worker. It takes a
+plain dict (the job spec) and returns a plain dict (rows or an error); it never touches the results
+DB and never receives a token (workers read ``HF_TOKEN`` from their own environment).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hubsurvey.hub import PARQUET_REVISION, HubClient, is_transient
+from survey.errors import SurveyError
+from survey.measure import measure_config
+from survey.roles import RoleOverrides
+from survey.sources import config_from_files
+
+MEMORY_EXIT_CODE = 86  # a worker that passed its memory ceiling exits with this code
+
+
+@dataclass
+class JobSpec:
+    """What a worker needs to measure one config. Plain data: it crosses process and host borders."""
+
+    job_id: str
+    dataset_id: str
+    revision_sha: str
+    config: str
+    n_configs: int
+    files: dict[str, list[str]]  # split (as the dataset names it) -> paths on the Parquet branch
+    local_files: dict[str, list[str]] | None = None  # the same, downloaded (after prefetch)
+    endpoint: str | None = None
+    cache_dir: str | None = None  # the huggingface_hub cache to download into (None: the default)
+    roles_file: str | None = None
+    run_id: str | None = None
+    engine_options: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def download(spec: JobSpec, client: HubClient) -> JobSpec:
+    """Fetch the job's files into the huggingface_hub cache (a warm cache makes this cheap)."""
+    local = {
+        split: [str(client.download(spec.dataset_id, path, PARQUET_REVISION)) for path in paths]
+        for split, paths in spec.files.items()
+    }
+    return JobSpec(**{**spec.as_dict(), "local_files": local})
+
+
+def error_outcome(exc: BaseException, where: str) -> dict[str, Any]:
+    """A failure as plain data: a stable class, a one-line message, and whether to retry."""
+    if isinstance(exc, SurveyError):
+        error_class, message = exc.error_class, str(exc)
+    else:
+        text = str(exc).strip().splitlines()
+        error_class = type(exc).__name__
+        message = f"{where}: {error_class}: {text[0] if text else ''}".rstrip(": ")
+    token = os.environ.get("HF_TOKEN")
+    if token:
+        message = message.replace(token, "***")
+    return {"ok": False, "error_class": error_class, "message": message[:500], "transient": is_transient(exc)}
+
+
+def run_job(spec_dict: dict[str, Any]) -> dict[str, Any]:
+    """Measure one job spec; download first when the executor did not prefetch."""
+    spec = JobSpec(**spec_dict)
+    where = f"{spec.dataset_id} [{spec.config}]"
+    started = time.perf_counter()
+    try:
+        download_seconds = 0.0
+        if spec.local_files is None:
+            spec = download(spec, HubClient(endpoint=spec.endpoint, cache_dir=spec.cache_dir))
+            download_seconds = time.perf_counter() - started
+        data = config_from_files(spec.dataset_id, spec.config, spec.revision_sha, spec.local_files or {})
+        result = measure_config(
+            data,
+            n_configs=spec.n_configs,
+            source="hub",
+            overrides=RoleOverrides.load(spec.roles_file),
+            run_id=spec.run_id,
+            engine_options=spec.engine_options,
+        )
+    except Exception as exc:  # every failure becomes data for the coordinator
+        outcome = error_outcome(exc, where)
+        if outcome["error_class"] not in ("bad_input", "unreadable", "schema_mismatch") and not outcome["transient"]:
+            outcome["traceback"] = traceback.format_exc(limit=3)
+        return outcome
+    return {
+        "ok": True,
+        "rows": result.rows,
+        "seconds": time.perf_counter() - started,
+        "measure_seconds": result.seconds,
+        "download_seconds": download_seconds,
+    }
+
+
+def start_memory_watchdog(ceiling_mb: int, interval: float = 0.2) -> None:
+    """Worker initializer: exit (code MEMORY_EXIT_CODE) if this process's RSS passes the ceiling.
+
+    An address-space rlimit does not work here: DuckDB and Arrow reserve gigabytes of virtual
+    memory they never touch. Resident memory is what a ceiling is for.
+    """
+    import psutil
+
+    process = psutil.Process()
+
+    def watch() -> None:
+        while True:
+            if process.memory_info().rss > ceiling_mb * 2**20:
+                os._exit(MEMORY_EXIT_CODE)
+            time.sleep(interval)
+
+    threading.Thread(target=watch, name="memory-watchdog", daemon=True).start()
