@@ -1,0 +1,207 @@
+"""The survey runner end to end against the stand-in: truth, kill -9 and resume, faults, Dask,
+increments, the lock, max-hours, status."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hubsurvey.cli import app
+from hubsurvey.hub import HubClient
+from hubsurvey.standin import Faults, Scope, StandinHub, generate_minihub
+from hubsurvey.store import FIGURE_COLUMNS, Store
+from survey.runner import RunLockedError, RunOptions, acquire_lock, run_survey
+
+ROW_COLUMNS = "measurement_id, dataset_id, revision_sha, config, label_column, text_columns, rows_train, rows_validation, rows_test, " + ", ".join(FIGURE_COLUMNS)
+
+
+@pytest.fixture(scope="module")
+def minihub(tmp_path_factory) -> Path:
+    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
+
+
+def client_for(hub: StandinHub, cache: Path) -> HubClient:
+    return HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=cache, max_wait=0.05)
+
+
+def rows(db: Path) -> list[tuple]:
+    with Store(db) as store:
+        return store.query(f"SELECT {ROW_COLUMNS} FROM measurements ORDER BY measurement_id")[1]
+
+
+def survey(hub: StandinHub, db: Path, tmp_path: Path, **options):
+    options.setdefault("workers", 2)
+    return run_survey(db, client_for(hub, tmp_path / "cache"), None, RunOptions(**options))
+
+
+@pytest.fixture(scope="module")
+def clean_run(minihub, tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("clean")
+    with StandinHub(minihub) as hub:
+        summary = survey(hub, tmp / "clean.duckdb", tmp)
+    assert summary.status == "done" and summary.failed == 0
+    return tmp / "clean.duckdb"
+
+
+def test_a_run_measures_exactly_the_planted_truth(minihub, clean_run):
+    truth = json.loads((minihub / "truth.json").read_text())["measurements"]
+    with Store(clean_run) as store:
+        got = store.records(f"SELECT {ROW_COLUMNS} FROM measurements")
+    assert len(got) == len(truth)
+    by_key = {(r["dataset_id"], r["config"], r["label_column"]): r for r in got}
+    for t in truth:
+        row = by_key[(t["dataset_id"], t["config"], t["label_column"])]
+        assert row["text_columns"] == t["text_columns"]
+        for name, value in t["figures"].items():
+            if value is not None and name.endswith("test_biased"):
+                assert row[name] == pytest.approx(value), (t["dataset_id"], name)
+            else:
+                assert row[name] == value, (t["dataset_id"], name)
+    with Store(clean_run) as store:
+        (run,) = store.records("SELECT * FROM runs")
+        assert run["status"] == "done" and json.loads(run["counts"])["done"] == len(store.query("SELECT DISTINCT dataset_id, config FROM measurements")[1])
+        assert store.query("SELECT count(*) FROM jobs WHERE status <> 'done'")[1][0][0] == 0
+
+
+def _cli_run(db: Path, env: dict, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hubsurvey.cli", "run", "--db", str(db), "--rate", "0", "--file-rate", "0",
+         "--workers", "2", "--report-dir", str(db.parent / "out"), *extra],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+
+
+def test_kill_9_at_random_points_and_resume_gives_the_clean_rows(minihub, clean_run, tmp_path):
+    expected = rows(clean_run)
+    rng = random.Random(7)
+    # Slow responses stretch the run so that the kills land in the crawl, the queue and the jobs.
+    slow = Faults(slow_ms=150, scope=Scope(categories=frozenset({"list", "tree", "resolve_get", "resolve_head"})))
+    with StandinHub(minihub, faults=slow) as hub:
+        env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(tmp_path / "cache")}
+        db = tmp_path / "killed.duckdb"
+        kills = 0
+        for delay in sorted(rng.uniform(0.5, 4.0) for _ in range(7)):
+            proc = _cli_run(db, env)
+            time.sleep(delay)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                kills += 1
+            proc.wait()
+        assert kills >= 5
+        final = _cli_run(db, env)
+        out, err = final.communicate(timeout=300)
+        assert final.returncode == 0, err.decode()
+    assert rows(db) == expected  # none lost, none duplicated
+    with Store(db) as store:
+        assert store.query("SELECT count(*) FROM jobs WHERE status <> 'done'")[1][0][0] == 0
+        statuses = [r[0] for r in store.query("SELECT status FROM runs ORDER BY started_at")[1]]
+    assert statuses[-1] == "done" and statuses.count("running") >= 5  # the killed runs never finished
+
+
+def test_faults_during_a_survey_complete_with_failures_recorded(minihub, clean_run, tmp_path):
+    faults = Faults(
+        error_burst_every=11, error_burst_len=1, error_status=503,
+        reset_every=13,
+        scopes={"reset": Scope(categories=frozenset({"resolve_get"}))},
+    )
+    with StandinHub(minihub, faults=faults) as hub:
+        summary = survey(hub, tmp_path / "f.duckdb", tmp_path)
+        injected = hub.stats()["faults_injected"]
+    assert injected > 0 and summary.status == "done"
+    assert rows(tmp_path / "f.duckdb") == rows(clean_run)  # transient faults were retried
+    # A permanent fault in the data: the job fails with its class and message, the others finish.
+    truth = json.loads((minihub / "truth.json").read_text())
+    eligible = sorted(k for k, v in truth["expected"].items() if v == "eligible")
+    with StandinHub(minihub) as hub:
+        db = tmp_path / "p.duckdb"
+        with Store(db) as store:  # crawl cleanly first, then the data goes bad before measuring
+            from crawler.crawl import crawl
+
+            crawl(store, client_for(hub, tmp_path / "c2"))
+        hub.set_faults(Faults(corrupt_parquet=(eligible[0],)))
+        summary = run_survey(db, client_for(hub, tmp_path / "c2"), None, RunOptions(workers=2, crawl=False))
+    assert summary.failed >= 1 and summary.done >= len(eligible) - 1
+    with Store(db) as store:
+        failed = store.records("SELECT dataset_id, error_class, error_message FROM jobs WHERE status = 'failed'")
+    assert {f["dataset_id"] for f in failed} == {eligible[0]}
+    assert all(f["error_class"] == "unreadable" and eligible[0] in f["error_message"] for f in failed)
+
+
+def test_dask_local_cluster_equals_the_local_run(minihub, clean_run, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, distributed.Client(cluster) as dask_client:
+        with StandinHub(minihub) as hub:
+            summary = survey(hub, tmp_path / "d.duckdb", tmp_path, dask=dask_client)
+    assert summary.status == "done" and summary.failed == 0
+    assert rows(tmp_path / "d.duckdb") == rows(clean_run)
+
+
+def test_incremental_only_the_changed_dataset_is_measured_again(minihub, tmp_path):
+    db = tmp_path / "i.duckdb"
+    with StandinHub(minihub) as hub:
+        first = survey(hub, db, tmp_path)
+        second = survey(hub, db, tmp_path)
+        assert second.queued == 0 and second.done == 0
+        with Store(db) as store:
+            target = store.query("SELECT dataset_id FROM measurements ORDER BY dataset_id LIMIT 1")[1][0][0]
+            configs = store.query("SELECT count(DISTINCT config) FROM measurements WHERE dataset_id = $d", {"d": target})[1][0][0]
+        hub.set_sha(target, "e" * 40)
+        third = survey(hub, db, tmp_path)
+    assert first.done > 1 and third.done == configs
+    with Store(db) as store:
+        measured = store.query("SELECT DISTINCT dataset_id FROM measurements WHERE run_id = $r", {"r": third.run_id})[1]
+        assert measured == [(target,)]
+        assert store.query("SELECT revision_sha FROM current_measurements WHERE dataset_id = $d LIMIT 1", {"d": target})[1][0][0] == "e" * 40
+
+
+def test_a_second_run_on_the_same_db_is_refused(minihub, tmp_path):
+    db = tmp_path / "l.duckdb"
+    lock = acquire_lock(db)
+    try:
+        with StandinHub(minihub) as hub:
+            with pytest.raises(RunLockedError, match="in use by another run"):
+                survey(hub, db, tmp_path)
+            result = CliRunner().invoke(app, ["run", "--db", str(db), "--rate", "0"], env={"HF_ENDPOINT": hub.url})
+        assert result.exit_code == 3 and "in use by another run" in result.stderr
+    finally:
+        lock.release()
+
+
+def test_max_hours_stops_taking_jobs_and_the_queue_resumes(minihub, clean_run, tmp_path):
+    db = tmp_path / "m.duckdb"
+    with StandinHub(minihub) as hub:
+        stopped = survey(hub, db, tmp_path, max_hours=1e-9)
+        assert stopped.status == "timed_out" and stopped.done == 0 and stopped.left_pending == stopped.queued > 0
+        with Store(db) as store:
+            assert store.query("SELECT count(*) FROM jobs WHERE status = 'pending'")[1][0][0] == stopped.queued
+        resumed = survey(hub, db, tmp_path)
+    assert resumed.status == "done" and resumed.done == stopped.queued
+    assert rows(db) == rows(clean_run)
+
+
+def test_runs_record_arguments_without_secrets_and_status_summarises(minihub, tmp_path, monkeypatch):
+    token = "hf_RunnerSecretToken_55555"
+    db = tmp_path / "s.duckdb"
+    with StandinHub(minihub, valid_tokens={token}) as hub:
+        monkeypatch.setenv("HF_TOKEN", token)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+        result = CliRunner().invoke(app, ["run", "--db", str(db), "--rate", "0", "--file-rate", "0", "--report-dir", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert token not in result.output and token.encode() not in db.read_bytes()
+    assert (tmp_path / "out" / "report.html").exists()
+    with Store(db) as store:
+        (run,) = store.records("SELECT args, status FROM runs")
+    assert json.loads(run["args"])["filters"]["max_rows"] == 1_000_000 and run["status"] == "done"
+    status = CliRunner().invoke(app, ["status", "--db", str(db)])
+    assert status.exit_code == 0
+    assert "last run: run-" in status.stdout and "queue: done" in status.stdout
