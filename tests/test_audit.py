@@ -282,3 +282,35 @@ def test_examples_report_counts_per_split(tmp_path, good):
 def test_missing_target_is_bad_input(tmp_path):
     result = runner.invoke(app, ["audit", str(tmp_path / "nope" / "..x")])
     assert result.exit_code == 2 and result.stderr.startswith("error: ")
+
+
+# --- a Hub id, through huggingface_hub against the stand-in serving the real datasets ------------
+
+def test_audit_hub_id_reproduces_the_published_row(shared_datasets, tmp_path, monkeypatch):
+    from hubsurvey.standin import StandinHub
+
+    with StandinHub(shared_datasets) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        result = runner.invoke(app, ["audit", "eriktks/conll2003", "--json", "--db", str(tmp_path / "r.duckdb")])
+        stats = hub.stats()
+    assert result.exit_code == 0, result.output
+    row = next(o for o in json.loads(result.stdout) if o["label_column"] == "ner_tags")
+    assert row["dataset_name"] == "conll2003(ner_tags)"
+    assert [row[k] for k in LLE_JSON_KEYS[1:6]] == [78, 25, 1350, 180, 269]
+    assert row["text_test_biased"] == 10.049 and row["text_and_label_test_biased"] == 9.818
+    assert stats["tree"] == 1 and stats["resolve_get"] == 3  # one listing, only the three split files
+    with Store(tmp_path / "r.duckdb") as store:
+        (sha, source), = store.query("SELECT DISTINCT revision_sha, source FROM measurements")[1]
+    assert source == "hub" and len(sha) == 40
+
+
+def test_audit_hub_errors_are_one_line(shared_datasets, tmp_path, monkeypatch):
+    from hubsurvey.standin import StandinHub
+
+    with StandinHub(shared_datasets) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        missing = runner.invoke(app, ["audit", "nobody/nothing", "--db", str(tmp_path / "r.duckdb")])
+        bad_config = runner.invoke(app, ["audit", "CogComp/trec", "--config", "nope", "--db", str(tmp_path / "r.duckdb")])
+    assert missing.exit_code == 2 and len(missing.stderr.strip().splitlines()) == 1
+    assert missing.stderr.startswith("error: nobody/nothing:")
+    assert bad_config.exit_code == 2 and "CogComp/trec [nope]: no such config" in bad_config.stderr
