@@ -5,9 +5,10 @@ Stages for each listed dataset, cheapest first:
 1. the listing's metadata (gated, private, disabled, size_categories and modality tags): no request;
 2. incremental skip: a dataset whose sha equals the sha it was resolved at keeps its earlier
    resolution: no request;
-3. resolution: one tree listing of ``refs/convert/parquet`` (configs, splits, files), then one
-   ranged read of each Parquet footer (rows and HF features), stopping as soon as the total passes
-   ``max_rows``.
+3. resolution: one tree listing of ``refs/convert/parquet`` (configs, splits, files) and one
+   ranged read of a test file's Parquet footer (HF features: is it text?). Row counts come from the
+   card's ``dataset_info`` split sizes when it states every split and agrees with that footer;
+   otherwise from every file's footer, stopping as soon as the total passes ``max_rows``.
 
 Every listed dataset is written to the ``datasets`` table as eligible or excluded with a reason.
 ``hubsurvey crawl`` is a thin layer over :func:`crawl`.
@@ -20,7 +21,7 @@ import time
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
@@ -75,8 +76,38 @@ class CrawlSummary:
         }
 
 
-def resolve(client: HubClient, dataset_id: str, filters: CrawlFilters) -> Resolution:
-    """Configs, splits, files, rows and text-ness from the Parquet branch (see the module doc)."""
+def card_split_rows(card: Mapping[str, Any] | None) -> dict[str, dict[str, int]]:
+    """``{config: {split: num_examples}}`` from a card's ``dataset_info`` (dict, or list per config)."""
+    info = (card or {}).get("dataset_info")
+    entries = info if isinstance(info, list) else [info] if isinstance(info, dict) else []
+    out: dict[str, dict[str, int]] = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        splits = entry.get("splits") or []
+        splits = [{"name": k, **v} for k, v in splits.items()] if isinstance(splits, dict) else splits
+        for split in splits:
+            if isinstance(split, dict) and isinstance(split.get("num_examples"), int):
+                out.setdefault(entry.get("config_name", "default"), {})[split["name"]] = split["num_examples"]
+    return out
+
+
+def _is_test(split: str) -> bool:
+    return CANONICAL.get(split.lower()) == "test"
+
+
+def _is_text(meta: Any) -> bool:
+    schema: pa.Schema = meta.schema.to_arrow_schema()
+    return bool(infer_roles(features_from_arrow(schema)).text_columns)
+
+
+def resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None = None) -> Resolution:
+    """Configs, splits, files, rows and text-ness from the Parquet branch (see the module doc).
+
+    Row counts: when the card's ``dataset_info`` states the size of every split on the branch,
+    those sizes are used and checked against the footer of one test file (read anyway for the
+    features); a disagreement, or a card without sizes, means every footer is read.
+    """
     try:
         files = client.parquet_tree(dataset_id)
     except RevisionNotFoundError:
@@ -90,28 +121,41 @@ def resolve(client: HubClient, dataset_id: str, filters: CrawlFilters) -> Resolu
         parts = f.path.split("/")
         if len(parts) == 3:
             layout.setdefault(parts[0], {}).setdefault(branch_split(parts[1]), []).append(f)
-    configs_with_test = {c: s for c, s in layout.items() if any(CANONICAL.get(n.lower()) == "test" for n in s)}
-    if not configs_with_test:
-        return Resolution(rules.NO_TEST_SPLIT, {c: {s: {"files": [f.path for f in fs]} for s, fs in sp.items()} for c, sp in layout.items()})
-    configs: dict[str, dict[str, dict[str, Any]]] = {}
-    total = 0
-    text_found = False
-    # Test splits first: their footer also decides whether the config is text.
-    for config, splits in layout.items():
-        configs[config] = {}
-        order = sorted(splits, key=lambda n: CANONICAL.get(n.lower()) != "test")
-        for split in order:
-            rows = 0
-            for f in sorted(splits[split], key=lambda f: f.path):
-                meta = client.parquet_footer(dataset_id, f.path)
-                rows += meta.num_rows
-                if not text_found and CANONICAL.get(split.lower()) == "test" and config in configs_with_test:
-                    schema: pa.Schema = meta.schema.to_arrow_schema()
-                    text_found = bool(infer_roles(features_from_arrow(schema)).text_columns)
-                if total + rows >= filters.max_rows:
-                    return Resolution(rules.TOO_MANY_ROWS, configs, total + rows)
-            configs[config][split] = {"files": [f.path for f in splits[split]], "rows": rows}
-            total += rows
+    for splits in layout.values():
+        for fs in splits.values():
+            fs.sort(key=lambda f: f.path)
+    listing = {c: {s: {"files": [f.path for f in fs]} for s, fs in sp.items()} for c, sp in layout.items()}
+    tested = [(c, s) for c, sp in layout.items() for s in sp if _is_test(s)]
+    if not tested:
+        return Resolution(rules.NO_TEST_SPLIT, listing)
+    # One footer of a test split: the features (is it text?) and a check of the card's sizes.
+    probe_config, probe_split = tested[0]
+    probe = client.parquet_footer(dataset_id, layout[probe_config][probe_split][0].path)
+    text_found = _is_text(probe)
+    stated = card_split_rows(card)
+    card_covers = all(s in stated.get(c, {}) for c, sp in layout.items() for s in sp)
+    probe_files = layout[probe_config][probe_split]
+    card_agrees = card_covers and (len(probe_files) > 1 or stated[probe_config][probe_split] == probe.num_rows)
+    if card_agrees:
+        configs = {c: {s: {**v, "rows": stated[c][s], "rows_from": "card, checked"} for s, v in sp.items()} for c, sp in listing.items()}
+        total = sum(stated[c][s] for c, sp in layout.items() for s in sp)
+        if total >= filters.max_rows:
+            return Resolution(rules.TOO_MANY_ROWS, configs, total)
+    else:
+        configs, total = {}, 0
+        for config, splits in layout.items():
+            configs[config] = {}
+            for split in sorted(splits, key=lambda n: not _is_test(n)):
+                rows = 0
+                for f in splits[split]:
+                    meta = probe if f.path == probe_files[0].path else client.parquet_footer(dataset_id, f.path)
+                    rows += meta.num_rows
+                    if not text_found and _is_test(split):
+                        text_found = _is_text(meta)
+                    if total + rows >= filters.max_rows:
+                        return Resolution(rules.TOO_MANY_ROWS, configs, total + rows)
+                configs[config][split] = {**listing[config][split], "rows": rows, "rows_from": "footers"}
+                total += rows
     if filters.require_text and not text_found:
         return Resolution(rules.NOT_TEXT, configs, total)
     return Resolution(None, configs, total)
@@ -130,6 +174,7 @@ def _listing_row(item: Any) -> dict[str, Any]:
         "downloads": getattr(item, "downloads", None),
         "likes": getattr(item, "likes", None),
         "last_modified": getattr(item, "last_modified", None),
+        "card": item.card_data.to_dict() if getattr(item, "card_data", None) is not None else None,
     }
 
 
@@ -193,7 +238,7 @@ def crawl(
     def resolve_one(meta: dict[str, Any]) -> tuple[dict[str, Any], Resolution, bool]:
         """(meta, resolution, final): a transient failure is not final, the next crawl retries it."""
         try:
-            return meta, resolve(client, meta["id"], filters), True
+            return meta, resolve(client, meta["id"], filters, meta["card"]), True
         except Exception as e:  # one dataset's failure is recorded, the crawl goes on
             return meta, Resolution(f"error:{type(e).__name__}"), not is_transient(e)
 

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# huggingface_hub reads these once, at import: set them before any test module imports it, so that
+# no test touches the user's cache or sends telemetry.
+_HF_HOME = tempfile.mkdtemp(prefix="hubsurvey-tests-hf-")
+os.environ["HF_HOME"] = _HF_HOME
+os.environ["HF_HUB_CACHE"] = os.path.join(_HF_HOME, "hub")
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ.pop("HF_TOKEN", None)
 
 SHARED_DATASETS = Path(os.environ.get("HUBSURVEY_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
 
@@ -25,10 +34,6 @@ def shared_index() -> list[dict]:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_hf_home(tmp_path_factory, monkeypatch):
-    """Never touch the user's huggingface cache, and never reach a real Hub from a test."""
-    home = tmp_path_factory.getbasetemp() / "hf_home"
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.setenv("HF_HUB_CACHE", str(home / "hub"))
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+def _no_token(monkeypatch):
+    """A test that needs HF_TOKEN sets it itself."""
     monkeypatch.delenv("HF_TOKEN", raising=False)

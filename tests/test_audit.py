@@ -287,8 +287,11 @@ def test_missing_target_is_bad_input(tmp_path):
 # --- a Hub id, through huggingface_hub against the stand-in serving the real datasets ------------
 
 def test_audit_hub_id_reproduces_the_published_row(shared_datasets, tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
     from hubsurvey.standin import StandinHub
 
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))  # a cold cache
     with StandinHub(shared_datasets) as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         result = runner.invoke(app, ["audit", "eriktks/conll2003", "--json", "--db", str(tmp_path / "r.duckdb")])

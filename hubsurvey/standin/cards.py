@@ -38,6 +38,17 @@ def card_from_tags(tags: Iterable[str]) -> dict[str, Any]:
     return card
 
 
+def with_split_sizes(card: dict[str, Any], split_rows: dict[str, dict[str, int]] | None) -> dict[str, Any]:
+    """The card with ``dataset_info`` split sizes, as ``datasets`` writes them when it pushes."""
+    if not split_rows:
+        return card
+    info = [
+        {"config_name": config, "splits": [{"name": split, "num_examples": n} for split, n in sorted(splits.items())]}
+        for config, splits in sorted(split_rows.items())
+    ]
+    return {**card, "dataset_info": info}
+
+
 def tags_from_card(card: dict[str, Any]) -> list[str]:
     """The tags the Hub shows for a card: ``key:value`` for ``TAG_KEYS``, plus its free ``tags``."""
     tags: list[str] = []

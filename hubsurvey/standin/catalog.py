@@ -70,10 +70,32 @@ def _served_repo(root: Path, entry: dict[str, Any]) -> Repo:
         files = {p.relative_to(folder).as_posix(): FileBlob(p) for p in sorted(folder.rglob("*.parquet"))}
     sha = entry.get("sha") or sha1_hex(repo_id, *(f"{p} {b.size}" for p, b in files.items()))
     meta = _entry_meta(entry)
+    if "cardData" not in entry:
+        meta["cardData"] = cards.with_split_sizes(meta["cardData"] or {}, _split_rows(folder, files))
     meta["usedStorage"] = sum(b.size for b in files.values())
     main = {".gitattributes": BytesBlob(GITATTRIBUTES),
             "README.md": BytesBlob(cards.readme(meta["cardData"] or {}, repo_id).encode())}
     return Repo(repo_id, meta, main_files=main, main_sha=sha, parquet_files=files if export else None)
+
+
+def _split_rows(folder: Path, files: dict[str, Any]) -> dict[str, dict[str, int]] | None:
+    """``{config: {split: rows}}`` from the Parquet footers on disk (None if one is unreadable)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows: dict[str, dict[str, int]] = {}
+    for path in files:
+        parts = path.split("/")
+        if len(parts) != 3:
+            continue
+        try:
+            n = pq.read_metadata(folder / path).num_rows
+        except (OSError, pa.ArrowException):
+            return None  # a card cannot state what nobody could count
+        split = parts[1].removeprefix("partial-").split("-part")[0]
+        rows.setdefault(parts[0], {}).setdefault(split, 0)
+        rows[parts[0]][split] += n
+    return rows or None
 
 
 class Catalog:

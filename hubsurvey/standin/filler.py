@@ -129,7 +129,7 @@ class Filler:
             "createdAt": iso_date(rec.created_day, rec.index % 86400),
             "lastModified": iso_date(rec.modified_day, rec.index % 86400),
             "description": f"Synthetic filler dataset #{rec.index} ({rec.kind}).",
-            "cardData": cards.card_from_tags(rec.tags),
+            "cardData": cards.with_split_sizes(cards.card_from_tags(rec.tags), export_split_rows(rec, self.seed)),
             "usedStorage": 1000 + rec.downloads,
         }
 
@@ -150,6 +150,17 @@ class Filler:
         return Repo(rec.id, meta, main_files=main, main_sha=rec.sha, parquet_files=export)
 
 
+def _text_splits(rec: FillerRecord, seed: int) -> dict[str, list[dict[str, Any]]]:
+    """The rows of a text filler's export, split by split (deterministic in ``seed`` and the index)."""
+    rng = random.Random(f"filler-export:{seed}:{rec.index}")
+    train_rows = _text_rows(rng, rng.randint(30, 60))
+    test_rows = _text_rows(rng, rng.randint(10, 20)) + rng.sample(train_rows, 2)  # two planted leaks
+    splits = {"train": train_rows, "test": test_rows}
+    if rng.random() < 0.5:
+        splits["validation"] = _text_rows(rng, 10)
+    return splits
+
+
 def export_files(rec: FillerRecord, seed: int) -> dict[str, bytes]:
     """The Parquet export of a filler dataset: ``{path: bytes}`` in the branch layout."""
     rng = random.Random(f"filler-export:{seed}:{rec.index}")
@@ -157,13 +168,17 @@ def export_files(rec: FillerRecord, seed: int) -> dict[str, bytes]:
     if rec.kind == "big_text":
         return {"default/train/0000.parquet": big_text_parquet(), "default/test/0000.parquet": _text_parquet(_text_rows(rng, 20))}
     if modality == "text":
-        train_rows = _text_rows(rng, rng.randint(30, 60))
-        test_rows = _text_rows(rng, rng.randint(10, 20)) + rng.sample(train_rows, 2)  # two planted leaks
-        files = {"default/train/0000.parquet": _text_parquet(train_rows), "default/test/0000.parquet": _text_parquet(test_rows)}
-        if rng.random() < 0.5:
-            files["default/validation/0000.parquet"] = _text_parquet(_text_rows(rng, 10))
-        return files
+        return {f"default/{split}/0000.parquet": _text_parquet(rows) for split, rows in _text_splits(rec, seed).items()}
     return {f"default/{split}/0000.parquet": _media_or_numbers(rng, modality, n) for split, n in (("train", 20), ("test", 8))}
+
+
+def export_split_rows(rec: FillerRecord, seed: int) -> dict[str, dict[str, int]] | None:
+    """``{config: {split: rows}}`` of the export, as the card's dataset_info states it (text kinds)."""
+    if not rec.export or _MODALITY[rec.kind] != "text":
+        return None  # like many real cards, the others carry no dataset_info
+    if rec.kind == "big_text":
+        return {"default": {"train": BIG_ROWS, "test": 20}}
+    return {"default": {split: len(rows) for split, rows in _text_splits(rec, seed).items()}}
 
 
 _TEXT_FEATURES = {"text": pio.value("string"), "label": pio.class_label(["negative", "positive"])}
