@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from hubsurvey.hub import HubClient
-from survey.jobs import MEMORY_EXIT_CODE, JobSpec, download, error_outcome, run_job, start_memory_watchdog
+from survey.jobs import MEMORY_EXIT_CODE, JobSpec, download, error_outcome, run_job
 
 
 def _set(outer: Future, result: dict[str, Any]) -> None:
@@ -35,7 +35,7 @@ class LocalExecutor:
         self.client = client
         self.job_timeout = job_timeout
         self.memory_mb = memory_mb
-        self._pool = ProcessPool(max_workers=self.workers, initializer=start_memory_watchdog, initargs=(memory_mb,))
+        self._pool = ProcessPool(max_workers=self.workers)
         # Downloads are I/O: a few threads keep the workers fed; the client paces them.
         self._downloads = ThreadPoolExecutor(max_workers=max(2, self.workers), thread_name_prefix="prefetch")
 
@@ -74,7 +74,8 @@ class LocalExecutor:
             except Exception as e:
                 _set(outer, error_outcome(e, where))
                 return
-            self._pool.schedule(run_job, args=(local.as_dict(),), timeout=self.job_timeout).add_done_callback(measured)
+            job = {**local.as_dict(), "memory_mb": self.memory_mb}
+            self._pool.schedule(run_job, args=(job,), timeout=self.job_timeout).add_done_callback(measured)
 
         self._downloads.submit(download, spec, self.client).add_done_callback(downloaded)
         return outer

@@ -38,6 +38,7 @@ class JobSpec:
     cache_dir: str | None = None  # the huggingface_hub cache to download into (None: the default)
     roles_file: str | None = None
     run_id: str | None = None
+    memory_mb: int | None = None  # the worker exits if its resident memory passes this during the job
     engine_options: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -72,6 +73,7 @@ def run_job(spec_dict: dict[str, Any]) -> dict[str, Any]:
     spec = JobSpec(**spec_dict)
     where = f"{spec.dataset_id} [{spec.config}]"
     started = time.perf_counter()
+    watchdog = MemoryWatchdog(spec.memory_mb) if spec.memory_mb else None
     try:
         download_seconds = 0.0
         if spec.local_files is None:
@@ -91,6 +93,9 @@ def run_job(spec_dict: dict[str, Any]) -> dict[str, Any]:
         if outcome["error_class"] not in ("bad_input", "unreadable", "schema_mismatch") and not outcome["transient"]:
             outcome["traceback"] = traceback.format_exc(limit=3)
         return outcome
+    finally:
+        if watchdog:
+            watchdog.stop()
     return {
         "ok": True,
         "rows": result.rows,
@@ -100,20 +105,31 @@ def run_job(spec_dict: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def start_memory_watchdog(ceiling_mb: int, interval: float = 0.2) -> None:
-    """Worker initializer: exit (code MEMORY_EXIT_CODE) if this process's RSS passes the ceiling.
+class MemoryWatchdog:
+    """While a job runs, exit the process (code MEMORY_EXIT_CODE) if its RSS passes the ceiling.
 
     An address-space rlimit does not work here: DuckDB and Arrow reserve gigabytes of virtual
-    memory they never touch. Resident memory is what a ceiling is for.
+    memory they never touch. Resident memory is what a ceiling is for. The executor sees the
+    worker die with that code and records the job as failed with ``memory_limit``.
     """
-    import psutil
 
-    process = psutil.Process()
+    def __init__(self, ceiling_mb: int, interval: float = 0.1):
+        import psutil
 
-    def watch() -> None:
-        while True:
-            if process.memory_info().rss > ceiling_mb * 2**20:
-                os._exit(MEMORY_EXIT_CODE)
-            time.sleep(interval)
+        self._ceiling = ceiling_mb * 2**20
+        self._process = psutil.Process()
+        self._stopped = threading.Event()
+        self._interval = interval
+        self._check()
+        threading.Thread(target=self._watch, name="memory-watchdog", daemon=True).start()
 
-    threading.Thread(target=watch, name="memory-watchdog", daemon=True).start()
+    def _check(self) -> None:
+        if self._process.memory_info().rss > self._ceiling:
+            os._exit(MEMORY_EXIT_CODE)
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(self._interval):
+            self._check()
+
+    def stop(self) -> None:
+        self._stopped.set()

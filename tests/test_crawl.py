@@ -177,3 +177,31 @@ def test_token_never_reaches_the_db_or_the_output(minihub, tmp_path, monkeypatch
     assert token.encode() not in db.read_bytes()
     wal = Path(str(db) + ".wal")
     assert not wal.exists() or token.encode() not in wal.read_bytes()
+
+
+def _card_root(tmp_path: Path, shared: Path, test_rows: int | None) -> Path:
+    entry = {"id": "CogComp/trec", "dir": str(shared / "CogComp__trec"), "tags": ["modality:text", "size_categories:1K<n<10K"]}
+    if test_rows is not None:
+        entry["cardData"] = {"dataset_info": {"config_name": "default", "splits": [
+            {"name": "train", "num_examples": 5452}, {"name": "test", "num_examples": test_rows}]}}
+    else:
+        entry["cardData"] = {}
+    root = tmp_path / f"root-{test_rows}"
+    root.mkdir()
+    (root / "index.json").write_text(json.dumps([entry]))
+    return root
+
+
+@pytest.mark.parametrize("test_rows,rows_from,file_requests", [(500, "card, checked", 1), (499, "footers", 2), (None, "footers", 2)])
+def test_card_sizes_are_used_only_when_a_footer_confirms_them(shared_datasets, tmp_path, test_rows, rows_from, file_requests):
+    with StandinHub(_card_root(tmp_path, shared_datasets, test_rows)) as hub:
+        summary, got = run_crawl(hub, tmp_path / "r.duckdb")
+        stats = hub.stats()
+    assert got == {"CogComp/trec": "eligible"}
+    assert stats["tree"] == 1 and stats["resolve_get"] == file_requests
+    with Store(tmp_path / "r.duckdb") as store:
+        (row,) = store.records("SELECT total_rows, configs FROM datasets")
+    assert row["total_rows"] == 5452 + 500  # the true count either way
+    splits = json.loads(row["configs"])["default"]
+    assert {s: v["rows"] for s, v in splits.items()} == {"train": 5452, "test": 500}
+    assert {v["rows_from"] for v in splits.values()} == {rows_from}

@@ -205,3 +205,31 @@ def test_runs_record_arguments_without_secrets_and_status_summarises(minihub, tm
     status = CliRunner().invoke(app, ["status", "--db", str(db)])
     assert status.exit_code == 0
     assert "last run: run-" in status.stdout and "queue: done" in status.stdout
+
+
+@pytest.mark.parametrize(
+    "options,error_class",
+    [({"job_timeout": 0.5}, "timeout"), ({"memory_mb": 20}, "memory_limit")],
+    ids=["timeout", "memory-ceiling"],
+)
+def test_a_job_over_its_timeout_or_memory_ceiling_fails_alone(minihub, tmp_path, monkeypatch, options, error_class):
+    from survey import jobs
+
+    if error_class == "timeout":  # every measurement takes 3 s; the forked workers inherit this
+        slow = jobs.measure_config
+
+        def measure_slowly(*args, **kwargs):
+            time.sleep(3)
+            return slow(*args, **kwargs)
+
+        monkeypatch.setattr(jobs, "measure_config", measure_slowly)
+    db = tmp_path / "t.duckdb"
+    with StandinHub(minihub) as hub:
+        summary = survey(hub, db, tmp_path, **options)
+    assert summary.status == "done" and summary.failed == summary.queued > 0 and summary.done == 0
+    with Store(db) as store:
+        classes = store.query("SELECT DISTINCT error_class, status FROM jobs")[1]
+        assert classes == [(error_class, "failed")]
+        assert store.query("SELECT count(*) FROM measurements")[1][0][0] == 0
+        message = store.query("SELECT error_message FROM jobs LIMIT 1")[1][0][0]
+    assert message.split(" [")[0] in {d for d in json.loads((minihub / "truth.json").read_text())["expected"]}
