@@ -18,22 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-FIGURES = (
-    "text_leaks_train_wrt_test",
-    "text_leaks_validation_wrt_test",
-    "text_duplication_train",
-    "text_duplication_validation",
-    "text_duplication_test",
-    "text_test_biased",
-    "text_and_label_leaks_train_wrt_test",
-    "text_and_label_leaks_validation_wrt_test",
-    "text_and_label_duplication_train",
-    "text_and_label_duplication_validation",
-    "text_and_label_duplication_test",
-    "text_and_label_test_biased",
-    "difference_annotation",
-)
-
+from hubsurvey.store import FIGURE_COLUMNS as FIGURES
 
 def generate(out: Path, rows: int, seed: int = 0) -> Path:
     import numpy as np

@@ -15,21 +15,12 @@ and compare lists element by element, so no string conversion is needed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Sequence
 
 import duckdb
 
-from hubsurvey.store import quote_ident
+from hubsurvey.store import FIGURE_NAMES, quote_ident
 from survey.sources import CANONICAL_SPLITS, ConfigData, SplitData
-
-FIGURE_NAMES = (
-    "leaks_train_wrt_test",
-    "leaks_validation_wrt_test",
-    "duplication_train",
-    "duplication_validation",
-    "duplication_test",
-    "test_biased",
-)
 
 # The figures for one key kind, from rows_all grouped by that key. Each line is one definition.
 #   leaks_<src>_wrt_test = |set(K(src)) ∩ set(K(test))|      (distinct keys present in both)
@@ -212,17 +203,3 @@ def _rows(result: duckdb.DuckDBPyConnection, text_columns: Sequence[str]) -> lis
         text = {c: rec.pop(f"k{i}") for i, c in enumerate(text_columns)}
         out.append({"text": text, "counts": rec})
     return out
-
-
-def measure_config(data: ConfigData, text_columns: Sequence[str], label_columns: Sequence[str], **engine_options: Any) -> list[Measurement]:
-    """Convenience: open an Engine, measure, close."""
-    with Engine(data, **engine_options) as engine:
-        return engine.measure(text_columns, label_columns)
-
-
-def iter_figure_columns() -> Iterator[str]:
-    """Stored figure columns, in the published order."""
-    for prefix in ("text", "text_and_label"):
-        for name in FIGURE_NAMES:
-            yield f"{prefix}_{name}"
-    yield "difference_annotation"
