@@ -29,13 +29,20 @@ class LocalExecutor:
     name = "local"
 
     def __init__(self, client: HubClient, *, workers: int | None = None, job_timeout: float = 1800.0, memory_mb: int = 4096):
+        import multiprocessing
+
         from pebble import ProcessPool
 
         self.workers = workers or os.cpu_count() or 1
         self.client = client
         self.job_timeout = job_timeout
         self.memory_mb = memory_mb
-        self._pool = ProcessPool(max_workers=self.workers)
+        # forkserver, not fork: forking a coordinator that runs threads (downloads, a Dask client,
+        # tqdm) can hand the child a lock held by a thread that does not exist there, and hang it.
+        # The server preloads the job module once, so workers start without re-importing DuckDB.
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["survey.jobs"])
+        self._pool = ProcessPool(max_workers=self.workers, context=context)
         # Downloads are I/O: a few threads keep the workers fed; the client paces them.
         self._downloads = ThreadPoolExecutor(max_workers=max(2, self.workers), thread_name_prefix="prefetch")
 

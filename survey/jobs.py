@@ -47,6 +47,8 @@ class JobSpec:
 
 def download(spec: JobSpec, client: HubClient) -> JobSpec:
     """Fetch the job's files into the huggingface_hub cache (a warm cache makes this cheap)."""
+    if spec.local_files is not None:  # already on disk
+        return spec
     local = {
         split: [str(client.download(spec.dataset_id, path, PARQUET_REVISION)) for path in paths]
         for split, paths in spec.files.items()
