@@ -23,7 +23,16 @@ def _set(outer: Future, result: dict[str, Any]) -> None:
         outer.set_result(result)
 
 
-class LocalExecutor:
+class _Executor:
+    workers: int
+
+    @property
+    def capacity(self) -> int:
+        """Jobs kept in flight: one running per worker, and one more waiting (or downloading)."""
+        return self.workers * 2
+
+
+class LocalExecutor(_Executor):
     """Local worker processes, one per core by default, with prefetching downloads."""
 
     name = "local"
@@ -45,11 +54,6 @@ class LocalExecutor:
         self._pool = ProcessPool(max_workers=self.workers, context=context)
         # Downloads are I/O: a few threads keep the workers fed; the client paces them.
         self._downloads = ThreadPoolExecutor(max_workers=max(2, self.workers), thread_name_prefix="prefetch")
-
-    @property
-    def capacity(self) -> int:
-        """Jobs in flight: every worker busy plus as many being downloaded."""
-        return self.workers * 2
 
     def submit(self, spec: JobSpec) -> Future:
         outer: Future = Future()
@@ -93,7 +97,7 @@ class LocalExecutor:
         self._pool.join()
 
 
-class DaskExecutor:
+class DaskExecutor(_Executor):
     """Jobs on a dask.distributed cluster: the workers download and measure.
 
     Dask cannot kill a running task, so the per-job timeout and memory ceiling are left to the
@@ -108,10 +112,6 @@ class DaskExecutor:
         self._client = address if hasattr(address, "submit") else Client(address)
         self._owns_client = not hasattr(address, "submit")
         self.workers = len(self._client.scheduler_info().get("workers", {})) or 1
-
-    @property
-    def capacity(self) -> int:
-        return self.workers * 2
 
     def submit(self, spec: JobSpec) -> Future:
         outer: Future = Future()
