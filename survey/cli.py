@@ -19,6 +19,7 @@ Dask = Annotated[Optional[str], typer.Option("--dask", help="Run jobs on a Dask 
 JobTimeout = Annotated[float, typer.Option("--job-timeout", help="Seconds one job may take (local workers)")]
 MemoryMb = Annotated[int, typer.Option("--memory-mb", help="Memory ceiling of one local worker, MB")]
 ReportDir = Annotated[Path, typer.Option("--report-dir", help="Where the refreshed report goes")]
+Roles = Annotated[Optional[Path], typer.Option("--roles", help="Roles override file (TOML), as for audit")]
 
 
 def _summary_lines(summary) -> list[str]:
@@ -49,6 +50,7 @@ def register(app: typer.Typer) -> None:
         job_timeout: JobTimeout = 1800.0,
         memory_mb: MemoryMb = 4096,
         report_dir: ReportDir = Path("out"),
+        roles: Roles = None,
         rate: Rate = 1.5,
         file_rate: FileRate = 9.0,
         db: Db = Path(DEFAULT_DB),
@@ -60,9 +62,9 @@ def register(app: typer.Typer) -> None:
         client = HubClient(rate=rate or None, file_rate=file_rate or None)
         args = {"filters": filters.as_json(), "workers": workers, "max_hours": max_hours, "dask": dask,
                 "job_timeout": job_timeout, "memory_mb": memory_mb, "report_dir": str(report_dir), "db": str(db),
-                "rate": rate, "file_rate": file_rate}
+                "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate}
         _run(db, client, filters, args, workers=workers, max_hours=max_hours, dask=dask, job_timeout=job_timeout,
-             memory_mb=memory_mb, report_dir=report_dir)
+             memory_mb=memory_mb, report_dir=report_dir, roles_file=str(roles) if roles else None)
 
     @app.command()
     def status(db: Db = Path(DEFAULT_DB), as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
