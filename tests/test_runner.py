@@ -257,3 +257,19 @@ def test_failed_jobs_are_recorded_and_the_run_goes_on(minihub, tmp_path):
     with Store(db) as store:
         assert store.query("SELECT DISTINCT error_class, status FROM jobs")[1] == [("memory_limit", "failed")]
         assert store.query("SELECT count(*) FROM measurements")[1][0][0] == 0
+
+
+def test_roles_override_reaches_the_workers(minihub, tmp_path):
+    truth = json.loads((minihub / "truth.json").read_text())["measurements"]
+    target = next(t for t in truth if t["label_column"])
+    roles = tmp_path / "roles.toml"
+    roles.write_text(f'["{target["dataset_id"]}"."*"]\ntext = {json.dumps(target["text_columns"])}\nlabels = []\n')
+    db = tmp_path / "o.duckdb"
+    with StandinHub(minihub) as hub:
+        summary = survey(hub, db, tmp_path, roles_file=str(roles))
+    assert summary.failed == 0
+    with Store(db) as store:
+        rows_ = store.records("SELECT label_column, roles_source FROM measurements WHERE dataset_id = $d", {"d": target["dataset_id"]})
+        others = store.query("SELECT DISTINCT roles_source FROM measurements WHERE dataset_id <> $d", {"d": target["dataset_id"]})[1]
+    assert rows_ and all(r == {"label_column": None, "roles_source": "override"} for r in rows_)
+    assert others == [("inferred",)]
