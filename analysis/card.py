@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from analysis.export import COLUMNS, CSV_PATH, LLE_CSV_PATH, PARQUET_PATH
-from analysis.findings import findings
-from analysis.render import DEFINITIONS, environment, provenance
-from analysis.report import KEY_LABELS, REPORT_MD
-from hubsurvey.store import Store
+from hubsurvey.analysis.export import COLUMNS, CSV_PATH, LLE_CSV_PATH, PARQUET_PATH
+from hubsurvey.analysis.findings import findings
+from hubsurvey.analysis.render import DEFINITIONS, environment, provenance
+from hubsurvey.analysis.report import KEY_LABELS, REPORT_MD
+from hubsurvey.core.store import Store
 
 DEFAULT_LICENSE = "cc-by-4.0"
 DEFAULT_PRETTY_NAME = "LLE survey results: leaks and duplicates in Hub datasets"

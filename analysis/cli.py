@@ -17,7 +17,7 @@ from typing import Any, Optional, Sequence
 
 import typer
 
-from hubsurvey.store import DEFAULT_DB, Store, StoreError
+from hubsurvey.core.store import DEFAULT_DB, Store, StoreError
 
 EXIT_BAD_INPUT, EXIT_STORE = 2, 3
 FORMATS = ("table", "csv", "json")
@@ -104,7 +104,7 @@ def format_json(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def run_sql(store: Store, query: str) -> tuple[list[str], list[tuple]]:
     """Run ``query`` on the store's connection, with the findings TEMP views available."""
-    from analysis.findings import create_views
+    from hubsurvey.analysis.findings import create_views
 
     create_views(store)
     result = store.con.execute(query)
@@ -143,7 +143,7 @@ def report(
     top: int = typer.Option(20, "--top", help="How many rows the 'top test bias' table lists"),
 ) -> None:
     """Render the findings as REPORT.md and a self-contained report.html."""
-    from analysis.report import render_report
+    from hubsurvey.analysis.report import render_report
 
     store = _open(db)
     try:
@@ -162,7 +162,7 @@ def export(
     lle_compat: bool = typer.Option(False, "--lle-compat", help="Also write lle.csv in the published LLE format"),
 ) -> None:
     """Export the results as Parquet (NULL stays null) and CSV (NULL written NR)."""
-    from analysis.export import export_results
+    from hubsurvey.analysis.export import export_results
 
     store = _open(db)
     try:
@@ -186,7 +186,7 @@ def publish(
     pretty_name: Optional[str] = typer.Option(None, "--pretty-name", help="Title of the results dataset in the card"),
 ) -> None:
     """Build the results dataset (Parquet, CSV, card) and, with --push, upload it in one commit."""
-    from analysis.publish import PublishError, publish as run_publish
+    from hubsurvey.analysis.publish import PublishError, publish as run_publish
 
     store = _open(db)
     try:

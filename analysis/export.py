@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from hubsurvey.store import Store
+from hubsurvey.core.store import Store
 
 PARQUET_PATH = "data/train-00000-of-00001.parquet"
 CSV_PATH = "results.csv"

@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-from hubsurvey.store import Store
+from hubsurvey.core.store import Store
 
 SQL_FILE = Path(__file__).with_name("findings.sql")
 

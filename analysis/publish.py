@@ -4,7 +4,7 @@ The folder holds ``data/train-00000-of-00001.parquet``, ``results.csv``, ``lle.c
 (the dataset card) and, unless disabled, ``REPORT.md``. Every file depends only on the DB's
 content, so an unchanged DB gives an identical folder.
 
-Pushing goes through :class:`hubsurvey.hub.HubClient` (``HF_ENDPOINT`` / ``HF_TOKEN`` from the
+Pushing goes through :class:`hubsurvey.core.hub.HubClient` (``HF_ENDPOINT`` / ``HF_TOKEN`` from the
 environment): ``create_repo(exist_ok=True)``, then the remote tree is compared with the folder (git
 blob sha1 of each local file against the tree's ``oid``, or the LFS sha256 for LFS files), and only
 if some file differs is ONE commit made with every file (``create_commit``). Publishing an unchanged
@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render_card
-from analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, export_results
-from analysis.report import REPORT_MD, render_markdown, report_context
+from hubsurvey.analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render_card
+from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, export_results
+from hubsurvey.analysis.report import REPORT_MD, render_markdown, report_context
 from hubsurvey import __version__
-from hubsurvey.store import Store
+from hubsurvey.core.store import Store
 
 CARD_PATH = "README.md"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -143,7 +143,7 @@ def push_folder(
     """Create the repo if needed and upload ``files`` in one commit, unless the remote is identical."""
     from huggingface_hub import CommitOperationAdd
 
-    from hubsurvey.hub import HubClient
+    from hubsurvey.core.hub import HubClient
 
     check_repo_id(repo_id)
     client = client or HubClient()

@@ -16,9 +16,9 @@ from typing import Any, Mapping
 import jinja2
 
 from hubsurvey import LLE_METHOD, LLE_METHOD_VERSION, __version__
-from hubsurvey.store import Store
+from hubsurvey.core.store import Store
 
-TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
+TEMPLATES_PACKAGE = "hubsurvey.templates"  # installed as package data
 
 #: The method's definitions (lle_method.md), as plain text: templates format them.
 DEFINITIONS: list[tuple[str, str]] = [
@@ -88,7 +88,7 @@ def when(value: Any) -> str:
 
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        loader=jinja2.PackageLoader(TEMPLATES_PACKAGE, ""),
         autoescape=jinja2.select_autoescape(
             enabled_extensions=("html", "htm", "xml", "html.j2", "htm.j2", "xml.j2"),
             disabled_extensions=("md.j2", "md"),
@@ -124,7 +124,7 @@ def provenance(store: Store, overview: Mapping[str, Any]) -> dict[str, Any]:
     Everything is read from the DB (nothing from the clock), so rendering an unchanged DB twice
     gives identical files.
     """
-    from analysis.findings import latest_run
+    from hubsurvey.analysis.findings import latest_run
 
     run, crawl = latest_run(store), latest_run(store, "%crawl%")
     for record in (run, crawl):

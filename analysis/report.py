@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.findings import DEFAULT_TOP_N, findings
-from analysis.render import DEFINITIONS, environment, provenance
-from hubsurvey.store import Store
+from hubsurvey.analysis.findings import DEFAULT_TOP_N, findings
+from hubsurvey.analysis.render import DEFINITIONS, environment, provenance
+from hubsurvey.core.store import Store
 
 REPORT_MD = "REPORT.md"
 REPORT_HTML = "report.html"
@@ -41,7 +41,7 @@ def render_markdown(context: dict[str, Any]) -> str:
 
 
 def render_html(context: dict[str, Any]) -> str:
-    from analysis.charts import charts
+    from hubsurvey.analysis.charts import charts
 
     return environment().get_template("report.html.j2").render(context, charts=charts(context["f"]))
 

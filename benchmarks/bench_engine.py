@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from hubsurvey.store import FIGURE_COLUMNS as FIGURES
+from hubsurvey.core.store import FIGURE_COLUMNS as FIGURES
 
 def generate(out: Path, rows: int, seed: int = 0) -> Path:
     import numpy as np
@@ -60,8 +60,8 @@ def generate(out: Path, rows: int, seed: int = 0) -> Path:
 
 
 def run_engine(folder: Path) -> dict:
-    from survey.measure import measure_config
-    from survey.sources import FolderSource
+    from hubsurvey.survey.measure import measure_config
+    from hubsurvey.survey.sources import FolderSource
 
     source = FolderSource(folder)
     (row,) = measure_config(source.load("default"), n_configs=1, source="folder").rows

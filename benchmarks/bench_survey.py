@@ -4,7 +4,7 @@
 
 Runs the whole pipeline (crawl → queue → download → measure → store, report off) with a cold and a
 warm huggingface_hub cache, with 1 and 2 workers, each on a fresh DB. The baseline, in the same
-run, is the measurement alone: ``survey.audit.audit`` on the local folders, one after the other,
+run, is the measurement alone: ``hubsurvey.survey.audit.audit`` on the local folders, one after the other,
 with no Hub, no queue and no DB. The per-config overhead is what the pipeline adds to it.
 """
 
@@ -24,10 +24,10 @@ def main() -> None:
     if not (args.shared / "index.json").exists():
         raise SystemExit(f"{args.shared}: no shared datasets here")
 
-    from hubsurvey.hub import HubClient
-    from hubsurvey.standin import StandinHub
-    from survey.audit import audit
-    from survey.runner import RunOptions, run_survey
+    from hubsurvey.core.hub import HubClient
+    from hubsurvey_standin import StandinHub
+    from hubsurvey.survey.audit import audit
+    from hubsurvey.pipeline import RunOptions, run_survey
 
     work = Path(tempfile.mkdtemp(prefix="hubsurvey-bench-survey-"))
     started = time.perf_counter()

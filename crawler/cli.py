@@ -1,4 +1,4 @@
-"""``hubsurvey crawl``: a thin layer over :func:`crawler.crawl.crawl`.
+"""``hubsurvey crawl``: a thin layer over :func:`hubsurvey.crawler.crawl.crawl`.
 
 The crawl filter options are declared once here and shared with ``hubsurvey run``.
 """
@@ -11,8 +11,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from crawler.rules import CrawlFilters
-from hubsurvey.store import DEFAULT_DB
+from hubsurvey.crawler.rules import CrawlFilters
+from hubsurvey.core.store import DEFAULT_DB
 
 Authors = Annotated[Optional[List[str]], typer.Option("--author", help="Only these authors (repeatable)")]
 DenyAuthors = Annotated[Optional[List[str]], typer.Option("--deny-author", help="Never these authors (repeatable)")]
@@ -56,10 +56,10 @@ def register(app: typer.Typer) -> None:
         db: Db = Path(DEFAULT_DB),
     ) -> None:
         """List Hub datasets, apply the survey's filters and record every one with its outcome."""
-        from crawler.crawl import crawl as run_crawl
+        from hubsurvey.crawler.crawl import crawl as run_crawl
         from hubsurvey.cli import EXIT_STORE, fail, progress_bar
-        from hubsurvey.hub import HubClient
-        from hubsurvey.store import Store, StoreError
+        from hubsurvey.core.hub import HubClient
+        from hubsurvey.core.store import Store, StoreError
 
         filters = filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated)
         client = HubClient(rate=rate or None, file_rate=file_rate or None)

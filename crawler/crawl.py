@@ -26,11 +26,11 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import pyarrow as pa
 from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 
-from crawler import rules
-from crawler.rules import CrawlFilters
-from hubsurvey.hub import HubClient, branch_split, is_transient
-from hubsurvey.store import Store, now
-from survey.roles import features_from_arrow, infer_roles
+from hubsurvey.crawler import rules
+from hubsurvey.crawler.rules import CrawlFilters
+from hubsurvey.core.hub import HubClient, branch_split, is_transient
+from hubsurvey.core.store import Store, now
+from hubsurvey.core.roles import features_from_arrow, infer_roles
 
 EXPAND = ["gated", "disabled", "private", "sha", "lastModified", "tags", "cardData", "downloads", "likes", "author"]
 CANONICAL = {"train": "train", "validation": "validation", "valid": "validation", "dev": "validation", "val": "validation", "test": "test"}

@@ -1,7 +1,7 @@
 """hubsurvey: can I believe the test split of this dataset?
 
 Stages (one package each): ``crawler`` (list and filter the Hub) -> ``survey`` (measure)
--> ``hubsurvey.store`` (DuckDB) -> ``analysis`` + ``templates`` (findings, report, export).
+-> ``hubsurvey.core.store`` (DuckDB) -> ``analysis`` + ``templates`` (findings, report, export).
 """
 
 from importlib.metadata import PackageNotFoundError, version as _version

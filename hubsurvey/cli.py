@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 import typer
 
-from hubsurvey.store import DEFAULT_DB, StoreError
+from hubsurvey.core.store import DEFAULT_DB, StoreError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
 
@@ -162,11 +162,11 @@ def audit(
     roles: Optional[Path] = typer.Option(None, "--roles", help="Roles override file (TOML)"),
 ) -> None:
     """Measure a dataset's leaks and duplicates (LLE method), store and print them."""
-    from survey.audit import audit as run_audit
-    from survey.errors import SurveyError
+    from hubsurvey.survey.audit import audit as run_audit
+    from hubsurvey.core.errors import SurveyError
 
     if target is None:
-        from survey.sample import write_sample
+        from hubsurvey.survey.sample import write_sample
 
         target = str(write_sample(Path(tempfile.gettempdir()) / "hubsurvey-sample" / "hubsurvey__sample-reviews"))
         if not as_json:
@@ -178,7 +178,7 @@ def audit(
     except SurveyError as e:
         raise fail(str(e))
     except Exception as e:  # Hub errors (missing, gated, network) and anything unforeseen
-        from hubsurvey.hub import HubClient
+        from hubsurvey.core.hub import HubClient
 
         raise fail(f"{target}: {HubClient().scrub(_one_line(e))}")
     if as_json:
@@ -202,7 +202,7 @@ def _register_stage_commands() -> None:
     """Stages add their own commands (crawl, run, sql, export, publish...) when they exist."""
     import importlib
 
-    for module in ("crawler.cli", "survey.cli", "analysis.cli"):
+    for module in ("hubsurvey.crawler.cli", "hubsurvey.survey.cli", "hubsurvey.analysis.cli"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

@@ -1,6 +1,6 @@
 """Measure in-memory data from a notebook: a ``datasets.DatasetDict`` or a dict of Arrow tables.
 
-    >>> from survey.api import measure
+    >>> from hubsurvey.survey.api import measure
     >>> rows = measure(load_dataset("parquet", data_files=...))   # doctest: +SKIP
     >>> rows[0]["text_leaks_train_wrt_test"]                      # doctest: +SKIP
 
@@ -14,9 +14,9 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from survey.measure import measure_config
-from survey.roles import RoleOverrides
-from survey.sources import SPLIT_ALIASES, ConfigData, SplitData, canonical_splits, check_name
+from hubsurvey.survey.measure import measure_config
+from hubsurvey.core.roles import RoleOverrides
+from hubsurvey.survey.sources import SPLIT_ALIASES, ConfigData, SplitData, canonical_splits, check_name
 
 
 def _as_table(split: Any) -> tuple[pa.Table, dict[str, Any]]:

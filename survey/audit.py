@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hubsurvey.store import Store
-from survey.errors import BadInputError, SurveyError
-from survey.measure import ConfigResult, measure_config
-from survey.roles import RoleOverrides, check_name
-from survey.sources import FolderSource, open_source
+from hubsurvey.core.store import Store
+from hubsurvey.core.errors import BadInputError, SurveyError
+from hubsurvey.survey.measure import ConfigResult, measure_config
+from hubsurvey.core.roles import RoleOverrides, check_name
+from hubsurvey.survey.sources import FolderSource, open_source
 
 
 @dataclass

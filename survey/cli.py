@@ -1,4 +1,4 @@
-"""``hubsurvey run``, ``status`` and ``demo``: thin layers over :mod:`survey.runner`."""
+"""``hubsurvey run``, ``status`` and ``demo``: thin layers over :mod:`hubsurvey.pipeline`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from crawler.cli import AllowGated, Authors, Db, DenyAuthors, FileRate, Languages, Limit, MaxRows, Rate, Search, Tasks, filters_from_options
-from hubsurvey.store import DEFAULT_DB
+from hubsurvey.crawler.cli import AllowGated, Authors, Db, DenyAuthors, FileRate, Languages, Limit, MaxRows, Rate, Search, Tasks, filters_from_options
+from hubsurvey.core.store import DEFAULT_DB
 
 Workers = Annotated[Optional[int], typer.Option("--workers", help="Local worker processes (default: one per core)")]
 MaxHours = Annotated[Optional[float], typer.Option("--max-hours", help="Stop taking new jobs after this long")]
@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         db: Db = Path(DEFAULT_DB),
     ) -> None:
         """Crawl, measure every eligible config not measured at its current sha, refresh the report."""
-        from hubsurvey.hub import HubClient
+        from hubsurvey.core.hub import HubClient
 
         filters = filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated)
         client = HubClient(rate=rate or None, file_rate=file_rate or None)
@@ -70,8 +70,8 @@ def register(app: typer.Typer) -> None:
     def status(db: Db = Path(DEFAULT_DB), as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         """Summarise the DB: last run, queue, failures by class."""
         from hubsurvey.cli import EXIT_STORE, fail
-        from hubsurvey.store import StoreError
-        from survey.runner import status as db_status
+        from hubsurvey.core.store import StoreError
+        from hubsurvey.pipeline import status as db_status
 
         try:
             info = db_status(db)
@@ -104,8 +104,8 @@ def register(app: typer.Typer) -> None:
         hub_dir: Annotated[Optional[Path], typer.Option("--hub-dir", help="Where to generate the mini-hub")] = None,
     ) -> None:
         """Generate a mini-hub, serve it on loopback and run the whole survey against it (no network)."""
-        from hubsurvey.hub import HubClient
-        from hubsurvey.standin import StandinHub, generate_minihub
+        from hubsurvey.core.hub import HubClient
+        from hubsurvey_standin import StandinHub, generate_minihub
 
         root = generate_minihub((hub_dir or Path(tempfile.mkdtemp(prefix="hubsurvey-demo-"))) / "hub", seed=0)
         with StandinHub(root) as hub:
@@ -119,8 +119,8 @@ def register(app: typer.Typer) -> None:
 
 def _run(db, client, filters, args, **options) -> None:
     from hubsurvey.cli import EXIT_PARTIAL, EXIT_STORE, fail, progress_bar
-    from hubsurvey.store import StoreError
-    from survey.runner import RunOptions, run_survey
+    from hubsurvey.core.store import StoreError
+    from hubsurvey.pipeline import RunOptions, run_survey
 
     try:
         with progress_bar("survey", unit="jobs", every=10) as bar:

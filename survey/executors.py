@@ -14,8 +14,8 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from hubsurvey.hub import HubClient
-from survey.jobs import MEMORY_EXIT_CODE, JobSpec, download, error_outcome, run_job
+from hubsurvey.core.hub import HubClient
+from hubsurvey.survey.jobs import MEMORY_EXIT_CODE, JobSpec, download, error_outcome, run_job
 
 
 def _set(outer: Future, result: dict[str, Any]) -> None:
@@ -50,7 +50,7 @@ class LocalExecutor(_Executor):
         # tqdm) can hand the child a lock held by a thread that does not exist there, and hang it.
         # The server preloads the job module once, so workers start without re-importing DuckDB.
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["survey.jobs"])
+        context.set_forkserver_preload(["hubsurvey.survey.jobs"])
         self._pool = ProcessPool(max_workers=self.workers, context=context)
         # Downloads are I/O: a few threads keep the workers fed; the client paces them.
         self._downloads = ThreadPoolExecutor(max_workers=max(2, self.workers), thread_name_prefix="prefetch")

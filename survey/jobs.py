@@ -14,11 +14,11 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hubsurvey.hub import PARQUET_REVISION, HubClient, is_transient
-from survey.errors import SurveyError
-from survey.measure import measure_config
-from survey.roles import RoleOverrides
-from survey.sources import config_from_files
+from hubsurvey.core.hub import PARQUET_REVISION, HubClient, is_transient
+from hubsurvey.core.errors import SurveyError
+from hubsurvey.survey.measure import measure_config
+from hubsurvey.core.roles import RoleOverrides
+from hubsurvey.survey.sources import config_from_files
 
 MEMORY_EXIT_CODE = 86  # a worker that passed its memory ceiling exits with this code
 

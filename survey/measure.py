@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hubsurvey import LLE_METHOD, LLE_METHOD_VERSION, __version__
-from hubsurvey.store import now
-from survey.errors import SurveyError, UnreadableDataError
-from survey.metrics import Engine
-from survey.roles import ColumnRoles, RoleOverrides, resolve_roles
-from survey.sources import ConfigData, check_config
+from hubsurvey.core.store import now
+from hubsurvey.core.errors import SurveyError, UnreadableDataError
+from hubsurvey.survey.metrics import Engine
+from hubsurvey.core.roles import ColumnRoles, RoleOverrides, resolve_roles
+from hubsurvey.survey.sources import ConfigData, check_config
 
 
 @dataclass

@@ -19,8 +19,8 @@ from typing import Any, Sequence
 
 import duckdb
 
-from hubsurvey.store import FIGURE_NAMES, quote_ident
-from survey.sources import CANONICAL_SPLITS, ConfigData, SplitData
+from hubsurvey.core.store import FIGURE_NAMES, quote_ident
+from hubsurvey.survey.sources import CANONICAL_SPLITS, ConfigData, SplitData
 
 # The figures for one key kind, from rows_all grouped by that key. Each line is one definition.
 #   leaks_<src>_wrt_test = |set(K(src)) ∩ set(K(test))|      (distinct keys present in both)

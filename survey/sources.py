@@ -8,7 +8,7 @@ Accepted sources:
 - any of the above directly at the root, which is then the single config ``default``;
 - a Hub id: the ``refs/convert/parquet`` branch is listed once and only the split files needed
   are downloaded (into the huggingface_hub cache);
-- in memory: a ``datasets.DatasetDict`` or a dict of Arrow tables (see ``survey.api``).
+- in memory: a ``datasets.DatasetDict`` or a dict of Arrow tables (see ``hubsurvey.survey.api``).
 
 Split names are mapped to the survey's three canonical names (table in the README):
 ``train``; ``validation`` (also ``valid``, ``dev``, ``val``); ``test``. Other splits are ignored.
@@ -26,9 +26,9 @@ from typing import Any, Iterable, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hubsurvey.hub import PARQUET_REVISION, branch_split
-from survey.errors import BadInputError, SchemaMismatchError, UnreadableDataError
-from survey.roles import check_name, features_from_arrow
+from hubsurvey.core.hub import PARQUET_REVISION, branch_split
+from hubsurvey.core.errors import BadInputError, SchemaMismatchError, UnreadableDataError
+from hubsurvey.core.roles import check_name, features_from_arrow
 
 SPLIT_ALIASES = {
     "train": "train",
@@ -352,7 +352,7 @@ def open_source(target: str, *, client: Any = None, dataset_id: str | None = Non
     if not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)?", target) or ".." in target:
         raise BadInputError(f"{target}: neither an existing folder nor a Hub dataset id")
     if client is None:
-        from hubsurvey.hub import HubClient
+        from hubsurvey.core.hub import HubClient
 
         client = HubClient()
     return HubSource(target, client)

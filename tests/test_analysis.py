@@ -15,11 +15,11 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.test_analysis_fixtures import PLANTED, SECRET, build_planted_db
 
-from analysis.export import COLUMNS, LLE_PUBLISHED_HEADER, export_results
-from analysis.findings import FINDINGS, create_views, findings, parse_sql, load_sql
+from hubsurvey.analysis.export import COLUMNS, LLE_PUBLISHED_HEADER, export_results
+from hubsurvey.analysis.findings import FINDINGS, create_views, findings, parse_sql, load_sql
 from hubsurvey.cli import app
-from hubsurvey.store import FIGURE_COLUMNS, Store
-from survey.audit import audit
+from hubsurvey.core.store import FIGURE_COLUMNS, Store
+from hubsurvey.survey.audit import audit
 
 runner = CliRunner()
 

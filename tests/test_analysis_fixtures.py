@@ -1,5 +1,5 @@
 """Known inputs for the analysis tests: small Parquet datasets with planted leaks and duplicates,
-audited into a DB by the real pipeline (survey.audit.audit), plus crawl, job and run records.
+audited into a DB by the real pipeline (hubsurvey.survey.audit.audit), plus crawl, job and run records.
 
 The figures each dataset must produce are worked out by hand in PLANTED (and checked against the
 audit in test_planted_figures), so every findings value in test_analysis.py is hand-computed.
@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hubsurvey.store import Store, insert
-from survey.audit import audit
+from hubsurvey.core.store import Store, insert
+from hubsurvey.survey.audit import audit
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 SECRET = "hf_planted_secret_value_0123456789"

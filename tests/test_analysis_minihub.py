@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis.findings import findings
-from hubsurvey.hub import HubClient
-from hubsurvey.standin import StandinHub, generate_minihub
-from hubsurvey.store import Store
-from survey.runner import RunOptions, run_survey
+from hubsurvey.analysis.findings import findings
+from hubsurvey.core.hub import HubClient
+from hubsurvey_standin import StandinHub, generate_minihub
+from hubsurvey.core.store import Store
+from hubsurvey.pipeline import RunOptions, run_survey
 
 THRESHOLDS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0,
               10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0]

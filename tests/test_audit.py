@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from hubsurvey.cli import LLE_JSON_KEYS, app
-from hubsurvey.store import Store
-from survey.audit import audit
-from survey.errors import BadInputError
-from survey.roles import infer_roles
-from survey.sample import PLANTED, write_sample
+from hubsurvey.core.store import Store
+from hubsurvey.survey.audit import audit
+from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.roles import infer_roles
+from hubsurvey.survey.sample import PLANTED, write_sample
 
 runner = CliRunner()
 FEATURES = {"text": {"dtype": "string", "_type": "Value"}, "label": {"names": ["a", "b"], "_type": "ClassLabel"}}
@@ -173,8 +173,8 @@ def test_unsafe_config_names_are_refused(tmp_path, good):
 
 
 def test_unsafe_split_name_from_a_hub_listing_is_refused():
-    from hubsurvey.hub import RepoFile
-    from survey.sources import HubSource
+    from hubsurvey.core.hub import RepoFile
+    from hubsurvey.survey.sources import HubSource
 
     class FakeClient:  # only the tree listing is consulted before the name check
         def parquet_tree(self, repo_id):
@@ -289,7 +289,7 @@ def test_missing_target_is_bad_input(tmp_path):
 def test_audit_hub_id_reproduces_the_published_row(shared_datasets, tmp_path, monkeypatch):
     import huggingface_hub.constants
 
-    from hubsurvey.standin import StandinHub
+    from hubsurvey_standin import StandinHub
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))  # a cold cache
     with StandinHub(shared_datasets) as hub:
@@ -308,7 +308,7 @@ def test_audit_hub_id_reproduces_the_published_row(shared_datasets, tmp_path, mo
 
 
 def test_audit_hub_errors_are_one_line(shared_datasets, tmp_path, monkeypatch):
-    from hubsurvey.standin import StandinHub
+    from hubsurvey_standin import StandinHub
 
     with StandinHub(shared_datasets) as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from crawler.crawl import crawl
-from crawler.rules import CrawlFilters
+from hubsurvey.crawler.crawl import crawl
+from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey.cli import app
-from hubsurvey.hub import HubClient
-from hubsurvey.standin import Faults, Scope, StandinHub, generate_minihub
-from hubsurvey.store import Store
+from hubsurvey.core.hub import HubClient
+from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
+from hubsurvey.core.store import Store
 
 # The stand-in names some outcomes from the server's point of view; the crawler records what the
 # listing tells it (a disabled repo is "disabled" without any request).

@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import shared_index
-from hubsurvey.standin.reference import lle_reference
-from hubsurvey.store import FIGURE_COLUMNS
-from survey.api import measure
-from survey.measure import measure_config
-from survey.roles import resolve_roles
-from survey.sources import FolderSource, check_config
+from hubsurvey_standin.reference import lle_reference
+from hubsurvey.core.store import FIGURE_COLUMNS
+from hubsurvey.survey.api import measure
+from hubsurvey.survey.measure import measure_config
+from hubsurvey.core.roles import resolve_roles
+from hubsurvey.survey.sources import FolderSource, check_config
 
 REFERENCE_KEYS = {c: ("difference_annotation" if c == "difference_annotation" else c) for c in FIGURE_COLUMNS}
 
@@ -162,8 +162,8 @@ def test_datasetdict_api_matches_arrow_api():
 
 def test_exact_value_path_equals_hash_path(tmp_path, monkeypatch):
     """When a hash collision is detected the engine groups by the values; both paths agree."""
-    from survey.metrics import Engine
-    from survey.sample import write_sample
+    from hubsurvey.survey.metrics import Engine
+    from hubsurvey.survey.sample import write_sample
 
     data = check_config(FolderSource(write_sample(tmp_path / "org__s")).load("default"))
     hashed = measure_config(data, n_configs=1, source="folder").rows

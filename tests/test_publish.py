@@ -13,10 +13,10 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.test_analysis_fixtures import SECRET, audit_folder, build_planted_db, write_folder
 
-from analysis.publish import git_blob_sha1
+from hubsurvey.analysis.publish import git_blob_sha1
 from hubsurvey.cli import app
-from hubsurvey.standin import StandinHub
-from hubsurvey.standin.cards import parse_card
+from hubsurvey_standin import StandinHub
+from hubsurvey_standin.cards import parse_card
 
 runner = CliRunner()
 TOKEN = "hf_publish_test_token_5f3a9c0e7d1b"
@@ -84,7 +84,7 @@ def test_bad_repo_id(planted_db, tmp_path, repo):
 
 
 def test_empty_db_is_not_published(tmp_path):
-    from hubsurvey.store import Store
+    from hubsurvey.core.store import Store
 
     Store(tmp_path / "empty.duckdb").close()
     r = runner.invoke(app, ["publish", "--repo", "me/x", "--db", str(tmp_path / "empty.duckdb"), "--out", str(tmp_path / "o")])
@@ -162,7 +162,7 @@ def test_remote_lfs_file_is_compared_by_sha256(tmp_path):
     """A Hub tree lists LFS files with the sha256 of their content: compare that, not the pointer's id."""
     from types import SimpleNamespace
 
-    from analysis.publish import is_same, plan_file
+    from hubsurvey.analysis.publish import is_same, plan_file
 
     (tmp_path / "f.parquet").write_bytes(b"PAR1 data PAR1")
     local = plan_file(tmp_path, "f.parquet")

@@ -18,11 +18,11 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.test_analysis_fixtures import DATASETS, SECRET, T0, audit_folder, build_planted_db, write_folder
 
-from analysis.card import render_card
-from analysis.charts import TEXT_AND_LABEL_COLOR, TEXT_COLOR
-from analysis.report import render_report
+from hubsurvey.analysis.card import render_card
+from hubsurvey.analysis.charts import TEXT_AND_LABEL_COLOR, TEXT_COLOR
+from hubsurvey.analysis.report import render_report
 from hubsurvey.cli import app
-from hubsurvey.store import Store, insert
+from hubsurvey.core.store import Store, insert
 
 runner = CliRunner()
 XSS = "<script>alert(1)</script>"
@@ -177,7 +177,7 @@ def test_report_renders_in_headless_chromium(report_dir, tmp_path):
 def test_card_parses_and_has_the_required_yaml(planted_db):
     from huggingface_hub import DatasetCard
 
-    from hubsurvey.standin.cards import front_matter, parse_card
+    from hubsurvey_standin.cards import front_matter, parse_card
 
     with Store(planted_db, read_only=True) as store:
         text = render_card(store, "me/results", ["data/train-00000-of-00001.parquet", "results.csv", "lle.csv", "REPORT.md"])

@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
-from hubsurvey.hub import HubClient
-from hubsurvey.standin import Faults, Scope, StandinHub, generate_minihub
-from hubsurvey.store import FIGURE_COLUMNS, Store
-from survey.runner import RunLockedError, RunOptions, acquire_lock, run_survey
+from hubsurvey.core.hub import HubClient
+from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
+from hubsurvey.core.store import FIGURE_COLUMNS, Store
+from hubsurvey.pipeline import RunLockedError, RunOptions, acquire_lock, run_survey
 
 ROW_COLUMNS = "measurement_id, dataset_id, revision_sha, config, label_column, text_columns, rows_train, rows_validation, rows_test, " + ", ".join(FIGURE_COLUMNS)
 
@@ -105,7 +105,8 @@ def test_kill_9_at_random_points_and_resume_gives_the_clean_rows(minihub, clean_
     with Store(db) as store:
         assert store.query("SELECT count(*) FROM jobs WHERE status <> 'done'")[1][0][0] == 0
         statuses = [r[0] for r in store.query("SELECT status FROM runs ORDER BY started_at")[1]]
-    assert statuses[-1] == "done" and statuses.count("running") >= 5  # the killed runs never finished
+    # The killed runs never finished. (A kill that lands while Python is still starting leaves no row.)
+    assert statuses[-1] == "done" and len(statuses) >= 2 and set(statuses[:-1]) == {"running"}
 
 
 def test_faults_during_a_survey_complete_with_failures_recorded(minihub, clean_run, tmp_path):
@@ -125,7 +126,7 @@ def test_faults_during_a_survey_complete_with_failures_recorded(minihub, clean_r
     with StandinHub(minihub) as hub:
         db = tmp_path / "p.duckdb"
         with Store(db) as store:  # crawl cleanly first, then the data goes bad before measuring
-            from crawler.crawl import crawl
+            from hubsurvey.crawler.crawl import crawl
 
             crawl(store, client_for(hub, tmp_path / "c2"))
         hub.set_faults(Faults(corrupt_parquet=(eligible[0],)))
@@ -228,8 +229,8 @@ def _big_split(folder: Path, rows: int) -> str:
 def test_a_job_over_its_timeout_or_memory_ceiling_fails_alone(tmp_path, timeout, memory_mb, error_class):
     """A real slow job (3M rows take seconds to measure) and a real ceiling, in real worker processes;
     the small job beside them still succeeds when only the ceiling or the timeout is hit by the big one."""
-    from survey.executors import LocalExecutor
-    from survey.jobs import JobSpec
+    from hubsurvey.survey.executors import LocalExecutor
+    from hubsurvey.survey.jobs import JobSpec
 
     big = _big_split(tmp_path / "big" / "train", 3_000_000)
     test = _big_split(tmp_path / "big" / "test", 1000)

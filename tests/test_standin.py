@@ -26,9 +26,9 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import disable_progress_bars, parse_ratelimit_headers
 
-from hubsurvey.standin import Faults, Scope, StandinHub
-from hubsurvey.standin.minihub import CANONICAL_SPLITS, generate_minihub
-from hubsurvey.standin.reference import lle_reference
+from hubsurvey_standin import Faults, Scope, StandinHub
+from hubsurvey_standin.minihub import CANONICAL_SPLITS, generate_minihub
+from hubsurvey_standin.reference import lle_reference
 
 disable_progress_bars()
 
@@ -259,7 +259,7 @@ def test_host_must_be_loopback(minihub):
 
 
 def test_tokens_never_logged(hub, api, caplog, tmp_path):
-    caplog.set_level(logging.DEBUG, logger="hubsurvey.standin")
+    caplog.set_level(logging.DEBUG, logger="hubsurvey_standin")
     secret = HfApi(endpoint=hub.url, token=TOKEN)
     secret.dataset_info("mini-private/secret_reviews")
     _download(hub, "mini-gated/gated_auto", "default/train/0000.parquet", tmp_path, token=TOKEN)
@@ -461,10 +461,10 @@ def test_http_controls(hub):
 
 def test_cli_serve_and_generate(tmp_path):
     out = tmp_path / "hub"
-    gen = subprocess.run([sys.executable, "-m", "hubsurvey.standin", "generate", "--out", str(out), "--seed", "1"],
+    gen = subprocess.run([sys.executable, "-m", "hubsurvey_standin", "generate", "--out", str(out), "--seed", "1"],
                          capture_output=True, text=True, check=True)
     assert gen.stdout.strip() == str(out) and (out / "truth.json").exists()
-    command = [sys.executable, "-m", "hubsurvey.standin", "serve", "--root", str(out),
+    command = [sys.executable, "-m", "hubsurvey_standin", "serve", "--root", str(out),
                "--token", "cli-token", "--fault-rate-limit-every", "2", "--fault-categories", "info"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
         try:

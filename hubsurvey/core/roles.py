@@ -39,7 +39,7 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-from survey.errors import BadInputError
+from hubsurvey.core.errors import BadInputError
 
 ID_NAMES = {"id", "idx", "index", "guid", "uuid", "key", "__index_level_0__"}
 ID_SUFFIXES = ("_id", "_idx", "_uuid", "_guid")

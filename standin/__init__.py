@@ -5,7 +5,7 @@
 - ``generate_minihub``: a small hub root with planted leaks and its ground truth (``minihub``);
 - ``reference.lle_reference``: the plain-Python LLE figures the truth is computed with.
 
-``python -m hubsurvey.standin serve|generate`` runs them from the command line.
+``python -m hubsurvey_standin serve|generate`` runs them from the command line.
 """
 
 from .faults import Faults, Scope

@@ -12,7 +12,7 @@ A stdlib ``ThreadingHTTPServer`` (HTTP/1.1 keep-alive, exact ``Content-Length``,
 compressed) bound to 127.0.0.1 only. Deterministic faults (``faults.Faults``) can be switched on
 per request category and dataset. ``/_standin/...`` exposes the same controls over HTTP for a
 server started from the command line. Tokens are never logged: the request log goes to the
-``hubsurvey.standin`` logger at DEBUG and holds only the request line.
+``hubsurvey_standin`` logger at DEBUG and holds only the request line.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .faults import CATEGORIES, Decision, FaultInjector, Faults
 from .parquetio import garble_footer
 from .repos import DEFAULT_LIST_PROPS, EXPANDABLE, PARQUET_REF, Blob, BytesBlob, Repo, parquet_sha, select
 
-log = logging.getLogger("hubsurvey.standin")
+log = logging.getLogger("hubsurvey_standin")
 
 HOST = "127.0.0.1"
 DEFAULT_USER = "standin-user"  # namespace of repos created without an organization

@@ -1,7 +1,7 @@
 """A plain-Python reference implementation of the LLE method (../shared/reference/lle_method.md).
 
 Deliberately naive: Python lists, tuples and sets, no DuckDB, nothing shared with the engine in
-``survey.metrics``. Tests compare the engine with it, and the mini-hub generator uses it to record
+``hubsurvey.survey.metrics``. Tests compare the engine with it, and the mini-hub generator uses it to record
 the true counts of what it planted. Keys are tuples of the raw column values; lists become tuples so
 that they are hashable, and ``None`` stays ``None`` (a NULL equals a NULL, as str(None) made it in
 the survey, but never equals the string "None").

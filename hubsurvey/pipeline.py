@@ -28,10 +28,10 @@ from typing import Any, Callable
 from filelock import FileLock, Timeout
 
 from hubsurvey import __version__
-from hubsurvey.hub import HubClient
-from hubsurvey.store import Store, StoreError, insert, now
-from survey.jobs import JobSpec
-from survey.sources import SPLIT_ALIASES
+from hubsurvey.core.hub import HubClient
+from hubsurvey.core.store import Store, StoreError, insert, now
+from hubsurvey.survey.jobs import JobSpec
+from hubsurvey.survey.sources import SPLIT_ALIASES
 
 TRANSIENT_CLASSES = {"worker_died"}  # besides errors the Hub client classifies as transient
 
@@ -210,7 +210,7 @@ def run_survey(
     args: dict[str, Any] | None = None,
 ) -> RunSummary:
     """Crawl, queue, measure and store; refresh the report. See the module docstring."""
-    from crawler.crawl import crawl
+    from hubsurvey.crawler.crawl import crawl
 
     options = options or RunOptions()
     started = time.perf_counter()
@@ -252,7 +252,7 @@ def run_survey(
 
 
 def _execute(store, client, specs, options, summary, deadline, progress, started) -> None:
-    from survey.executors import make_executor
+    from hubsurvey.survey.executors import make_executor
 
     if not specs:
         return
@@ -303,7 +303,7 @@ def _execute(store, client, specs, options, summary, deadline, progress, started
 
 def _refresh_report(store: Store, out_dir: Path) -> list[Path]:
     try:
-        from analysis.report import render_report
+        from hubsurvey.analysis.report import render_report
     except ImportError:  # analysis not installed: nothing to refresh
         return []
     return render_report(store, out_dir)

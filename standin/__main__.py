@@ -1,7 +1,7 @@
-"""Command line: ``python -m hubsurvey.standin serve|generate``.
+"""Command line: ``python -m hubsurvey_standin serve|generate``.
 
-    python -m hubsurvey.standin generate --out /tmp/minihub --seed 0 --filler 100000
-    python -m hubsurvey.standin serve --root /tmp/minihub --root /work/shared/datasets --port 8123 \\
+    python -m hubsurvey_standin generate --out /tmp/minihub --seed 0 --filler 100000
+    python -m hubsurvey_standin serve --root /tmp/minihub --root /work/shared/datasets --port 8123 \\
         --token hf_ok --fault-rate-limit-every 50 --fault-categories list,tree
 
 ``serve`` prints the URL (``http://127.0.0.1:PORT``) on its first stdout line and runs until
@@ -63,7 +63,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hubsurvey.standin", description="Local Hub stand-in.")
+    parser = argparse.ArgumentParser(prog="python -m hubsurvey_standin", description="Local Hub stand-in.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve hub roots over HTTP on 127.0.0.1")
