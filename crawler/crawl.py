@@ -29,11 +29,11 @@ from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 from hubsurvey.crawler import rules
 from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey.core.hub import HubClient, branch_split, is_transient
+from hubsurvey.core.splits import canonical_split
 from hubsurvey.core.store import Store, now
 from hubsurvey.core.roles import features_from_arrow, infer_roles
 
 EXPAND = ["gated", "disabled", "private", "sha", "lastModified", "tags", "cardData", "downloads", "likes", "author"]
-CANONICAL = {"train": "train", "validation": "validation", "valid": "validation", "dev": "validation", "val": "validation", "test": "test"}
 BATCH = 500  # rows written to DuckDB per transaction
 
 
@@ -93,7 +93,7 @@ def card_split_rows(card: Mapping[str, Any] | None) -> dict[str, dict[str, int]]
 
 
 def _is_test(split: str) -> bool:
-    return CANONICAL.get(split.lower()) == "test"
+    return canonical_split(split) == "test"
 
 
 def _is_text(meta: Any) -> bool:

@@ -31,7 +31,7 @@ from hubsurvey import __version__
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store, StoreError, insert, now
 from hubsurvey.survey.jobs import JobSpec
-from hubsurvey.survey.sources import SPLIT_ALIASES
+from hubsurvey.core.splits import SPLIT_ALIASES
 
 TRANSIENT_CLASSES = {"worker_died"}  # besides errors the Hub client classifies as transient
 

@@ -40,8 +40,8 @@ from .filler import BIG_ROWS, big_text_parquet
 from .reference import lle_reference
 from .repos import iso_date
 
-CANONICAL_SPLITS = {"train": "train", "validation": "validation", "valid": "validation", "dev": "validation",
-                    "val": "validation", "test": "test"}
+from hubsurvey.core.splits import SPLIT_ALIASES  # the method's aliases: the truth uses the same
+
 
 _WORDS = (
     "the", "a", "an", "quiet", "river", "market", "engine", "storm", "garden", "paper", "signal", "orbit",
@@ -448,7 +448,7 @@ def _write(spec: _Spec, out: Path, g: random.Random) -> dict[str, Any]:
 def _truth(spec: _Spec) -> list[dict[str, Any]]:
     out = []
     for config, splits in spec.configs.items():
-        canonical = {CANONICAL_SPLITS[s]: rows for s, rows in splits.items()}
+        canonical = {SPLIT_ALIASES[s]: rows for s, rows in splits.items()}
         for label in spec.label_columns or [None]:
             out.append({"dataset_id": spec.id, "config": config, "label_column": label,
                         "text_columns": list(spec.text_columns),

@@ -29,16 +29,8 @@ import pyarrow.parquet as pq
 from hubsurvey.core.hub import PARQUET_REVISION, branch_split
 from hubsurvey.core.errors import BadInputError, SchemaMismatchError, UnreadableDataError
 from hubsurvey.core.roles import check_name, features_from_arrow
+from hubsurvey.core.splits import CANONICAL_SPLITS, SPLIT_ALIASES
 
-SPLIT_ALIASES = {
-    "train": "train",
-    "validation": "validation",
-    "valid": "validation",
-    "dev": "validation",
-    "val": "validation",
-    "test": "test",
-}
-CANONICAL_SPLITS = ("train", "validation", "test")
 _SHARDED_FILE = re.compile(r"^(?P<split>.+?)-\d{5}-of-\d{5}$")
 
 

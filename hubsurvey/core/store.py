@@ -18,6 +18,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import duckdb
 
+from hubsurvey.core.errors import StoreError
+
 DEFAULT_DB = "results.duckdb"
 
 # The six LLE figures of one key kind; stored once with the text_ and once with the
@@ -154,10 +156,6 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-class StoreError(Exception):
-    """The DB cannot be used (newer schema, locked, not a DuckDB file)."""
 
 
 def now() -> datetime:
