@@ -23,66 +23,19 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from hubsurvey.core.store import Store
+from hubsurvey.core import figures
+from hubsurvey.core.store import Store, result_columns
 
 PARQUET_PATH = "data/train-00000-of-00001.parquet"
 CSV_PATH = "results.csv"
 LLE_CSV_PATH = "lle.csv"
-NR = "NR"
+NR = figures.NR
 
 #: Exported columns, in order, with their meaning (the dataset card's column table uses this).
-COLUMNS: dict[str, str] = {
-    "dataset_id": "Hub id (owner/name) of the dataset, or the name of an audited folder",
-    "revision_sha": "the dataset revision measured (Hub commit sha; a content hash for folders)",
-    "config": "dataset config",
-    "label_column": "the label column of this row (NULL/NR: none; text+label figures are then NR)",
-    "text_columns": "the input columns whose values form the text key",
-    "roles_source": "'inferred' (from the features) or 'override' (a roles file)",
-    "dataset_name": "the LLE survey's name: name[,config][(label column)]",
-    "train_split": "the dataset's own name of its train split (NR: absent)",
-    "validation_split": "its own name of the validation split: validation, valid, dev or val (NR: absent)",
-    "test_split": "its own name of the test split",
-    "rows_train": "rows in train (NR: no train split)",
-    "rows_validation": "rows in validation (NR: no validation split)",
-    "rows_test": "rows in test",
-    "text_leaks_train_wrt_test": "|set(text(train)) ∩ set(text(test))|",
-    "text_leaks_validation_wrt_test": "|set(text(validation)) ∩ set(text(test))|",
-    "text_duplication_train": "len(train) − |set(text(train))|",
-    "text_duplication_validation": "len(validation) − |set(text(validation))|",
-    "text_duplication_test": "len(test) − |set(text(test))|",
-    "text_test_biased": "(text_leaks_train_wrt_test + text_duplication_test) / rows_test × 100, unrounded",
-    "text_and_label_leaks_train_wrt_test": "as text_leaks_train_wrt_test, with the (text, label) key",
-    "text_and_label_leaks_validation_wrt_test": "as text_leaks_validation_wrt_test, with the (text, label) key",
-    "text_and_label_duplication_train": "as text_duplication_train, with the (text, label) key",
-    "text_and_label_duplication_validation": "as text_duplication_validation, with the (text, label) key",
-    "text_and_label_duplication_test": "as text_duplication_test, with the (text, label) key",
-    "text_and_label_test_biased": "as text_test_biased, with the (text, label) key",
-    "difference_annotation": "|(text − text_and_label leaks train) + (text − text_and_label leaks validation)|, NR terms as 0",
-    "source": "'hub', 'folder' or 'memory': where the data was read from",
-    "method": "measurement method ('lle-2024')",
-    "method_version": "version of the method's definitions",
-    "tool_version": "hubsurvey version that measured the row",
-    "measured_at": "when the row was measured (UTC)",
-    "run_id": "the survey run that measured it (NR: a one-off audit)",
-}
+COLUMNS: dict[str, str] = result_columns()
 
 #: Header of the published lbourdois/LLE train.csv, spelling kept, in the lle view's column order.
-LLE_PUBLISHED_HEADER = (
-    "dataset_name",
-    "text_leaks_train_wrt_test",
-    "text_leaks_valididation_wrt_test",
-    "text_duplication_train",
-    "text_duplication_valididation",
-    "text_duplication_test",
-    "text_test_biased",
-    "text_and_label_leaks_train_wrt_test",
-    "text_and_label_leaks_valididation_wrt_test",
-    "text_and_label_duplication_train",
-    "text_and_label_duplication_valididation",
-    "text_and_label_duplication_test",
-    "text_and_label_test_biased",
-    "difference_annotation_in_train_and_valididation_splits",
-)
+LLE_PUBLISHED_HEADER = figures.lle_published_header()
 
 ORDER_BY = "dataset_name, dataset_id, config, label_column NULLS FIRST, revision_sha"
 

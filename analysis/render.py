@@ -15,33 +15,15 @@ from typing import Any, Mapping
 
 import jinja2
 
-from hubsurvey import LLE_METHOD, LLE_METHOD_VERSION, __version__
+from hubsurvey import __version__
+from hubsurvey.core import figures
+from hubsurvey.core.figures import LLE_METHOD, LLE_METHOD_VERSION
 from hubsurvey.core.store import Store
 
 TEMPLATES_PACKAGE = "hubsurvey.templates"  # installed as package data
 
-#: The method's definitions (lle_method.md), as plain text: templates format them.
-DEFINITIONS: list[tuple[str, str]] = [
-    ("unit", "one row per (dataset, config, label column); a dataset with several label columns gives "
-             "several rows whose text-only figures repeat. Every percentage in the findings counts these rows."),
-    ("splits", "train; validation (also called valid, dev or val by datasets); test. A dataset without "
-               "a test split is not surveyed."),
-    ("text key", "the values of the row's input (text) columns, compared exactly, as a tuple."),
-    ("text+label key", "the text key plus the value of the one label column of the row."),
-    ("leaks_<split>_wrt_test", "|set(K(split)) ∩ set(K(test))|: distinct keys of train (or validation) "
-                               "that also occur in test."),
-    ("duplication_<split>", "len(split) − |set(K(split))|: rows of the split beyond the first occurrence of their key."),
-    ("test_biased", "(leaks_train_wrt_test + duplication_test) / len(test) × 100, published rounded to 3 decimals "
-                    "(10.049%). Validation leaks are not part of it."),
-    ("difference_annotation", "|(text_leaks_train − text_and_label_leaks_train) + (text_leaks_validation − "
-                              "text_and_label_leaks_validation)|, NR terms taken as 0: texts that leak with "
-                              "another label, an approximation of annotation conflicts."),
-    ("NR", "not relevant: a figure that cannot be computed, because its split does not exist (no validation "
-           "split: every validation figure is NR) or the row has no label column (every text+label figure "
-           "is NR). NR is not 0 and not a failure; it is left out of every denominator. In Parquet it is null."),
-    ("text_ / text_and_label_", "every count exists twice: with the text key (prefix text_) and with the "
-                                "text+label key (prefix text_and_label_)."),
-]
+#: The method's terms, as plain text: templates format them.
+DEFINITIONS: list[tuple[str, str]] = list(figures.TERMS)
 
 _MD_SPECIAL = re.compile(r"([\\`*\[\]|])")
 _SECRET_KEY = re.compile(r"token|secret|password|authorization|api[_-]?key", re.IGNORECASE)
@@ -49,7 +31,7 @@ _SECRET_KEY = re.compile(r"token|secret|password|authorization|api[_-]?key", re.
 
 def md(value: Any) -> str:
     """Escape a value for Markdown text and table cells (no HTML, no table breaks, one line)."""
-    text = "NR" if value is None else str(value)
+    text = figures.NR if value is None else str(value)
     text = _MD_SPECIAL.sub(r"\\\1", text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return " ".join(text.split())
@@ -57,7 +39,7 @@ def md(value: Any) -> str:
 
 def num(value: Any) -> str:
     """A count: NULL is NR."""
-    return "NR" if value is None else str(value)
+    return figures.published(value, figures.Format.COUNT)
 
 
 def pct(value: Any, digits: int = 2) -> str:
@@ -67,7 +49,7 @@ def pct(value: Any, digits: int = 2) -> str:
 
 def pct3(value: Any) -> str:
     """A test_biased value as published: 3 decimals at most ('10.049%', '0.0%'); NULL is NR."""
-    return "NR" if value is None else f"{round(value, 3)}%"
+    return figures.published(value, figures.Format.PERCENT)
 
 
 def yaml_str(value: Any) -> str:

@@ -18,7 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from hubsurvey.core.store import FIGURE_COLUMNS as FIGURES
+from hubsurvey.core.figures import figure_names
+
+FIGURES = figure_names()
 
 def generate(out: Path, rows: int, seed: int = 0) -> Path:
     import numpy as np

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 import typer
 
+from hubsurvey.core import figures
 from hubsurvey.core.store import DEFAULT_DB, StoreError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
@@ -27,24 +28,6 @@ EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT, EXIT_STORE = 0, 1, 2, 3
 @app.callback()
 def _main() -> None:
     """hubsurvey: can I believe the test split of this dataset?"""
-
-LLE_JSON_KEYS = (
-    "dataset_name",
-    "text_leaks_train_wrt_test",
-    "text_leaks_validation_wrt_test",
-    "text_duplication_train",
-    "text_duplication_validation",
-    "text_duplication_test",
-    "text_test_biased",
-    "text_and_label_leaks_train_wrt_test",
-    "text_and_label_leaks_validation_wrt_test",
-    "text_and_label_duplication_train",
-    "text_and_label_duplication_validation",
-    "text_and_label_duplication_test",
-    "text_and_label_test_biased",
-    "difference_annotation_in_train_and_validation_splits",
-)
-
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     """Print one line on stderr and return the Exit to raise."""
@@ -90,15 +73,7 @@ class progress_bar:
 
 def lle_json(row: dict[str, Any]) -> dict[str, Any]:
     """One row as the --json object: the lle view's columns as numbers, plus its identity."""
-    out: dict[str, Any] = {}
-    for key in LLE_JSON_KEYS:
-        source = "difference_annotation" if key.startswith("difference_annotation") else key
-        value = row[source]
-        if value is not None and key.endswith("test_biased"):
-            value = round(value, 3)
-        elif value is not None and source == "difference_annotation":
-            value = float(value)
-        out[key] = value
+    out = figures.lle_record(row)
     out.update(
         dataset_id=row["dataset_id"],
         config=row["config"],
@@ -108,34 +83,20 @@ def lle_json(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _fmt(value: Any, percent: bool = False) -> str:
-    if value is None:
-        return "NR"
-    return f"{round(value, 3)}%" if percent else str(value)
-
-
 def render_row(row: dict[str, Any]) -> str:
     """A readable block for one measured (dataset, config, label column)."""
+    kinds = figures.KEY_KINDS
     lines = [
         f"{row['dataset_id']} @ {row['revision_sha'][:12]}  config={row['config']}  "
         f"label={row['label_column'] or '(none)'}  text={','.join(row['text_columns'])}",
         "  rows: " + "  ".join(f"{s} {row[f'rows_{s}']}" for s in ("train", "validation", "test") if row[f"rows_{s}"] is not None),
-        f"  {'':26}{'text':>12}{'text+label':>14}",
+        f"  {'':26}{kinds[0].title:>12}{kinds[1].title:>14}",
     ]
-    labels = [
-        ("leaks train→test", "leaks_train_wrt_test"),
-        ("leaks validation→test", "leaks_validation_wrt_test"),
-        ("duplicates train", "duplication_train"),
-        ("duplicates validation", "duplication_validation"),
-        ("duplicates test", "duplication_test"),
-        ("test biased", "test_biased"),
-    ]
-    for title, name in labels:
-        pct = name == "test_biased"
-        lines.append(
-            f"  {title:26}{_fmt(row['text_' + name], pct):>12}{_fmt(row['text_and_label_' + name], pct):>14}"
-        )
-    lines.append(f"  {'difference_annotation':26}{_fmt(row['difference_annotation']):>12}")
+    for f in figures.KEY_FIGURES:
+        cells = [figures.published(row[f.name(kind)], f.fmt) for kind in kinds]
+        lines.append(f"  {f.title:26}{cells[0]:>12}{cells[1]:>14}")
+    for f in figures.ROW_FIGURES:
+        lines.append(f"  {f.title:26}{figures.published(row[f.name], f.fmt):>12}")
     return "\n".join(lines)
 
 

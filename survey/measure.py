@@ -10,7 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from hubsurvey import LLE_METHOD, LLE_METHOD_VERSION, __version__
+from hubsurvey import __version__
+from hubsurvey.core.figures import LLE_METHOD, LLE_METHOD_VERSION
 from hubsurvey.core.store import now
 from hubsurvey.core.errors import SurveyError, UnreadableDataError
 from hubsurvey.survey.metrics import Engine

@@ -1,4 +1,6 @@
-"""The LLE figures, computed in DuckDB SQL (definitions: ../shared/reference/lle_method.md).
+"""The engine: computes the registry's figures (``hubsurvey.core.figures``) in DuckDB SQL.
+
+The method, in words: ``docs/method.md``.
 
 The engine is pure: it reads the split files (or in-memory Arrow tables) given to it, and returns
 plain dicts. No network and no results DB, so the same function runs in a local worker process or
@@ -19,47 +21,12 @@ from typing import Any, Sequence
 
 import duckdb
 
-from hubsurvey.core.store import FIGURE_NAMES, quote_ident
+from hubsurvey.core import figures as registry
+from hubsurvey.core.store import quote_ident
 from hubsurvey.survey.sources import CANONICAL_SPLITS, ConfigData, SplitData
 
-# The figures for one key kind, from rows_all grouped by that key. Each line is one definition.
-#   leaks_<src>_wrt_test = |set(K(src)) ∩ set(K(test))|      (distinct keys present in both)
-#   duplication_<split>  = len(split) − |set(K(split))|      (rows minus distinct keys)
-#   test_biased          = (leaks_train_wrt_test + duplication_test) / len(test) × 100
-# A figure whose split is absent is NULL (NR); $has_<split> says which splits exist. NR train leaks
-# count as 0 in test_biased, so a test-only dataset still reports its own duplication.
-FIGURES_SQL = """
-WITH per_key AS (          -- one row per distinct key: how many rows of each split hold it
-    SELECT count(*) FILTER (WHERE split = 'train')      AS n_train,
-           count(*) FILTER (WHERE split = 'validation') AS n_validation,
-           count(*) FILTER (WHERE split = 'test')       AS n_test
-    FROM rows_all
-    GROUP BY {key}
-), counts AS (
-    SELECT count(*) FILTER (WHERE n_train > 0 AND n_test > 0)                          AS leaks_train,
-           count(*) FILTER (WHERE n_validation > 0 AND n_test > 0)                     AS leaks_validation,
-           sum(n_train) - count(*) FILTER (WHERE n_train > 0)                          AS dup_train,
-           sum(n_validation) - count(*) FILTER (WHERE n_validation > 0)                AS dup_validation,
-           sum(n_test) - count(*) FILTER (WHERE n_test > 0)                            AS dup_test
-    FROM per_key
-)
-SELECT
-    CASE WHEN $has_train      THEN leaks_train END                              AS leaks_train_wrt_test,
-    CASE WHEN $has_validation THEN leaks_validation END                         AS leaks_validation_wrt_test,
-    CASE WHEN $has_train      THEN dup_train END                                AS duplication_train,
-    CASE WHEN $has_validation THEN dup_validation END                           AS duplication_validation,
-    dup_test                                                                    AS duplication_test,
-    (CASE WHEN $has_train THEN leaks_train ELSE 0 END + dup_test) / $rows_test * 100 AS test_biased
-FROM counts
-"""
-
-# difference_annotation = |(text_leaks_train − tl_leaks_train) + (text_leaks_val − tl_leaks_val)|,
-# NR terms taken as 0; computed from the two result rows above.
-DIFFERENCE_SQL = """
-SELECT abs((coalesce($t_train, 0) - coalesce($tl_train, 0))
-         + (coalesce($t_validation, 0) - coalesce($tl_validation, 0)))::DOUBLE
-"""
-
+# The figures' SQL is declared in the method registry (hubsurvey.core.figures), next to their
+# definitions; the engine only builds rows_all and runs it.
 
 @dataclass(frozen=True)
 class Measurement:
@@ -72,6 +39,9 @@ class Measurement:
 
 class Engine:
     """Measures one config. Use as a context manager; it owns one in-memory DuckDB connection."""
+
+    #: DuckDB's 64-bit hash; a test swaps in a weak one to force real collisions.
+    hash_function = "hash"
 
     def __init__(self, data: ConfigData, *, threads: int | None = None, memory_limit: str | None = None):
         self.data = data
@@ -115,7 +85,8 @@ class Engine:
         text = ", ".join(f"t{i}" for i in range(len(text_columns)))
         projected = [f"{quote_ident(c)} AS t{i}" for i, c in enumerate(text_columns)]
         projected += [f"{quote_ident(c)} AS l{j}" for j, c in enumerate(label_columns)]
-        hashed = [f"hash({text}) AS h_text"] + [f"hash({text}, l{j}) AS h_l{j}" for j in range(len(label_columns))]
+        h = self.hash_function
+        hashed = [f"{h}({text}) AS h_text"] + [f"{h}({text}, l{j}) AS h_l{j}" for j in range(len(label_columns))]
         stacked = " UNION ALL ".join(
             f"SELECT '{name}' AS split, {', '.join(projected)} FROM {quote_ident('split_' + name)}"
             for name in CANONICAL_SPLITS
@@ -140,37 +111,37 @@ class Engine:
         ).fetchone()[0]
         return hash_column if exact else value_columns
 
-    def _figures(self, key: str, prefix: str) -> dict[str, Any]:
-        sql = FIGURES_SQL.format(key=key)
+    def _figures(self, key: str, kind: registry.KeyKind) -> dict[str, Any]:
+        """The registry's key figures of one key kind, named with its prefix."""
         params = {f"has_{s}": s in self.data.splits for s in ("train", "validation")}
         params["rows_test"] = self.rows["test"]
-        row = self.con.execute(sql, params).fetchone()
-        return {f"{prefix}_{name}": value for name, value in zip(FIGURE_NAMES, row)}
+        result = self.con.execute(registry.key_figures_sql(key), params)
+        names = [d[0] for d in result.description]
+        return {f"{kind.prefix}_{name}": value for name, value in zip(names, result.fetchone())}
+
+    def _row_figures(self, figures: dict[str, Any]) -> dict[str, Any]:
+        """The registry's row figures, from the key figures of the same row."""
+        values = ", ".join(f"${name} AS {quote_ident(name)}" for name in figures)
+        result = self.con.execute(f"WITH figures AS (SELECT {values}) {registry.row_figures_sql()}", figures)
+        names = [d[0] for d in result.description]
+        return dict(zip(names, result.fetchone()))
 
     def measure(self, text_columns: Sequence[str], label_columns: Sequence[str]) -> list[Measurement]:
         """One Measurement per label column (or one with label_column None when there is none)."""
         text_columns, label_columns = tuple(text_columns), tuple(label_columns)
         self._load(text_columns, label_columns)
         text_values = ", ".join(f"t{i}" for i in range(len(text_columns)))
-        text = self._figures(self._key("h_text", text_values), "text")
+        text = self._figures(self._key("h_text", text_values), registry.TEXT)
         if not label_columns:
-            figures = dict(text)
-            figures.update({f"text_and_label_{f}": None for f in FIGURE_NAMES})
-            figures["difference_annotation"] = None
+            # No label column: every figure that needs one is NR.
+            figures = {c.name: text.get(c.name) for c in registry.figure_columns()}
             return [Measurement(None, text_columns, figures)]
         out = []
         for j, label in enumerate(label_columns):
-            with_label = self._figures(self._key(f"h_l{j}", f"{text_values}, l{j}"), "text_and_label")
-            diff = self.con.execute(
-                DIFFERENCE_SQL,
-                {
-                    "t_train": text["text_leaks_train_wrt_test"],
-                    "tl_train": with_label["text_and_label_leaks_train_wrt_test"],
-                    "t_validation": text["text_leaks_validation_wrt_test"],
-                    "tl_validation": with_label["text_and_label_leaks_validation_wrt_test"],
-                },
-            ).fetchone()[0]
-            out.append(Measurement(label, text_columns, {**text, **with_label, "difference_annotation": diff}))
+            with_label = self._figures(self._key(f"h_l{j}", f"{text_values}, l{j}"), registry.TEXT_AND_LABEL)
+            figures = {**text, **with_label}
+            figures.update(self._row_figures(figures))
+            out.append(Measurement(label, text_columns, {c.name: figures[c.name] for c in registry.figure_columns()}))
         return out
 
     def top_examples(self, text_columns: Sequence[str], limit: int = 5) -> dict[str, list[dict[str, Any]]]:

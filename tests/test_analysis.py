@@ -18,7 +18,10 @@ except ImportError:  # tests/ imported as a package
 from hubsurvey.analysis.export import COLUMNS, LLE_PUBLISHED_HEADER, export_results
 from hubsurvey.analysis.findings import FINDINGS, create_views, findings, parse_sql, load_sql
 from hubsurvey.cli import app
-from hubsurvey.core.store import FIGURE_COLUMNS, Store
+from hubsurvey.core.figures import figure_names
+from hubsurvey.core.store import Store
+
+FIGURE_COLUMNS = figure_names()
 from hubsurvey.survey.audit import audit
 
 runner = CliRunner()

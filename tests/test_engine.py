@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from conftest import shared_index
 from hubsurvey_standin.reference import lle_reference
-from hubsurvey.core.store import FIGURE_COLUMNS
+from hubsurvey.core.figures import figure_names
+
+FIGURE_COLUMNS = figure_names()
 from hubsurvey.survey.api import measure
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.core.roles import resolve_roles

@@ -18,7 +18,10 @@ from typer.testing import CliRunner
 from hubsurvey.cli import app
 from hubsurvey.core.hub import HubClient
 from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
-from hubsurvey.core.store import FIGURE_COLUMNS, Store
+from hubsurvey.core.figures import figure_names
+from hubsurvey.core.store import Store
+
+FIGURE_COLUMNS = figure_names()
 from hubsurvey.pipeline import RunLockedError, RunOptions, acquire_lock, run_survey
 
 ROW_COLUMNS = "measurement_id, dataset_id, revision_sha, config, label_column, text_columns, rows_train, rows_validation, rows_test, " + ", ".join(FIGURE_COLUMNS)

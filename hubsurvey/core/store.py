@@ -18,27 +18,15 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import duckdb
 
+from hubsurvey.core import figures
 from hubsurvey.core.errors import StoreError
 
 DEFAULT_DB = "results.duckdb"
 
-# The six LLE figures of one key kind; stored once with the text_ and once with the
-# text_and_label_ prefix, then the difference (the published column order).
-FIGURE_NAMES = (
-    "leaks_train_wrt_test",
-    "leaks_validation_wrt_test",
-    "duplication_train",
-    "duplication_validation",
-    "duplication_test",
-    "test_biased",
-)
-FIGURE_COLUMNS = tuple(f"{prefix}_{name}" for prefix in ("text", "text_and_label") for name in FIGURE_NAMES) + (
-    "difference_annotation",
-)
-
-# Each migration is applied once, in order, inside one transaction.
+# Each migration is applied once, in order, inside one transaction. Migrations hold tables; the
+# views are derived from the method registry and recreated whenever the DB is opened for writing.
 MIGRATIONS: list[str] = [
-    # 1: measurements, the lle view, crawl results, jobs and runs.
+    # 1: measurements (with the LLE figures, which never change), crawl results, jobs and runs.
     """
     CREATE TABLE measurements (
         measurement_id  VARCHAR PRIMARY KEY,  -- dataset_id@revision_sha/config#label_column
@@ -55,19 +43,7 @@ MIGRATIONS: list[str] = [
         rows_train      BIGINT,
         rows_validation BIGINT,
         rows_test       BIGINT NOT NULL,
-        text_leaks_train_wrt_test                BIGINT,
-        text_leaks_validation_wrt_test           BIGINT,
-        text_duplication_train                   BIGINT,
-        text_duplication_validation              BIGINT,
-        text_duplication_test                    BIGINT,
-        text_test_biased                         DOUBLE,  -- percent, unrounded
-        text_and_label_leaks_train_wrt_test      BIGINT,
-        text_and_label_leaks_validation_wrt_test BIGINT,
-        text_and_label_duplication_train         BIGINT,
-        text_and_label_duplication_validation    BIGINT,
-        text_and_label_duplication_test          BIGINT,
-        text_and_label_test_biased               DOUBLE,
-        difference_annotation                    DOUBLE,
+        {lle_figure_columns}
         source          VARCHAR NOT NULL,     -- 'hub', 'folder' or 'memory'
         method          VARCHAR NOT NULL,     -- 'lle-2024'
         method_version  INTEGER NOT NULL,
@@ -75,32 +51,6 @@ MIGRATIONS: list[str] = [
         measured_at     TIMESTAMPTZ NOT NULL,
         run_id          VARCHAR               -- the survey run, NULL for a one-off audit
     );
-
-    -- The newest measured revision of each dataset: what findings and exports read.
-    CREATE VIEW current_measurements AS
-    SELECT * FROM measurements
-    QUALIFY revision_sha = first_value(revision_sha) OVER (
-        PARTITION BY dataset_id ORDER BY measured_at DESC, revision_sha);
-
-    -- The published LLE table: 14 columns, 'NR' for NULL, '10.049%' and '7.0' formats.
-    CREATE VIEW lle AS
-    SELECT
-        dataset_name,
-        coalesce(CAST(text_leaks_train_wrt_test AS VARCHAR), 'NR')                AS text_leaks_train_wrt_test,
-        coalesce(CAST(text_leaks_validation_wrt_test AS VARCHAR), 'NR')           AS text_leaks_validation_wrt_test,
-        coalesce(CAST(text_duplication_train AS VARCHAR), 'NR')                   AS text_duplication_train,
-        coalesce(CAST(text_duplication_validation AS VARCHAR), 'NR')              AS text_duplication_validation,
-        coalesce(CAST(text_duplication_test AS VARCHAR), 'NR')                    AS text_duplication_test,
-        coalesce(CAST(round(text_test_biased, 3) AS VARCHAR) || '%', 'NR')        AS text_test_biased,
-        coalesce(CAST(text_and_label_leaks_train_wrt_test AS VARCHAR), 'NR')      AS text_and_label_leaks_train_wrt_test,
-        coalesce(CAST(text_and_label_leaks_validation_wrt_test AS VARCHAR), 'NR') AS text_and_label_leaks_validation_wrt_test,
-        coalesce(CAST(text_and_label_duplication_train AS VARCHAR), 'NR')         AS text_and_label_duplication_train,
-        coalesce(CAST(text_and_label_duplication_validation AS VARCHAR), 'NR')    AS text_and_label_duplication_validation,
-        coalesce(CAST(text_and_label_duplication_test AS VARCHAR), 'NR')          AS text_and_label_duplication_test,
-        coalesce(CAST(round(text_and_label_test_biased, 3) AS VARCHAR) || '%', 'NR') AS text_and_label_test_biased,
-        coalesce(CAST(difference_annotation AS VARCHAR), 'NR')                    AS difference_annotation_in_train_and_validation_splits
-    FROM current_measurements
-    ORDER BY dataset_name;
 
     CREATE TABLE datasets (
         dataset_id       VARCHAR PRIMARY KEY,
@@ -149,13 +99,89 @@ MIGRATIONS: list[str] = [
         counts      JSON,
         tool_version VARCHAR NOT NULL
     );
-    """,
+    """.replace(
+        "{lle_figure_columns}",
+        ",\n        ".join(f"{c.name} {c.sql_type}" for c in figures.figure_columns(figures.LLE_METHOD)) + ",",
+    ),
     # 2: whether a failed job's error is transient (retried by the next run while attempts remain).
     """
     ALTER TABLE jobs ADD COLUMN transient BOOLEAN;
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+#: The measurements columns before the figures, with their meaning (exports, card, README).
+IDENTITY_COLUMNS: dict[str, str] = {
+    "dataset_id": "Hub id (owner/name) of the dataset, or the name of an audited folder",
+    "revision_sha": "the dataset revision measured (Hub commit sha; a content hash for folders)",
+    "config": "dataset config",
+    "label_column": "the label column of this row (NULL/NR: none; text+label figures are then NR)",
+    "text_columns": "the input columns whose values form the text key",
+    "roles_source": "'inferred' (from the features) or 'override' (a roles file)",
+    "dataset_name": "the LLE survey's name: name[,config][(label column)]",
+    "train_split": "the dataset's own name of its train split (NR: absent)",
+    "validation_split": "its own name of the validation split: validation, valid, dev or val (NR: absent)",
+    "test_split": "its own name of the test split",
+    "rows_train": "rows in train (NR: no train split)",
+    "rows_validation": "rows in validation (NR: no validation split)",
+    "rows_test": "rows in test",
+}
+#: The measurements columns after the figures: provenance.
+PROVENANCE_COLUMNS: dict[str, str] = {
+    "source": "'hub', 'folder' or 'memory': where the data was read from",
+    "method": "measurement method ('lle-2024')",
+    "method_version": "version of the method's definitions",
+    "tool_version": "hubsurvey version that measured the row",
+    "measured_at": "when the row was measured (UTC)",
+    "run_id": "the survey run that measured it (NR: a one-off audit)",
+}
+
+
+def result_columns() -> dict[str, str]:
+    """A result row's columns, in order, with their meaning: identity, the registry's figures, provenance."""
+    return {
+        **IDENTITY_COLUMNS,
+        **{c.name: c.definition for c in figures.figure_columns()},
+        **PROVENANCE_COLUMNS,
+    }
+
+
+def views() -> dict[str, str]:
+    """The views, in creation order: name -> SELECT. Each says what it shows."""
+    return {
+        # Survey results: for each (dataset, config) measured from the Hub, its newest measured
+        # revision. Per config, not per dataset: a partial re-measure (a config that failed at the
+        # new sha, a run cut by --max-hours or killed) keeps the other configs' older rows.
+        "survey_measurements": """
+            SELECT * FROM measurements WHERE source = 'hub'
+            QUALIFY revision_sha = first_value(revision_sha) OVER (
+                PARTITION BY dataset_id, config ORDER BY measured_at DESC, revision_sha)""",
+        # What findings, exports and publish read: the survey results, plus one-off audits (folders,
+        # in-memory data) of datasets the survey has not measured. An audit never displaces a
+        # dataset's Hub rows; it stays in `measurements` (source 'folder' or 'memory').
+        "current_measurements": """
+            SELECT * FROM survey_measurements
+            UNION ALL
+            SELECT * FROM measurements m
+            WHERE source <> 'hub'
+              AND NOT EXISTS (SELECT 1 FROM measurements h WHERE h.source = 'hub' AND h.dataset_id = m.dataset_id)
+            QUALIFY revision_sha = first_value(revision_sha) OVER (
+                PARTITION BY dataset_id, config ORDER BY measured_at DESC, revision_sha)""",
+        # The published LLE table: 14 columns, 'NR' for NULL, '10.049%' and '7.0' formats.
+        "lle": figures.lle_view_sql(),
+        # The same columns as numbers (NULL for NR; test_biased rounded to 3 decimals as published),
+        # plus the row's identity: the view to query.
+        "lle_typed": figures.lle_typed_view_sql(),
+    }
+
+
+def _figure_columns_ddl(existing: set[str]) -> list[str]:
+    """ALTER statements adding the registry's figure columns that the table does not have yet."""
+    return [
+        f"ALTER TABLE measurements ADD COLUMN {quote_ident(c.name)} {c.sql_type}"
+        for c in figures.figure_columns()
+        if c.name not in existing
+    ]
 
 
 def now() -> datetime:
@@ -205,15 +231,30 @@ class Store:
 
     def _migrate(self) -> None:
         version = self._check_version()
-        if version == SCHEMA_VERSION:
-            return
         with self.transaction():
-            self.con.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ)"
-            )
-            for number, sql in enumerate(MIGRATIONS[version:], start=version + 1):
-                self.con.execute(sql)
-                self.con.execute("INSERT INTO schema_version VALUES ($v, $t)", {"v": number, "t": now()})
+            if version < SCHEMA_VERSION:
+                self.con.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ)"
+                )
+                for number, sql in enumerate(MIGRATIONS[version:], start=version + 1):
+                    self.con.execute(sql)
+                    self.con.execute("INSERT INTO schema_version VALUES ($v, $t)", {"v": number, "t": now()})
+            self._sync_registry()
+
+    def _sync_registry(self) -> None:
+        """Add the registry's new figure columns and recreate the views (they hold no data)."""
+        existing = {
+            r[0]
+            for r in self.con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'measurements'"
+            ).fetchall()
+        }
+        for ddl in _figure_columns_ddl(existing):
+            self.con.execute(ddl)
+        for name in reversed(views()):  # dependants first
+            self.con.execute(f"DROP VIEW IF EXISTS {quote_ident(name)}")
+        for name, select in views().items():
+            self.con.execute(f"CREATE VIEW {quote_ident(name)} AS {select}")
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:

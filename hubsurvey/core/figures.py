@@ -1,0 +1,368 @@
+"""The method registry: every figure hubsurvey measures, declared once.
+
+A figure is declared here with its name, its SQL, its definition in words, its type, its NR rule
+and its published format. Everything else is generated from this module: the figure columns of
+the ``measurements`` table, the ``lle`` and ``lle_typed`` views, the ``audit --json`` keys, the
+export columns and the published LLE header, the report's definitions and the README's schema
+table. Adding a figure is an edit here (its declaration and its SQL) and nothing else.
+
+How a figure is computed (the engine, ``survey/metrics.py``, runs this SQL): every row of the
+measured splits is projected to its key, and the rows are grouped by key into ``per_key``, one
+row per distinct key with ``n_train``, ``n_validation`` and ``n_test``, the number of rows of each
+split that hold it. A :class:`KeyFigure` is one aggregate over ``per_key``, computed once per key
+kind (text, text+label). A :class:`RowFigure` is computed from the other figures of the same
+result row. A figure whose split is absent is NR (NULL), and so is a text+label figure of a row
+without a label column. The method, in words, with a worked example: ``docs/method.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Iterable, Mapping
+
+#: The method whose figures this registry declares, and the version of their definitions.
+LLE_METHOD = "lle-2024"
+LLE_METHOD_VERSION = 1
+
+NR = "NR"  # a figure that does not apply: NULL in tables, "NR" in exports
+
+
+class Format(Enum):
+    """How a figure is published (the ``lle`` view, exports, reports)."""
+
+    COUNT = "count"  # an integer: 78
+    PERCENT = "percent"  # rounded to 3 decimals, with a % sign: 10.049%
+    FLOAT = "float"  # a float as Python and DuckDB print it: 7.0
+
+
+@dataclass(frozen=True)
+class KeyKind:
+    """A way of comparing rows: the text key, or the text key plus one label column."""
+
+    prefix: str  # column prefix of its figures
+    title: str  # column heading in printed tables
+    words: str  # "the text key"
+    needs_label: bool
+
+
+TEXT = KeyKind("text", "text", "the text key: the values of the row's text columns, as a tuple", False)
+TEXT_AND_LABEL = KeyKind(
+    "text_and_label", "text+label", "the text+label key: the text key plus the value of the row's label column", True
+)
+KEY_KINDS = (TEXT, TEXT_AND_LABEL)
+
+
+@dataclass(frozen=True)
+class KeyFigure:
+    """A figure computed once per key kind, as one aggregate over ``per_key``.
+
+    ``sql`` sees ``n_train``, ``n_validation``, ``n_test`` (rows of each split holding the key) and
+    the bound parameter ``$rows_test``. A split that is absent has ``n_<split> = 0`` for every key.
+    """
+
+    stem: str
+    sql: str
+    definition: str
+    title: str
+    needs: tuple[str, ...] = ()  # splits that must exist, else the figure is NR
+    sql_type: str = "BIGINT"
+    fmt: Format = Format.COUNT
+    method: str = LLE_METHOD
+
+    def name(self, kind: KeyKind) -> str:
+        return f"{kind.prefix}_{self.stem}"
+
+
+@dataclass(frozen=True)
+class RowFigure:
+    """A figure computed from other figures of the same result row (SQL over their columns)."""
+
+    name: str
+    sql: str
+    definition: str
+    title: str
+    published_name: str  # its column in the lle view
+    needs_label: bool = False
+    sql_type: str = "DOUBLE"
+    fmt: Format = Format.FLOAT
+    method: str = LLE_METHOD
+
+
+# --- the LLE figures (method lle-2024): exactly as published; never change them -------------------
+
+KEY_FIGURES: tuple[KeyFigure, ...] = (
+    KeyFigure(
+        "leaks_train_wrt_test",
+        "count(*) FILTER (WHERE n_train > 0 AND n_test > 0)",
+        "|set(K(train)) ∩ set(K(test))|: distinct keys of train that also occur in test",
+        "leaks train→test",
+        needs=("train",),
+    ),
+    KeyFigure(
+        "leaks_validation_wrt_test",
+        "count(*) FILTER (WHERE n_validation > 0 AND n_test > 0)",
+        "|set(K(validation)) ∩ set(K(test))|: distinct keys of validation that also occur in test",
+        "leaks validation→test",
+        needs=("validation",),
+    ),
+    KeyFigure(
+        "duplication_train",
+        "sum(n_train) - count(*) FILTER (WHERE n_train > 0)",
+        "len(train) − |set(K(train))|: rows of train beyond the first occurrence of their key",
+        "duplicates train",
+        needs=("train",),
+    ),
+    KeyFigure(
+        "duplication_validation",
+        "sum(n_validation) - count(*) FILTER (WHERE n_validation > 0)",
+        "len(validation) − |set(K(validation))|: rows of validation beyond the first occurrence of their key",
+        "duplicates validation",
+        needs=("validation",),
+    ),
+    KeyFigure(
+        "duplication_test",
+        "sum(n_test) - count(*) FILTER (WHERE n_test > 0)",
+        "len(test) − |set(K(test))|: rows of test beyond the first occurrence of their key",
+        "duplicates test",
+    ),
+    KeyFigure(
+        "test_biased",
+        # An absent train split has n_train = 0 everywhere, so its leaks count as 0 here, as the
+        # survey did: a test-only dataset still reports its own duplication.
+        "(count(*) FILTER (WHERE n_train > 0 AND n_test > 0) + sum(n_test) - count(*) FILTER (WHERE n_test > 0))"
+        " / $rows_test * 100",
+        "(leaks_train_wrt_test + duplication_test) / len(test) × 100, in %; NR train leaks count as 0. "
+        "Validation leaks are not part of it (every published row confirms this). Stored unrounded, "
+        "published rounded to 3 decimals (10.049%)",
+        "test biased",
+        sql_type="DOUBLE",
+        fmt=Format.PERCENT,
+    ),
+)
+
+ROW_FIGURES: tuple[RowFigure, ...] = (
+    RowFigure(
+        "difference_annotation",
+        "abs((coalesce(text_leaks_train_wrt_test, 0) - coalesce(text_and_label_leaks_train_wrt_test, 0))"
+        " + (coalesce(text_leaks_validation_wrt_test, 0) - coalesce(text_and_label_leaks_validation_wrt_test, 0)))"
+        "::DOUBLE",
+        "|(text_leaks_train − text_and_label_leaks_train) + (text_leaks_validation − "
+        "text_and_label_leaks_validation)|, NR terms taken as 0: texts that leak with another label, "
+        "an approximation of annotation conflicts",
+        "difference_annotation",
+        published_name="difference_annotation_in_train_and_validation_splits",
+        needs_label=True,
+    ),
+)
+
+
+# --- what the registry generates ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """One figure column of ``measurements``, as every consumer sees it."""
+
+    name: str  # column in measurements
+    published_name: str  # column in the lle view (and JSON key)
+    sql_type: str
+    fmt: Format
+    definition: str
+    method: str
+    key_kind: KeyKind | None
+    figure: KeyFigure | RowFigure
+
+    @property
+    def compat_name(self) -> str:
+        """Its header in the published lbourdois/LLE train.csv ("valididation": their spelling)."""
+        return self.published_name.replace("validation", "valididation")
+
+
+def figure_columns(method: str | None = None) -> list[Column]:
+    """Every figure column, in the published order: text figures, text+label figures, row figures."""
+    columns = [
+        Column(f.name(kind), f.name(kind), f.sql_type, f.fmt, _keyed_definition(f, kind), f.method, kind, f)
+        for kind in KEY_KINDS
+        for f in KEY_FIGURES
+    ]
+    columns += [Column(f.name, f.published_name, f.sql_type, f.fmt, f.definition, f.method, None, f) for f in ROW_FIGURES]
+    return [c for c in columns if method is None or c.method == method]
+
+
+def _keyed_definition(figure: KeyFigure, kind: KeyKind) -> str:
+    if kind is TEXT:
+        return f"{figure.definition}; K = text key"
+    return f"as {TEXT.prefix}_{figure.stem}, with the text+label key"
+
+
+def figure_names(method: str | None = None) -> tuple[str, ...]:
+    return tuple(c.name for c in figure_columns(method))
+
+
+# SQL ------------------------------------------------------------------------------------------------
+
+
+def key_figures_sql(key: str) -> str:
+    """One SELECT giving every KeyFigure of one key kind, from ``rows_all`` grouped by ``key``.
+
+    The figure columns are named by stem; ``$has_<split>`` says which splits exist (NR rule).
+    """
+    select = ",\n    ".join(f"{_nr_guard(f.sql, f.needs)} AS {f.stem}" for f in KEY_FIGURES)
+    return f"""
+WITH per_key AS (          -- one row per distinct key: how many rows of each split hold it
+    SELECT count(*) FILTER (WHERE split = 'train')      AS n_train,
+           count(*) FILTER (WHERE split = 'validation') AS n_validation,
+           count(*) FILTER (WHERE split = 'test')       AS n_test
+    FROM rows_all
+    GROUP BY {key}
+)
+SELECT
+    {select}
+FROM per_key
+"""
+
+
+def _nr_guard(sql: str, needs: Iterable[str]) -> str:
+    needs = tuple(needs)
+    if not needs:
+        return sql
+    condition = " AND ".join(f"$has_{split}" for split in needs)
+    return f"CASE WHEN {condition} THEN {sql} END"
+
+
+def row_figures_sql() -> str:
+    """One SELECT giving every RowFigure from a one-row table ``figures`` of the other figures."""
+    return "SELECT " + ", ".join(f"{f.sql} AS {f.name}" for f in ROW_FIGURES) + " FROM figures"
+
+
+def _published_sql(column: Column, source: str) -> str:
+    """SQL for a figure as the published table writes it: 'NR', 78, '10.049%', '7.0'."""
+    if column.fmt is Format.PERCENT:
+        return f"coalesce(CAST(round({source}, 3) AS VARCHAR) || '%', '{NR}')"
+    return f"coalesce(CAST({source} AS VARCHAR), '{NR}')"
+
+
+def _typed_sql(column: Column, source: str) -> str:
+    """SQL for a figure as a number: the published value (percent rounded to 3 decimals), NULL for NR."""
+    return f"round({source}, 3)" if column.fmt is Format.PERCENT else source
+
+
+def lle_view_sql(source: str = "current_measurements") -> str:
+    """The ``lle`` view: the published table, 14 text columns, 'NR' for NULL."""
+    cols = ",\n    ".join(f"{_published_sql(c, c.name)} AS {c.published_name}" for c in figure_columns(LLE_METHOD))
+    return f"SELECT\n    dataset_name,\n    {cols}\nFROM {source}\nORDER BY dataset_name"
+
+
+def lle_typed_view_sql(source: str = "current_measurements") -> str:
+    """The ``lle_typed`` view: the ``lle`` view's columns as numbers (NULL for NR), plus the row's identity."""
+    cols = ",\n    ".join(f"{_typed_sql(c, c.name)} AS {c.published_name}" for c in figure_columns(LLE_METHOD))
+    return (
+        f"SELECT\n    dataset_name,\n    {cols},\n    dataset_id, revision_sha, config, label_column\n"
+        f"FROM {source}\nORDER BY dataset_name"
+    )
+
+
+# Python formats -------------------------------------------------------------------------------------
+
+
+def published(value: Any, fmt: Format) -> str:
+    """A figure as the published table writes it (the Python twin of the lle view's SQL)."""
+    if value is None:
+        return NR
+    if fmt is Format.PERCENT:
+        return f"{round(value, 3)}%"
+    if fmt is Format.FLOAT:
+        return str(float(value))
+    return str(value)
+
+
+def json_value(value: Any, fmt: Format) -> Any:
+    """A figure as a JSON number: the published value (percent rounded to 3 decimals), None for NR."""
+    if value is None:
+        return None
+    if fmt is Format.PERCENT:
+        return round(value, 3)
+    if fmt is Format.FLOAT:
+        return float(value)
+    return value
+
+
+def lle_record(row: Mapping[str, Any], method: str = LLE_METHOD) -> dict[str, Any]:
+    """One measured row as the published columns, with JSON numbers (``audit --json``)."""
+    out: dict[str, Any] = {"dataset_name": row["dataset_name"]}
+    for column in figure_columns(method):
+        out[column.published_name] = json_value(row[column.name], column.fmt)
+    return out
+
+
+def lle_published_header() -> tuple[str, ...]:
+    """The header of the published lbourdois/LLE train.csv, their spelling kept."""
+    return ("dataset_name", *(c.compat_name for c in figure_columns(LLE_METHOD)))
+
+
+# Words ------------------------------------------------------------------------------------------------
+
+#: The method's terms, in words: the report, the card and docs/method.md show them.
+TERMS: tuple[tuple[str, str], ...] = (
+    (
+        "unit",
+        "one row per (dataset, config, label column); a dataset with several label columns gives "
+        "several rows whose text-only figures repeat. Every percentage in the findings counts these rows.",
+    ),
+    (
+        "splits",
+        "train; validation (also called valid, dev or val by datasets); test. A dataset without "
+        "a test split is not surveyed.",
+    ),
+    ("text key", "the values of the row's input (text) columns, compared exactly, as a tuple."),
+    ("text+label key", "the text key plus the value of the one label column of the row."),
+    (
+        "leaks_<split>_wrt_test",
+        "|set(K(split)) ∩ set(K(test))|: distinct keys of train (or validation) that also occur in test.",
+    ),
+    ("duplication_<split>", "len(split) − |set(K(split))|: rows of the split beyond the first occurrence of their key."),
+    (
+        "test_biased",
+        "(leaks_train_wrt_test + duplication_test) / len(test) × 100, published rounded to 3 decimals "
+        "(10.049%). Validation leaks are not part of it.",
+    ),
+    (
+        "difference_annotation",
+        "|(text_leaks_train − text_and_label_leaks_train) + (text_leaks_validation − "
+        "text_and_label_leaks_validation)|, NR terms taken as 0: texts that leak with "
+        "another label, an approximation of annotation conflicts.",
+    ),
+    (
+        "NR",
+        "not relevant: a figure that cannot be computed, because its split does not exist (no validation "
+        "split: every validation figure is NR) or the row has no label column (every text+label figure "
+        "is NR). NR is not 0 and not a failure; it is left out of every denominator. In Parquet it is null.",
+    ),
+    (
+        "text_ / text_and_label_",
+        "every count exists twice: with the text key (prefix text_) and with the "
+        "text+label key (prefix text_and_label_).",
+    ),
+)
+
+
+def nr_rule(column: Column) -> str:
+    """When a figure is NR, in words."""
+    figure = column.figure
+    reasons = []
+    needs = figure.needs if isinstance(figure, KeyFigure) else ()
+    reasons += [f"no {split} split" for split in needs]
+    if (column.key_kind is not None and column.key_kind.needs_label) or (
+        isinstance(figure, RowFigure) and figure.needs_label
+    ):
+        reasons.append("no label column")
+    return "NR when " + " or ".join(reasons) if reasons else "never NR"
+
+
+def markdown_figure_table() -> str:
+    """The README/docs table of the figure columns: name, type, NR rule, definition."""
+    lines = ["| column | type | NR | definition |", "|---|---|---|---|"]
+    for c in figure_columns():
+        lines.append(f"| `{c.name}` | {c.sql_type} | {nr_rule(c)} | {c.definition} |")
+    return "\n".join(lines) + "\n"
