@@ -40,8 +40,9 @@ class Measurement:
 class Engine:
     """Measures one config. Use as a context manager; it owns one in-memory DuckDB connection."""
 
-    #: DuckDB's 64-bit hash; a test swaps in a weak one to force real collisions.
-    hash_function = "hash"
+    #: The 64-bit hash of a key, as SQL around its columns; a test swaps in a weak one to force
+    #: real collisions and exercise the exact fallback of ``_key``.
+    hash_sql = "hash({})"
 
     def __init__(self, data: ConfigData, *, threads: int | None = None, memory_limit: str | None = None):
         self.data = data
@@ -85,8 +86,8 @@ class Engine:
         text = ", ".join(f"t{i}" for i in range(len(text_columns)))
         projected = [f"{quote_ident(c)} AS t{i}" for i, c in enumerate(text_columns)]
         projected += [f"{quote_ident(c)} AS l{j}" for j, c in enumerate(label_columns)]
-        h = self.hash_function
-        hashed = [f"{h}({text}) AS h_text"] + [f"{h}({text}, l{j}) AS h_l{j}" for j in range(len(label_columns))]
+        h = self.hash_sql
+        hashed = [f"{h.format(text)} AS h_text"] + [f"{h.format(f'{text}, l{j}')} AS h_l{j}" for j in range(len(label_columns))]
         stacked = " UNION ALL ".join(
             f"SELECT '{name}' AS split, {', '.join(projected)} FROM {quote_ident('split_' + name)}"
             for name in CANONICAL_SPLITS

@@ -13,14 +13,12 @@ from hypothesis import strategies as st
 from conftest import shared_index
 from hubsurvey_standin.reference import lle_reference
 from hubsurvey.core.figures import figure_names
-
-FIGURE_COLUMNS = figure_names()
 from hubsurvey.survey.api import measure
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.core.roles import resolve_roles
 from hubsurvey.survey.sources import FolderSource, check_config
 
-REFERENCE_KEYS = {c: ("difference_annotation" if c == "difference_annotation" else c) for c in FIGURE_COLUMNS}
+FIGURE_COLUMNS = figure_names()
 
 
 def _figures(row: dict) -> dict:
@@ -162,21 +160,27 @@ def test_datasetdict_api_matches_arrow_api():
     assert row["difference_annotation"] == 1.0  # x leaks from train with another label, from dev with the same
 
 
-def test_exact_value_path_equals_hash_path(tmp_path, monkeypatch):
-    """When a hash collision is detected the engine groups by the values; both paths agree."""
+@pytest.mark.parametrize("dataset, config", [("eriktks__conll2003", "conll2003"), ("dair-ai__emotion", "split")])
+def test_real_hash_collisions_fall_back_to_exact_values(shared_datasets, monkeypatch, dataset, config):
+    """A weak hash (4 values) collides for real; the engine must detect it and group by the values."""
     from hubsurvey.survey.metrics import Engine
-    from hubsurvey.survey.sample import write_sample
 
-    data = check_config(FolderSource(write_sample(tmp_path / "org__s")).load("default"))
-    hashed = measure_config(data, n_configs=1, source="folder").rows
+    data = check_config(FolderSource(shared_datasets / dataset).load(config))
     keys_used = []
     original = Engine._key
 
-    def values_only(self, hash_column, value_columns):
+    def spy(self, hash_column, value_columns):
         keys_used.append(original(self, hash_column, value_columns))
-        return value_columns
+        return keys_used[-1]
 
-    monkeypatch.setattr(Engine, "_key", values_only)
-    exact = measure_config(data, n_configs=1, source="folder").rows
-    assert keys_used == ["h_text", "h_l0"]  # the check found no collision on this data
-    assert _figures(exact[0]) == _figures(hashed[0])
+    monkeypatch.setattr(Engine, "_key", spy)
+    monkeypatch.setattr(Engine, "hash_sql", "(hash({}) % 4)")
+    rows = measure_config(data, n_configs=1, source="folder").rows
+    assert keys_used and all(not k.startswith("h_") for k in keys_used)  # every key fell back to values
+    for row in rows:
+        _assert_same(row, _reference_rows(data, row["text_columns"], row["label_column"]))
+    # With the real hash the check passes on the same data, and the figures are the same.
+    monkeypatch.setattr(Engine, "hash_sql", "hash({})")
+    keys_used.clear()
+    assert [_figures(r) for r in measure_config(data, n_configs=1, source="folder").rows] == [_figures(r) for r in rows]
+    assert all(k.startswith("h_") for k in keys_used)
