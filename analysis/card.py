@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from hubsurvey.analysis.export import COLUMNS, CSV_PATH, LLE_CSV_PATH, PARQUET_PATH
+from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, columns
 from hubsurvey.analysis.findings import findings
 from hubsurvey.analysis.render import DEFINITIONS, environment, provenance
 from hubsurvey.analysis.report import KEY_LABELS, REPORT_MD
@@ -62,7 +62,7 @@ def render_card(
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,
-        "columns": COLUMNS,
+        "columns": columns(),
         "definitions": DEFINITIONS,
         "f": found,
         "o": overview,

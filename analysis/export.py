@@ -24,25 +24,27 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from hubsurvey.core import figures
-from hubsurvey.core.store import Store, result_columns
+from hubsurvey.core.store import Store, quote_ident, result_columns
 
 PARQUET_PATH = "data/train-00000-of-00001.parquet"
 CSV_PATH = "results.csv"
 LLE_CSV_PATH = "lle.csv"
 NR = figures.NR
 
-#: Exported columns, in order, with their meaning (the dataset card's column table uses this).
-COLUMNS: dict[str, str] = result_columns()
-
 #: Header of the published lbourdois/LLE train.csv, spelling kept, in the lle view's column order.
 LLE_PUBLISHED_HEADER = figures.lle_published_header()
+
+
+def columns() -> dict[str, str]:
+    """Exported columns, in order, with their meaning (the dataset card's column table uses this)."""
+    return result_columns()
 
 ORDER_BY = "dataset_name, dataset_id, config, label_column NULLS FIRST, revision_sha"
 
 
 def results_query() -> str:
-    """The exported rows: ``current_measurements``' columns of :data:`COLUMNS`, in a stable order."""
-    cols = ", ".join(COLUMNS)
+    """The exported rows: ``current_measurements``' columns of :func:`columns`, in a stable order."""
+    cols = ", ".join(quote_ident(c) for c in columns())
     return f"SELECT {cols} FROM current_measurements ORDER BY {ORDER_BY}"
 
 

@@ -15,7 +15,7 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.test_analysis_fixtures import PLANTED, SECRET, build_planted_db
 
-from hubsurvey.analysis.export import COLUMNS, LLE_PUBLISHED_HEADER, export_results
+from hubsurvey.analysis.export import LLE_PUBLISHED_HEADER, columns, export_results
 from hubsurvey.analysis.findings import FINDINGS, create_views, findings, parse_sql, load_sql
 from hubsurvey.cli import app
 from hubsurvey.core.figures import figure_names
@@ -225,7 +225,7 @@ def test_export_parquet_and_csv(planted_db, tmp_path):
     r = runner.invoke(app, ["export", "--out", str(tmp_path / "out"), "--db", str(planted_db)])
     assert r.exit_code == 0, r.output
     table = pq.read_table(tmp_path / "out" / "data" / "train-00000-of-00001.parquet")
-    assert table.column_names == list(COLUMNS)
+    assert table.column_names == list(columns())
     rows = {r["dataset_id"]: r for r in table.to_pylist()}
     assert set(rows) == set(PLANTED)
     for dataset_id, figures in PLANTED.items():
@@ -240,7 +240,7 @@ def test_export_parquet_and_csv(planted_db, tmp_path):
 
     with open(tmp_path / "out" / "results.csv", newline="") as fh:
         records = list(csv.DictReader(fh))
-    assert list(records[0]) == list(COLUMNS) and len(records) == 4
+    assert list(records[0]) == list(columns()) and len(records) == 4
     by_id = {r["dataset_id"]: r for r in records}
     assert by_id["acme/beta"]["text_leaks_validation_wrt_test"] == "NR"
     assert by_id["acme/gamma"]["text_and_label_test_biased"] == "NR" and by_id["acme/gamma"]["label_column"] == "NR"
