@@ -121,7 +121,7 @@ ORDER BY grid.ord;
 --     rows with text_test_biased >= threshold (the value as published, rounded to 3 decimals)
 --     over rows where text_test_biased is not NR;
 --   text_and_label_*: the same for text_and_label_test_biased.
--- test_biased = (leaks_train_wrt_test + duplication_test) / rows_test * 100 (see the method).
+-- test_biased is defined in the method registry (hubsurvey/core/figures.py).
 WITH thresholds AS (
     SELECT unnest([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
                    1.5, 2.0, 2.5, 3.0, 4.0, 5.0,

@@ -23,7 +23,7 @@ from hubsurvey.core.store import Store
 TEMPLATES_PACKAGE = "hubsurvey.templates"  # installed as package data
 
 #: The method's terms, as plain text: templates format them.
-DEFINITIONS: list[tuple[str, str]] = list(figures.TERMS)
+DEFINITIONS: list[tuple[str, str]] = figures.terms()
 
 _MD_SPECIAL = re.compile(r"([\\`*\[\]|])")
 _SECRET_KEY = re.compile(r"token|secret|password|authorization|api[_-]?key", re.IGNORECASE)

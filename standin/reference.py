@@ -1,4 +1,4 @@
-"""A plain-Python reference implementation of the LLE method (../shared/reference/lle_method.md).
+"""A plain-Python reference implementation of the LLE method (docs/method.md).
 
 Deliberately naive: Python lists, tuples and sets, no DuckDB, nothing shared with the engine in
 ``hubsurvey.survey.metrics``. Tests compare the engine with it, and the mini-hub generator uses it to record

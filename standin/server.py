@@ -1,7 +1,7 @@
 """A local stand-in for the Hugging Face Hub's HTTP API, for tests and demos.
 
 It speaks the subset of the Hub API that huggingface_hub 2.4 uses to list, inspect and download
-datasets and to publish one (see ``/work/shared/reference/hub_api.md``): the same paths, query
+datasets and to publish one (the HTTP API as huggingface_hub speaks it): the same paths, query
 parameters, JSON shapes, ``Link`` pagination, ``X-Error-Code`` errors and rate-limit headers.
 Product code reaches it only through ``HF_ENDPOINT`` (or ``endpoint=``).
 

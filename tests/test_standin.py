@@ -27,7 +27,8 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import disable_progress_bars, parse_ratelimit_headers
 
 from hubsurvey_standin import Faults, Scope, StandinHub
-from hubsurvey_standin.minihub import CANONICAL_SPLITS, generate_minihub
+from hubsurvey.core.splits import SPLIT_ALIASES as CANONICAL_SPLITS
+from hubsurvey_standin.minihub import generate_minihub
 from hubsurvey_standin.reference import lle_reference
 
 disable_progress_bars()

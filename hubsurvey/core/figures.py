@@ -303,8 +303,8 @@ def lle_published_header() -> tuple[str, ...]:
 
 # Words ------------------------------------------------------------------------------------------------
 
-#: The method's terms, in words: the report, the card and docs/method.md show them.
-TERMS: tuple[tuple[str, str], ...] = (
+#: The method's terms besides the figures, in words.
+_TERMS_BEFORE: tuple[tuple[str, str], ...] = (
     (
         "unit",
         "one row per (dataset, config, label column); a dataset with several label columns gives "
@@ -317,34 +317,27 @@ TERMS: tuple[tuple[str, str], ...] = (
     ),
     ("text key", "the values of the row's input (text) columns, compared exactly, as a tuple."),
     ("text+label key", "the text key plus the value of the one label column of the row."),
+)
+_TERMS_AFTER: tuple[tuple[str, str], ...] = (
     (
-        "leaks_<split>_wrt_test",
-        "|set(K(split)) ∩ set(K(test))|: distinct keys of train (or validation) that also occur in test.",
-    ),
-    ("duplication_<split>", "len(split) − |set(K(split))|: rows of the split beyond the first occurrence of their key."),
-    (
-        "test_biased",
-        "(leaks_train_wrt_test + duplication_test) / len(test) × 100, published rounded to 3 decimals "
-        "(10.049%). Validation leaks are not part of it.",
-    ),
-    (
-        "difference_annotation",
-        "|(text_leaks_train − text_and_label_leaks_train) + (text_leaks_validation − "
-        "text_and_label_leaks_validation)|, NR terms taken as 0: texts that leak with "
-        "another label, an approximation of annotation conflicts.",
-    ),
-    (
-        "NR",
+        NR,
         "not relevant: a figure that cannot be computed, because its split does not exist (no validation "
         "split: every validation figure is NR) or the row has no label column (every text+label figure "
         "is NR). NR is not 0 and not a failure; it is left out of every denominator. In Parquet it is null.",
     ),
     (
         "text_ / text_and_label_",
-        "every count exists twice: with the text key (prefix text_) and with the "
+        "every key figure exists twice: with the text key (prefix text_) and with the "
         "text+label key (prefix text_and_label_).",
     ),
 )
+
+
+def terms(method: str = LLE_METHOD) -> list[tuple[str, str]]:
+    """The method in words, term by term: what the report, the card and docs/method.md show."""
+    key = [(f.stem, f.definition + ".") for f in KEY_FIGURES if f.method == method]
+    row = [(f.name, f.definition + ".") for f in ROW_FIGURES if f.method == method]
+    return [*_TERMS_BEFORE, *key, *row, *_TERMS_AFTER]
 
 
 def nr_rule(column: Column) -> str:
@@ -364,5 +357,6 @@ def markdown_figure_table() -> str:
     """The README/docs table of the figure columns: name, type, NR rule, definition."""
     lines = ["| column | type | NR | definition |", "|---|---|---|---|"]
     for c in figure_columns():
-        lines.append(f"| `{c.name}` | {c.sql_type} | {nr_rule(c)} | {c.definition} |")
+        definition = c.definition.replace("|", "\\|")  # a table cell: escape the bars of |set(...)|
+        lines.append(f"| `{c.name}` | {c.sql_type} | {nr_rule(c)} | {definition} |")
     return "\n".join(lines) + "\n"
