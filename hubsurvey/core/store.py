@@ -178,6 +178,7 @@ class Store:
     def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False):
         self.path = str(path)
         self._depth = 0  # nesting of transaction(): only the outermost one commits
+        _refuse_foreign_file(self.path)
         try:
             # Never load or install an extension to read a file: a SQLite file passed as --db would
             # otherwise make DuckDB download the sqlite scanner.
@@ -323,6 +324,20 @@ _OPEN_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extension
 # Errors of the disk or file system during a write (a full disk fails the COMMIT with a
 # TransactionException or an IOException; after some failures DuckDB invalidates the DB: Fatal).
 _WRITE_ERRORS = (duckdb.IOException, duckdb.TransactionException, duckdb.FatalException, duckdb.PermissionException)
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _refuse_foreign_file(path: str) -> None:
+    """Refuse a SQLite file in one line before DuckDB sees it (it would want its sqlite extension)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except OSError:
+        return  # missing (a new DB) or unreadable: DuckDB's own error says which
+    if head == _SQLITE_MAGIC:
+        raise StoreError(f"{path} is a SQLite file, not a hubsurvey DuckDB results DB: give another --db")
 
 
 def _first_line(exc: BaseException) -> str:
