@@ -5,7 +5,6 @@ The crawl filter options are declared once here and shared with ``hubsurvey run`
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Annotated, List, Optional
 
@@ -68,5 +67,5 @@ def register(app: typer.Typer) -> None:
         except StoreError as e:
             raise fail(str(e), EXIT_STORE)
         with store, progress_bar("crawl", unit="datasets") as bar:
-            summary = run_crawl(store, client, filters, run_id=f"crawl-{uuid.uuid4().hex[:12]}", progress=bar.update_to)
+            summary = run_crawl(store, client, filters, progress=bar.update_to)  # records its own runs row
         typer.echo(summary.line())

@@ -30,6 +30,7 @@ from hubsurvey.crawler import rules
 from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey.core.hub import HubClient, branch_split, is_transient
 from hubsurvey.core.splits import canonical_split
+from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import Store, now
 from hubsurvey.core.roles import features_from_arrow, infer_roles
 
@@ -188,7 +189,37 @@ def crawl(
     progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> CrawlSummary:
     """List, decide and record every dataset; return counts. Resolutions run on ``workers`` threads
-    (the client's pacing still bounds the request rate)."""
+    (the client's pacing still bounds the request rate).
+
+    Without ``run_id`` the crawl is a command of its own and records its own ``runs`` row (a survey
+    run passes its id and records the run itself).
+    """
+    if run_id is not None:
+        return _crawl(store, client, filters, run_id=run_id, workers=workers, progress=progress)
+    filters = filters or CrawlFilters()
+    runs = Runs(store)
+    run_id = runs.start("crawl", {"filters": filters.as_json()})
+    status, summary = RunStatus.FAILED, None
+    try:
+        summary = _crawl(store, client, filters, run_id=run_id, workers=workers, progress=progress)
+        status = RunStatus.DONE
+        return summary
+    except KeyboardInterrupt:
+        status = RunStatus.INTERRUPTED
+        raise
+    finally:
+        runs.finish(run_id, status, summary.as_json() if summary else {})
+
+
+def _crawl(
+    store: Store,
+    client: HubClient,
+    filters: CrawlFilters | None,
+    *,
+    run_id: str,
+    workers: int,
+    progress: Callable[[dict[str, Any]], None] | None,
+) -> CrawlSummary:
     filters = filters or CrawlFilters()
     started = time.perf_counter()
     calls0, files0 = client.calls, client.file_calls
@@ -278,16 +309,6 @@ def _bounded_map(pool: ThreadPoolExecutor, fn: Callable[[Any], Any], items: Iter
 
 
 def _flush(store: Store, batch: list[dict[str, Any]]) -> None:
-    """Write a batch of dataset rows in one transaction (replacing earlier rows of the same ids)."""
-    if not batch:
-        return
-    table = pa.Table.from_pylist(
-        [{**row, "configs": json.dumps(row["configs"], sort_keys=True) if row["configs"] is not None else None} for row in batch]
-    )
-    with store.transaction() as con:
-        con.register("crawl_batch", table)
-        con.execute("DELETE FROM datasets WHERE dataset_id IN (SELECT dataset_id FROM crawl_batch)")
-        columns = ", ".join(f'"{c}"' for c in table.column_names)
-        con.execute(f"INSERT INTO datasets ({columns}) SELECT {columns} FROM crawl_batch")
-        con.unregister("crawl_batch")
+    """Write a batch of dataset rows in one transaction (the store replaces earlier rows of the same ids)."""
+    store.upsert_datasets(batch)
     batch.clear()

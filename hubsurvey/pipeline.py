@@ -6,7 +6,10 @@
 - **Single writer**: only this coordinator writes DuckDB; executors return plain data.
 - **Resumable**: a job's measurement rows and its ``done`` status are written in one transaction,
   so a run killed at any moment (even ``kill -9``) leaves every job either done with all its rows
-  or not done with none; the next run re-queues what was pending or running.
+  or not done with none; the next run re-queues what was pending or running (without costing the
+  killed attempt) and marks the killed run ``interrupted``.
+- **Recorded**: every run has a ``runs`` row (:class:`hubsurvey.core.runs.Runs`); job transitions
+  all go through :class:`hubsurvey.core.queue.JobQueue`.
 - **Incremental**: a job is ``dataset@sha/config``; a dataset whose sha changed gets new jobs,
   the others are skipped.
 - **Bounded**: ``max_hours`` stops taking new jobs in time; what is left stays pending.
@@ -29,11 +32,10 @@ from filelock import FileLock, Timeout
 
 from hubsurvey import __version__
 from hubsurvey.core.hub import HubClient
-from hubsurvey.core.store import Store, StoreError, insert, now
+from hubsurvey.core.queue import JobOutcome, JobQueue, JobStatus, QueuedJob
+from hubsurvey.core.runs import Runs, RunStatus, new_run_id
+from hubsurvey.core.store import Store, StoreError, now
 from hubsurvey.survey.jobs import JobSpec
-from hubsurvey.core.splits import SPLIT_ALIASES
-
-TRANSIENT_CLASSES = {"worker_died"}  # besides errors the Hub client classifies as transient
 
 
 class RunLockedError(StoreError):
@@ -51,6 +53,9 @@ class RunOptions:
     roles_file: str | None = None
     report_dir: Path | None = None
     crawl: bool = True
+    # failed jobs to queue again: None none (transient failures are always retried), () every
+    # class, else the error classes given (``run --retry-failed CLASS``)
+    retry_failed: tuple[str, ...] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +68,7 @@ class RunOptions:
             "roles_file": self.roles_file,
             "report_dir": str(self.report_dir) if self.report_dir else None,
             "crawl": self.crawl,
+            "retry_failed": list(self.retry_failed) if self.retry_failed is not None else None,
         }
 
 
@@ -111,7 +117,17 @@ def acquire_lock(db: str | Path) -> FileLock:
     except Timeout:
         holder = _read_holder(db)
         raise RunLockedError(f"{db} is in use by another run{holder}; refusing to start a second one") from None
+    except OSError as e:  # a read-only folder, a missing one
+        raise StoreError(f"cannot create the run lock {db}.lock: {e.strerror or e}") from None
     return lock
+
+
+def _write_holder(holder: Path, run_id: str) -> None:
+    """Who holds the lock, for the message a refused second run prints."""
+    try:
+        holder.write_text(json.dumps({"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(), "started_at": now().isoformat()}))
+    except OSError as e:
+        raise StoreError(f"cannot write {holder}: {e.strerror or e}") from None
 
 
 def _holder_file(db: str | Path) -> Path:
@@ -128,74 +144,14 @@ def _read_holder(db: str | Path) -> str:
 
 # --- the queue --------------------------------------------------------------------------------------
 
-def enqueue(store: Store, run_id: str, max_attempts: int) -> list[JobSpec]:
+def enqueue(store: Store, run_id: str, max_attempts: int, retry_failed: tuple[str, ...] | None = None) -> list[JobSpec]:
     """Queue every eligible (dataset, config) not yet measured at its current sha; return the jobs."""
-    datasets = store.records(
-        "SELECT dataset_id, sha, configs FROM datasets WHERE status = 'eligible' AND sha IS NOT NULL ORDER BY dataset_id"
-    )
-    specs: list[JobSpec] = []
-    with store.transaction() as con:
-        # Jobs a killed run left running, and transient failures with attempts left, go back in.
-        con.execute("UPDATE jobs SET status = 'pending' WHERE status = 'running'")
-        con.execute(
-            "UPDATE jobs SET status = 'pending' WHERE status = 'failed' AND transient AND attempts < $m",
-            {"m": max_attempts},
-        )
-        existing = {r[0]: r[1] for r in con.execute("SELECT job_id, status FROM jobs").fetchall()}
-        for d in datasets:
-            configs = json.loads(d["configs"]) if isinstance(d["configs"], str) else (d["configs"] or {})
-            for config, splits in sorted(configs.items()):
-                files = {s: v["files"] for s, v in splits.items() if SPLIT_ALIASES.get(s.lower())}
-                if not any(SPLIT_ALIASES.get(s.lower()) == "test" for s in files):
-                    continue
-                job_id = f"{d['dataset_id']}@{d['sha']}/{config}"
-                status = existing.get(job_id)
-                if status is None:
-                    insert(con, "jobs", {"job_id": job_id, "dataset_id": d["dataset_id"], "revision_sha": d["sha"],
-                                         "config": config, "status": "pending", "attempts": 0, "queued_at": now(),
-                                         "run_id": run_id})
-                elif status != "pending":
-                    continue  # done, or failed for good
-                specs.append(JobSpec(job_id, d["dataset_id"], d["sha"], config, len(configs), files, run_id=run_id))
-        # Pending jobs of an older revision will never run: the dataset has moved on.
-        con.execute(
-            """UPDATE jobs SET status = 'superseded'
-               WHERE status = 'pending' AND NOT EXISTS (
-                   SELECT 1 FROM datasets d WHERE d.dataset_id = jobs.dataset_id AND d.sha = jobs.revision_sha)"""
-        )
-    return specs
+    queue = JobQueue(store, max_attempts=max_attempts)
+    return [_spec(job, run_id) for job in queue.enqueue(run_id, retry_failed)]
 
 
-def _mark_running(store: Store, spec: JobSpec, run_id: str) -> None:
-    store.con.execute(
-        "UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = $t, run_id = $r WHERE job_id = $j",
-        {"t": now(), "r": run_id, "j": spec.job_id},
-    )
-
-
-def _record(store: Store, spec: JobSpec, result: dict[str, Any], final_failure: bool) -> None:
-    """Write one job's outcome; rows and 'done' in one transaction."""
-    finished = now()
-    with store.transaction() as con:
-        if result["ok"]:
-            con.execute(
-                "DELETE FROM measurements WHERE dataset_id = $d AND revision_sha = $r AND config = $c",
-                {"d": spec.dataset_id, "r": spec.revision_sha, "c": spec.config},
-            )
-            for row in result["rows"]:
-                insert(con, "measurements", row)
-            con.execute(
-                "UPDATE jobs SET status = 'done', error_class = NULL, error_message = NULL, transient = NULL, "
-                "finished_at = $t, seconds = $s WHERE job_id = $j",
-                {"t": finished, "s": result["seconds"], "j": spec.job_id},
-            )
-        else:
-            con.execute(
-                "UPDATE jobs SET status = $st, error_class = $c, error_message = $m, transient = $tr, "
-                "finished_at = $t WHERE job_id = $j",
-                {"st": "failed" if final_failure else "pending", "c": result["error_class"], "m": result["message"],
-                 "tr": bool(result.get("transient")), "t": finished, "j": spec.job_id},
-            )
+def _spec(job: QueuedJob, run_id: str) -> JobSpec:
+    return JobSpec(job.job_id, job.dataset_id, job.revision_sha, job.config, job.n_configs, job.files, run_id=run_id)
 
 
 # --- the run ----------------------------------------------------------------------------------------
@@ -215,81 +171,76 @@ def run_survey(
     options = options or RunOptions()
     started = time.perf_counter()
     deadline = started + options.max_hours * 3600 if options.max_hours else None
-    run_id = f"run-{now().strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}"
+    run_id = new_run_id("run")
     summary = RunSummary(run_id)
     lock = acquire_lock(db)
     holder = _holder_file(db)
     try:
-        holder.write_text(json.dumps({"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(), "started_at": now().isoformat()}))
+        _write_holder(holder, run_id)
         with Store(db) as store:
-            with store.transaction() as con:
-                insert(con, "runs", {"run_id": run_id, "command": "run", "args": args or {}, "started_at": now(),
-                                     "status": "running", "tool_version": __version__})
+            runs = Runs(store)
+            runs.mark_interrupted()  # runs that were killed: their process is gone
+            runs.start("run", args or {}, run_id=run_id)
+            queue = JobQueue(store, max_attempts=options.max_attempts)
             try:
                 if options.crawl:
                     summary.crawl = crawl(store, client, filters, run_id=run_id).as_json()
-                specs = enqueue(store, run_id, options.max_attempts)
+                specs = [_spec(job, run_id) for job in queue.enqueue(run_id, options.retry_failed)]
                 summary.queued = len(specs)
-                _execute(store, client, specs, options, summary, deadline, progress, started)
-                summary.status = "timed_out" if summary.left_pending else "done"
+                _execute(queue, client, specs, options, summary, deadline, progress, started)
+                summary.status = (RunStatus.TIMED_OUT if summary.left_pending else RunStatus.DONE).value
                 if options.report_dir is not None:
                     summary.report = [str(p) for p in _refresh_report(store, options.report_dir)]
             except BaseException as e:
-                summary.status = "interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
+                summary.status = (RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED).value
                 raise
             finally:
                 summary.seconds = time.perf_counter() - started
-                with store.transaction() as con:
-                    con.execute("UPDATE jobs SET status = 'pending' WHERE status = 'running'")
-                    con.execute(
-                        "UPDATE runs SET status = $s, finished_at = $t, counts = $c WHERE run_id = $r",
-                        {"s": summary.status, "t": now(), "c": json.dumps(summary.counts()), "r": run_id},
-                    )
+                with store.transaction():
+                    queue.requeue_stale()
+                    runs.finish(run_id, summary.status, summary.counts())
     finally:
         holder.unlink(missing_ok=True)
         lock.release()
     return summary
 
 
-def _execute(store, client, specs, options, summary, deadline, progress, started) -> None:
+def _execute(queue: JobQueue, client, specs, options, summary, deadline, progress, started) -> None:
     from hubsurvey.survey.executors import make_executor
 
     if not specs:
         return
     engine_threads = max(1, (os.cpu_count() or 1) // max(1, options.workers or os.cpu_count() or 1))
-    queue = deque()
+    todo: deque[JobSpec] = deque()
     for spec in specs:
         spec.roles_file = options.roles_file
         spec.endpoint = client.endpoint
         spec.cache_dir = str(client.cache_dir) if client.cache_dir else None
         spec.engine_options = {"threads": engine_threads, "memory_limit": f"{int(options.memory_mb * 0.6)}MB"}
-        queue.append(spec)
-    attempts = {r[0]: r[1] for r in store.con.execute("SELECT job_id, attempts FROM jobs").fetchall()}
+        todo.append(spec)
     executor = make_executor(client, dask=options.dask, workers=options.workers, job_timeout=options.job_timeout, memory_mb=options.memory_mb)
     inflight: dict[Future, JobSpec] = {}
     try:
-        while queue or inflight:
-            while queue and len(inflight) < executor.capacity and not (deadline and time.perf_counter() > deadline):
-                spec = queue.popleft()
-                _mark_running(store, spec, summary.run_id)
-                attempts[spec.job_id] = attempts.get(spec.job_id, 0) + 1
+        while todo or inflight:
+            while todo and len(inflight) < executor.capacity and not (deadline and time.perf_counter() > deadline):
+                spec = todo.popleft()
+                queue.mark_running(spec.job_id, summary.run_id)
                 inflight[executor.submit(spec)] = spec
             if not inflight:
                 break  # out of time: the rest stays pending
             done, _ = wait(list(inflight), timeout=1.0, return_when=FIRST_COMPLETED)
             for future in done:
                 spec = inflight.pop(future)
-                result = future.result()
-                retry = not result["ok"] and (result.get("transient") or result["error_class"] in TRANSIENT_CLASSES) and attempts[spec.job_id] < options.max_attempts
-                _record(store, spec, result, final_failure=not retry)
-                if result["ok"]:
+                outcome: JobOutcome = future.result()
+                status = queue.record(spec, outcome)
+                if status is JobStatus.DONE:
                     summary.done += 1
-                    summary.rows += len(result["rows"])
-                    summary.measure_seconds += result.get("measure_seconds", 0.0)
-                    summary.job_seconds += result.get("seconds", 0.0)
-                elif retry:
+                    summary.rows += len(outcome.rows)
+                    summary.measure_seconds += outcome.measure_seconds
+                    summary.job_seconds += outcome.seconds
+                elif status is JobStatus.PENDING:
                     summary.retried += 1
-                    queue.append(spec)
+                    todo.append(spec)
                 else:
                     summary.failed += 1
                 if progress:
@@ -298,7 +249,7 @@ def _execute(store, client, specs, options, summary, deadline, progress, started
                               "total": summary.queued, "rows_per_s": round(summary.rows / elapsed, 2) if elapsed else 0})
     finally:
         executor.close()
-    summary.left_pending = len(queue)
+    summary.left_pending = len(todo)
 
 
 def _refresh_report(store: Store, out_dir: Path) -> list[Path]:
@@ -312,8 +263,11 @@ def _refresh_report(store: Store, out_dir: Path) -> list[Path]:
 # --- status -------------------------------------------------------------------------------------------
 
 def status(db: str | Path) -> dict[str, Any]:
-    """A summary of the DB: last run, queue by status, failures by class, measured rows."""
-    holder = _read_holder(db)
+    """A summary of the DB: last run, queue by status, failures by class, measured rows.
+
+    A run left ``running`` by a process that is gone (``kill -9``) is marked ``interrupted`` first.
+    """
+    holder = _read_holder(db) if _holder_alive(db) else ""
     try:
         store = Store(db, read_only=True)
     except StoreError as e:
@@ -321,6 +275,11 @@ def status(db: str | Path) -> dict[str, Any]:
             raise StoreError(f"{db} is in use by a running survey{holder}") from None
         raise
     with store:
+        stale = bool(Runs(store).stale())
+    if stale:  # repair needs a write: the DB is free, since a read-only open succeeded
+        with Store(db) as writer:
+            Runs(writer).mark_interrupted()
+    with Store(db, read_only=True) as store:
         last = store.records("SELECT run_id, command, status, started_at, finished_at, counts FROM runs ORDER BY started_at DESC LIMIT 1")
         queue = dict(store.query("SELECT status, count(*) FROM jobs GROUP BY status ORDER BY status")[1])
         failures = store.records(
@@ -329,6 +288,8 @@ def status(db: str | Path) -> dict[str, Any]:
         )
         datasets = dict(store.query("SELECT status, count(*) FROM datasets GROUP BY status")[1])
         measured = store.query("SELECT count(*), count(DISTINCT dataset_id) FROM current_measurements")[1][0]
+    if last and isinstance(last[0]["counts"], str):  # a JSON column reads back as text: decode it once
+        last[0]["counts"] = json.loads(last[0]["counts"])
     return {
         "db": str(db),
         "running": holder or None,
@@ -338,3 +299,16 @@ def status(db: str | Path) -> dict[str, Any]:
         "datasets": datasets,
         "measurements": {"rows": measured[0], "datasets": measured[1]},
     }
+
+
+def _holder_alive(db: str | Path) -> bool:
+    """Whether the run named in ``<db>.run.json`` is still alive (a killed run leaves the file)."""
+    try:
+        info = json.loads(_holder_file(db).read_text())
+    except (OSError, ValueError):
+        return False
+    if info.get("host") != socket.gethostname():
+        return True  # another host's process: cannot tell, believe the file
+    import psutil
+
+    return bool(info.get("pid")) and psutil.pid_exists(int(info["pid"]))

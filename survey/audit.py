@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import Store
 from hubsurvey.core.errors import BadInputError, SurveyError
 from hubsurvey.survey.measure import ConfigResult, measure_config
@@ -54,6 +55,9 @@ def audit(
     outcome = AuditOutcome(source.dataset_id)
     kind = "folder" if isinstance(source, FolderSource) else "hub"
     store = Store(db) if db is not None else None
+    runs = Runs(store) if store is not None else None
+    run_id = runs.start("audit", {"target": target, "config": config, "roles": str(roles_file) if roles_file else None}) if runs else None
+    status = RunStatus.FAILED
     try:
         for name in [config] if config else configs:
             try:
@@ -66,7 +70,15 @@ def audit(
             if store is not None:
                 store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows)
             outcome.results.append(result)
+        status = RunStatus.DONE if outcome.results or not outcome.errors else RunStatus.FAILED
+    except KeyboardInterrupt:
+        status = RunStatus.INTERRUPTED
+        raise
     finally:
         if store is not None:
-            store.close()
+            try:
+                if runs is not None and run_id is not None:
+                    runs.finish(run_id, status, {"configs": len(outcome.results), "rows": len(outcome.rows), "errors": len(outcome.errors)})
+            finally:
+                store.close()
     return outcome

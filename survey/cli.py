@@ -6,7 +6,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -20,6 +20,15 @@ JobTimeout = Annotated[float, typer.Option("--job-timeout", help="Seconds one jo
 MemoryMb = Annotated[int, typer.Option("--memory-mb", help="Memory ceiling of one local worker, MB")]
 ReportDir = Annotated[Path, typer.Option("--report-dir", help="Where the refreshed report goes")]
 Roles = Annotated[Optional[Path], typer.Option("--roles", help="Roles override file (TOML), as for audit")]
+RetryFailed = Annotated[Optional[List[str]], typer.Option(
+    "--retry-failed", help="Queue failed jobs of this error class again (repeatable; 'all' for every class)")]
+
+
+def _retry_classes(values: Optional[List[str]]) -> Optional[tuple[str, ...]]:
+    """``--retry-failed``: None (not given), () for every class ('all'), else the classes."""
+    if values is None:
+        return None
+    return () if "all" in values else tuple(values)
 
 
 def _summary_lines(summary) -> list[str]:
@@ -51,6 +60,7 @@ def register(app: typer.Typer) -> None:
         memory_mb: MemoryMb = 4096,
         report_dir: ReportDir = Path("out"),
         roles: Roles = None,
+        retry_failed: RetryFailed = None,
         rate: Rate = 1.5,
         file_rate: FileRate = 9.0,
         db: Db = Path(DEFAULT_DB),
@@ -64,7 +74,8 @@ def register(app: typer.Typer) -> None:
                 "job_timeout": job_timeout, "memory_mb": memory_mb, "report_dir": str(report_dir), "db": str(db),
                 "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate}
         _run(db, client, filters, args, workers=workers, max_hours=max_hours, dask=dask, job_timeout=job_timeout,
-             memory_mb=memory_mb, report_dir=report_dir, roles_file=str(roles) if roles else None)
+             memory_mb=memory_mb, report_dir=report_dir, roles_file=str(roles) if roles else None,
+             retry_failed=_retry_classes(retry_failed))
 
     @app.command()
     def status(db: Db = Path(DEFAULT_DB), as_json: Annotated[bool, typer.Option("--json")] = False) -> None:

@@ -1,4 +1,4 @@
-"""Executors: where jobs run. Interchangeable; each turns a JobSpec into a Future of a result dict.
+"""Executors: where jobs run. Interchangeable; each turns a JobSpec into a Future of a JobOutcome.
 
 - ``LocalExecutor``: a pool of worker processes on this machine (pebble, for per-job timeouts and
   killing a stuck worker), fed by a small thread pool in the coordinator that downloads the next
@@ -15,10 +15,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from hubsurvey.core.hub import HubClient
+from hubsurvey.core.queue import JobOutcome
 from hubsurvey.survey.jobs import MEMORY_EXIT_CODE, JobSpec, download, error_outcome, run_job
 
 
-def _set(outer: Future, result: dict[str, Any]) -> None:
+def _set(outer: Future, result: JobOutcome) -> None:
     if not outer.done():
         outer.set_result(result)
 
@@ -67,15 +68,14 @@ class LocalExecutor(_Executor):
             try:
                 _set(outer, inner.result())
             except FutureTimeout:
-                _set(outer, {"ok": False, "error_class": "timeout", "transient": False,
-                             "message": f"{where}: took longer than {self.job_timeout:.0f} s"})
+                _set(outer, JobOutcome.failure("timeout", f"{where}: took longer than {self.job_timeout:.0f} s"))
             except ProcessExpired as e:
                 if e.exitcode == MEMORY_EXIT_CODE:
-                    _set(outer, {"ok": False, "error_class": "memory_limit", "transient": False,
-                                 "message": f"{where}: worker passed its memory ceiling of {self.memory_mb} MB"})
+                    _set(outer, JobOutcome.failure(
+                        "memory_limit", f"{where}: worker passed its memory ceiling of {self.memory_mb} MB"))
                 else:
-                    _set(outer, {"ok": False, "error_class": "worker_died", "transient": True,
-                                 "message": f"{where}: worker process died (exit code {e.exitcode})"})
+                    _set(outer, JobOutcome.failure(
+                        "worker_died", f"{where}: worker process died (exit code {e.exitcode})", transient=True))
             except Exception as e:  # pragma: no cover - pebble's own failures
                 _set(outer, error_outcome(e, where))
 

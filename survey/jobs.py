@@ -1,7 +1,7 @@
 """One survey job: download (when needed) and measure one (dataset, revision, config).
 
 This is the function every executor runs: a local worker process or a Dask worker. It takes a
-plain dict (the job spec) and returns a plain dict (rows or an error); it never touches the results
+plain dict (the job spec) and returns a :class:`~hubsurvey.core.queue.JobOutcome` (rows or an error); it never touches the results
 DB and never receives a token (workers read ``HF_TOKEN`` from their own environment).
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 
 from hubsurvey.core.hub import PARQUET_REVISION, HubClient, is_transient
 from hubsurvey.core.errors import SurveyError
+from hubsurvey.core.queue import JobOutcome
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.core.roles import RoleOverrides
 from hubsurvey.survey.sources import config_from_files
@@ -56,7 +57,7 @@ def download(spec: JobSpec, client: HubClient) -> JobSpec:
     return JobSpec(**{**spec.as_dict(), "local_files": local})
 
 
-def error_outcome(exc: BaseException, where: str) -> dict[str, Any]:
+def error_outcome(exc: BaseException, where: str) -> JobOutcome:
     """A failure as plain data: a stable class, a one-line message, and whether to retry."""
     if isinstance(exc, SurveyError):
         error_class, message = exc.error_class, str(exc)
@@ -67,10 +68,10 @@ def error_outcome(exc: BaseException, where: str) -> dict[str, Any]:
     token = os.environ.get("HF_TOKEN")
     if token:
         message = message.replace(token, "***")
-    return {"ok": False, "error_class": error_class, "message": message[:500], "transient": is_transient(exc)}
+    return JobOutcome.failure(error_class, message[:500], transient=is_transient(exc))
 
 
-def run_job(spec_dict: dict[str, Any]) -> dict[str, Any]:
+def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
     """Measure one job spec; download first when the executor did not prefetch."""
     spec = JobSpec(**spec_dict)
     where = f"{spec.dataset_id} [{spec.config}]"
@@ -92,19 +93,18 @@ def run_job(spec_dict: dict[str, Any]) -> dict[str, Any]:
         )
     except Exception as exc:  # every failure becomes data for the coordinator
         outcome = error_outcome(exc, where)
-        if outcome["error_class"] not in ("bad_input", "unreadable", "schema_mismatch") and not outcome["transient"]:
-            outcome["traceback"] = traceback.format_exc(limit=3)
+        if outcome.error_class not in ("bad_input", "unreadable", "schema_mismatch") and not outcome.transient:
+            outcome.traceback = traceback.format_exc(limit=3)
         return outcome
     finally:
         if watchdog:
             watchdog.stop()
-    return {
-        "ok": True,
-        "rows": result.rows,
-        "seconds": time.perf_counter() - started,
-        "measure_seconds": result.seconds,
-        "download_seconds": download_seconds,
-    }
+    return JobOutcome.success(
+        result.rows,
+        seconds=time.perf_counter() - started,
+        measure_seconds=result.seconds,
+        download_seconds=download_seconds,
+    )
 
 
 class MemoryWatchdog:

@@ -107,6 +107,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE jobs ADD COLUMN transient BOOLEAN;
     """,
+    # 3: the process that records a run, so that a run whose process died is marked interrupted.
+    """
+    ALTER TABLE runs ADD COLUMN pid INTEGER;
+    ALTER TABLE runs ADD COLUMN host VARCHAR;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -202,18 +207,33 @@ def now() -> datetime:
 
 
 class Store:
-    """The results DB. ``Store(path)`` opens (creating and migrating as needed)."""
+    """The results DB. ``Store(path)`` opens (creating and migrating as needed).
+
+    Every way the DB cannot be used raises :class:`StoreError` with one line (exit code 3): a file
+    that is not DuckDB (a SQLite file is refused, not handed to an extension), a DuckDB file of
+    another tool, a newer schema, a lock held elsewhere, a read-only folder, a full disk.
+    """
 
     def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False):
         self.path = str(path)
+        self._depth = 0  # nesting of transaction(): only the outermost one commits
+        _refuse_foreign_file(self.path)
         try:
-            self.con = duckdb.connect(self.path, read_only=read_only)
+            # Never load or install an extension to read a file: a SQLite file passed as --db would
+            # otherwise make DuckDB download the sqlite scanner.
+            self.con = duckdb.connect(self.path, read_only=read_only, config=_OPEN_CONFIG)
         except duckdb.Error as e:
-            raise StoreError(f"cannot open {self.path}: {str(e).splitlines()[0]}") from None
-        if not read_only:
-            self._migrate()
-        else:
-            self._check_version()
+            raise StoreError(f"cannot open {self.path}: {_first_line(e)}") from None
+        except OSError as e:
+            raise StoreError(f"cannot open {self.path}: {e.strerror or e}") from None
+        try:
+            if not read_only:
+                self._migrate()
+            else:
+                self._check_version()
+        except BaseException:
+            self.con.close()
+            raise
 
     def close(self) -> None:
         self.con.close()
@@ -236,11 +256,22 @@ class Store:
 
     def _check_version(self) -> int:
         version = self._version()
+        if version == 0 and self._foreign_tables():
+            raise StoreError(
+                f"{self.path} is a DuckDB file of another tool (tables {', '.join(self._foreign_tables()[:3])} but no "
+                "hubsurvey schema_version): give another --db"
+            )
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path} has schema version {version}; this hubsurvey knows up to {SCHEMA_VERSION}: upgrade hubsurvey"
             )
         return version
+
+    def _foreign_tables(self) -> list[str]:
+        """Tables (and views) of a DB that hubsurvey never migrated."""
+        return [r[0] for r in self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_name <> 'schema_version' ORDER BY table_name"
+        ).fetchall()]
 
     def _migrate(self) -> None:
         version = self._check_version()
@@ -271,13 +302,32 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        self.con.execute("BEGIN TRANSACTION")
+        """One transaction; nested uses join the outer one (so store methods compose atomically).
+
+        A write the disk or the file system refuses (full disk, read-only file) becomes a
+        :class:`StoreError`; DuckDB rolls the transaction back, so the DB stays as it was.
+        """
+        if self._depth:
+            self._depth += 1
+            try:
+                yield self.con
+            finally:
+                self._depth -= 1
+            return
+        self._depth = 1
         try:
-            yield self.con
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        self.con.execute("COMMIT")
+            try:
+                self.con.execute("BEGIN TRANSACTION")
+                yield self.con
+            except BaseException:
+                _rollback(self.con)
+                raise
+            self.con.execute("COMMIT")
+        except _WRITE_ERRORS as e:
+            _rollback(self.con)
+            raise StoreError(f"cannot write {self.path}: {_first_line(e)}") from None
+        finally:
+            self._depth = 0
 
     # --- measurements ---------------------------------------------------------------------------
 
@@ -291,6 +341,27 @@ class Store:
             for row in rows:
                 insert(con, "measurements", row)
 
+    # --- datasets (the crawl's records) -----------------------------------------------------------
+
+    def upsert_datasets(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Write crawl records in one transaction, replacing earlier rows of the same dataset ids."""
+        if not rows:
+            return
+        import pyarrow as pa
+
+        table = pa.Table.from_pylist(
+            [{**row, "configs": json.dumps(row["configs"], sort_keys=True) if row.get("configs") is not None else None}
+             for row in rows]
+        )
+        columns = ", ".join(quote_ident(c) for c in table.column_names)
+        with self.transaction() as con:
+            con.register("crawl_batch", table)
+            try:
+                con.execute("DELETE FROM datasets WHERE dataset_id IN (SELECT dataset_id FROM crawl_batch)")
+                con.execute(f"INSERT INTO datasets ({columns}) SELECT {columns} FROM crawl_batch")
+            finally:
+                con.unregister("crawl_batch")
+
     def query(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
         result = self.con.execute(sql, params or {})
         names = [d[0] for d in result.description] if result.description else []
@@ -299,6 +370,41 @@ class Store:
     def records(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> list[dict[str, Any]]:
         names, rows = self.query(sql, params)
         return [dict(zip(names, row)) for row in rows]
+
+
+# Opening a file never installs nor loads an extension (see Store.__init__).
+_OPEN_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+# Errors of the disk or file system during a write (a full disk fails the COMMIT with a
+# TransactionException or an IOException; after some failures DuckDB invalidates the DB: Fatal).
+_WRITE_ERRORS = (duckdb.IOException, duckdb.TransactionException, duckdb.FatalException, duckdb.PermissionException)
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _refuse_foreign_file(path: str) -> None:
+    """Refuse a SQLite file in one line before DuckDB sees it (it would want its sqlite extension)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except OSError:
+        return  # missing (a new DB) or unreadable: DuckDB's own error says which
+    if head == _SQLITE_MAGIC:
+        raise StoreError(f"{path} is a SQLite file, not a hubsurvey DuckDB results DB: give another --db")
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back if a transaction is still open (a failed COMMIT may already have ended it)."""
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:
+        pass
 
 
 def quote_ident(name: str) -> str:

@@ -1,0 +1,196 @@
+"""The job queue: every job transition, one method each, over the store's ``jobs`` table.
+
+A job is one ``dataset@sha/config``. Its life (the model is the Hugging Face dataset-viewer queue):
+
+    pending ──mark_running──▶ running ──record──▶ done
+       ▲                         │       └──────▶ failed ──(transient, or --retry-failed)──▶ pending
+       └──── requeue_stale ──────┘ (a run that stopped, or was killed, with the job in flight)
+    pending ──supersede──▶ superseded (the dataset moved to a newer sha before it ran)
+
+Attempts are counted when an attempt *ends* (``record``), so a job killed with its run does not
+lose one. ``max_attempts`` bounds the attempts of one run; a transient failure that used them up is
+retried by the next run, and ``retry_failed`` puts failures of the given classes back in the queue.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterable
+
+from hubsurvey.core.splits import SPLIT_ALIASES
+from hubsurvey.core.store import Store, insert, now
+
+#: error classes that are transient whatever the error said (a worker process that died)
+TRANSIENT_CLASSES = frozenset({"worker_died"})
+
+
+class JobStatus(str, Enum):
+    """A job's status; the values are the strings stored in ``jobs.status``."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    SUPERSEDED = "superseded"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class JobOutcome:
+    """What one attempt of a job gave: its rows, or why it failed. Plain data (crosses processes)."""
+
+    ok: bool
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    error_class: str | None = None
+    message: str | None = None
+    transient: bool = False
+    traceback: str | None = None
+    seconds: float = 0.0  # wall time of the attempt
+    measure_seconds: float = 0.0
+    download_seconds: float = 0.0
+
+    @classmethod
+    def success(cls, rows: list[dict[str, Any]], *, seconds: float, measure_seconds: float = 0.0,
+                download_seconds: float = 0.0) -> "JobOutcome":
+        return cls(True, rows, seconds=seconds, measure_seconds=measure_seconds, download_seconds=download_seconds)
+
+    @classmethod
+    def failure(cls, error_class: str, message: str, *, transient: bool = False, traceback: str | None = None) -> "JobOutcome":
+        return cls(False, error_class=error_class, message=message, transient=transient, traceback=traceback)
+
+    @property
+    def retryable(self) -> bool:
+        """Whether another attempt may succeed (network, 5xx, a dead worker)."""
+        return not self.ok and (self.transient or self.error_class in TRANSIENT_CLASSES)
+
+
+@dataclass
+class QueuedJob:
+    """A job taken from the queue: what to measure (the executor's spec is built from it)."""
+
+    job_id: str
+    dataset_id: str
+    revision_sha: str
+    config: str
+    n_configs: int
+    files: dict[str, list[str]]  # split (as the dataset names it) -> paths on the Parquet branch
+
+
+class JobQueue:
+    """Every transition of the ``jobs`` table. Only the coordinator of a run uses it."""
+
+    def __init__(self, store: Store, *, max_attempts: int = 3):
+        self.store = store
+        self.max_attempts = max_attempts
+        self._run_attempts: dict[str, int] = {}  # attempts ended in this run, per job
+
+    # --- filling the queue -------------------------------------------------------------------------
+
+    def enqueue(self, run_id: str, retry_failed: Iterable[str] | None = None) -> list[QueuedJob]:
+        """Queue every eligible (dataset, config) not yet measured at its current sha; return the
+        pending jobs, in dataset order.
+
+        Also puts back: jobs a stopped run left running (``requeue_stale``), transient failures,
+        and, with ``retry_failed``, failures of those classes (an empty collection: every class).
+        """
+        datasets = self.store.records(
+            "SELECT dataset_id, sha, configs FROM datasets WHERE status = 'eligible' AND sha IS NOT NULL ORDER BY dataset_id"
+        )
+        jobs: list[QueuedJob] = []
+        with self.store.transaction() as con:
+            self.requeue_stale()
+            self.requeue_failed(retry_failed)
+            existing = {r[0]: r[1] for r in con.execute("SELECT job_id, status FROM jobs").fetchall()}
+            for d in datasets:
+                configs = json.loads(d["configs"]) if isinstance(d["configs"], str) else (d["configs"] or {})
+                for config, splits in sorted(configs.items()):
+                    files = {s: v["files"] for s, v in splits.items() if SPLIT_ALIASES.get(s.lower())}
+                    if not any(SPLIT_ALIASES.get(s.lower()) == "test" for s in files):
+                        continue
+                    job_id = f"{d['dataset_id']}@{d['sha']}/{config}"
+                    status = existing.get(job_id)
+                    if status is None:
+                        insert(con, "jobs", {"job_id": job_id, "dataset_id": d["dataset_id"], "revision_sha": d["sha"],
+                                             "config": config, "status": JobStatus.PENDING.value, "attempts": 0,
+                                             "queued_at": now(), "run_id": run_id})
+                    elif status != JobStatus.PENDING:
+                        continue  # done, or failed for good
+                    jobs.append(QueuedJob(job_id, d["dataset_id"], d["sha"], config, len(configs), files))
+            self.supersede()
+        return jobs
+
+    def requeue_stale(self) -> int:
+        """Jobs left ``running`` by a run that stopped go back to pending. Their attempt was never
+        counted (attempts count when they end), so none is lost."""
+        return self._set_status(JobStatus.PENDING, "status = $from", {"from": JobStatus.RUNNING.value})
+
+    def requeue_failed(self, retry_failed: Iterable[str] | None = None) -> int:
+        """Failed jobs back to pending: transient ones always (the next run retries them), and
+        those whose class is in ``retry_failed`` (empty: every class)."""
+        where = "status = $from AND (transient"
+        params: dict[str, Any] = {"from": JobStatus.FAILED.value}
+        if retry_failed is not None:
+            classes = list(retry_failed)
+            if classes:
+                where += " OR list_contains($classes, error_class)"
+                params["classes"] = classes
+            else:
+                where += " OR true"
+        return self._set_status(JobStatus.PENDING, where + ")", params)
+
+    def supersede(self) -> int:
+        """Pending jobs of an older revision will never run: the dataset has moved on."""
+        return self._set_status(
+            JobStatus.SUPERSEDED,
+            "status = $from AND NOT EXISTS (SELECT 1 FROM datasets d WHERE d.dataset_id = jobs.dataset_id AND d.sha = jobs.revision_sha)",
+            {"from": JobStatus.PENDING.value},
+        )
+
+    # --- running -----------------------------------------------------------------------------------
+
+    def mark_running(self, job_id: str, run_id: str) -> None:
+        with self.store.transaction() as con:
+            con.execute(
+                "UPDATE jobs SET status = $s, started_at = $t, run_id = $r WHERE job_id = $j",
+                {"s": JobStatus.RUNNING.value, "t": now(), "r": run_id, "j": job_id},
+            )
+
+    def record(self, job: QueuedJob | Any, outcome: JobOutcome) -> JobStatus:
+        """Write one attempt's outcome: its rows and ``done`` in one transaction, or the failure.
+
+        Returns the job's new status: ``pending`` when a transient failure has attempts left in this
+        run (the caller submits it again), else ``done`` or ``failed``.
+        """
+        tries = self._run_attempts[job.job_id] = self._run_attempts.get(job.job_id, 0) + 1
+        finished = now()
+        with self.store.transaction() as con:
+            if outcome.ok:
+                self.store.replace_measurements(job.dataset_id, job.revision_sha, job.config, outcome.rows)
+                con.execute(
+                    "UPDATE jobs SET status = $st, attempts = attempts + 1, error_class = NULL, error_message = NULL, "
+                    "transient = NULL, finished_at = $t, seconds = $s WHERE job_id = $j",
+                    {"st": JobStatus.DONE.value, "t": finished, "s": outcome.seconds, "j": job.job_id},
+                )
+                return JobStatus.DONE
+            status = JobStatus.PENDING if outcome.retryable and tries < self.max_attempts else JobStatus.FAILED
+            con.execute(
+                "UPDATE jobs SET status = $st, attempts = attempts + 1, error_class = $c, error_message = $m, "
+                "transient = $tr, finished_at = $t WHERE job_id = $j",
+                {"st": status.value, "c": outcome.error_class, "m": outcome.message,
+                 "tr": outcome.retryable, "t": finished, "j": job.job_id},
+            )
+        return status
+
+    # --- reading -----------------------------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        return dict(self.store.query("SELECT status, count(*) FROM jobs GROUP BY status ORDER BY status")[1])
+
+    def _set_status(self, status: JobStatus, where: str, params: dict[str, Any]) -> int:
+        with self.store.transaction() as con:
+            changed = con.execute(f"UPDATE jobs SET status = $to WHERE {where}", {"to": status.value, **params}).fetchone()
+        return int(changed[0]) if changed else 0

@@ -1,0 +1,103 @@
+"""The runs API: every command that changes the DB records one ``runs`` row.
+
+``start`` writes the row (``running``, with the process id and host); ``finish`` sets the final
+status and counts. A process killed with ``kill -9`` cannot finish its row, so
+:meth:`Runs.mark_interrupted` (called by the next ``run`` and by ``status``) turns a ``running`` row
+whose process is gone from this host into ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from datetime import datetime
+from enum import Enum
+from typing import Any, Mapping
+
+from hubsurvey import __version__
+from hubsurvey.core.store import Store, insert, now
+
+
+class RunStatus(str, Enum):
+    """A run's status; the values are the strings stored in ``runs.status``."""
+
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    TIMED_OUT = "timed_out"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def new_run_id(command: str = "run") -> str:
+    """``run-20260101T000000Z-abc123``: sortable by time, unique."""
+    return f"{command}-{now().strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}"
+
+
+class Runs:
+    """The ``runs`` table: start, finish, and repair rows of processes that died."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def start(self, command: str, args: Mapping[str, Any] | None = None, *, run_id: str | None = None) -> str:
+        """Record a run of ``command`` as running in this process; return its id."""
+        run_id = run_id or new_run_id(command)
+        with self.store.transaction() as con:
+            insert(con, "runs", {"run_id": run_id, "command": command, "args": dict(args or {}), "started_at": now(),
+                                 "status": RunStatus.RUNNING.value, "tool_version": __version__,
+                                 "pid": os.getpid(), "host": socket.gethostname()})
+        return run_id
+
+    def finish(self, run_id: str, status: RunStatus | str, counts: Mapping[str, Any] | None = None) -> None:
+        """Set the final status and counts (stored as one JSON value) of a run."""
+        with self.store.transaction() as con:
+            con.execute(
+                "UPDATE runs SET status = $s, finished_at = $t, counts = $c WHERE run_id = $r",
+                {"s": str(status), "t": now(), "c": json.dumps(dict(counts or {}), default=str), "r": run_id},
+            )
+
+    def stale(self) -> list[str]:
+        """Runs recorded as ``running`` on this host whose process is gone."""
+        if not self.store.query(
+            "SELECT 1 FROM information_schema.columns WHERE table_name = 'runs' AND column_name = 'pid'"
+        )[1]:
+            return []  # a DB opened read-only before its migration 3: runs record no process
+        rows = self.store.query(
+            "SELECT run_id, pid, started_at FROM runs WHERE status = $s AND host = $h AND pid IS NOT NULL",
+            {"s": RunStatus.RUNNING.value, "h": socket.gethostname()},
+        )[1]
+        return [run_id for run_id, pid, started_at in rows if not _alive(pid, started_at)]
+
+    def mark_interrupted(self) -> list[str]:
+        """Mark the stale runs (see :meth:`stale`) ``interrupted``; return their ids."""
+        stale = self.stale()
+        if stale:
+            with self.store.transaction() as con:
+                con.execute(
+                    "UPDATE runs SET status = $s WHERE list_contains($ids, run_id)",
+                    {"s": RunStatus.INTERRUPTED.value, "ids": stale},
+                )
+        return stale
+
+
+def _alive(pid: int, started_at: datetime | None) -> bool:
+    """Whether the process that started a run still exists (a zombie, or a pid reused by a process
+    started after the run began, is not it)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        if started_at is not None and process.create_time() > started_at.timestamp() + 1:
+            return False
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:  # no permission to look: assume it is alive
+        return True
+    return True
