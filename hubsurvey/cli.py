@@ -1,74 +1,103 @@
-"""The ``hubsurvey`` command. Each command is a thin layer over one documented Python function.
+"""The ``hubsurvey`` command: the top of the package, the only module that imports the commands.
 
-Exit codes (every command):
-  0  success
-  1  partial: some configs or datasets failed, the rest was stored
-  2  bad input: nothing could be measured (the reason is printed on one line)
-  3  the results DB could not be used (locked, newer schema, not a DuckDB file)
+Every command is a plain function (here for ``audit``, in :mod:`hubsurvey.commands` for the rest)
+registered in one place, :data:`COMMANDS`, and run inside one error handler: a
+:class:`~hubsurvey.core.errors.HubsurveyError` prints ``error: <one line>`` on stderr and exits with
+its code; anything else is a bug: one line saying so, exit 5, the traceback logged at debug level
+(``-v``).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
+import click
 import typer
 
+from hubsurvey import __version__
+from hubsurvey.commands.options import Db, Format, Json, Roles, at_least, output_format
+from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
 from hubsurvey.core import figures
-from hubsurvey.core.store import DEFAULT_DB, StoreError
+from hubsurvey.core.store import DEFAULT_DB
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
+log = logging.getLogger("hubsurvey.cli")
 
-EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT, EXIT_STORE = 0, 1, 2, 3
+HELP = """hubsurvey: can I believe the test split of this dataset?
+
+Measures leaks (test rows also in train or validation) and duplicates in the splits of Hugging Face
+Hub datasets (the LLE method): one dataset with `audit`, or the whole Hub, unattended, with `run`.
+Results go to a DuckDB file (results.duckdb) that `sql`, `report`, `export` and `publish` read.
+
+\b
+Start here:
+  hubsurvey demo                 a whole survey of a generated mini-hub, offline
+  hubsurvey audit OWNER/NAME     measure one Hub dataset (or a local folder)
+  hubsurvey COMMAND -h           the options of one command
+
+\b
+Exit codes:
+  0  success
+  1  partial: some configs or datasets failed, the rest was stored
+  2  bad input: nothing could be measured, or a command-line value is out of range
+  3  the results DB cannot be used (missing, empty, locked, newer schema)
+  4  the Hub cannot be used (unreachable, listing refused, authentication)
+  5  internal error: a bug in hubsurvey (-v shows the traceback)
+"""
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,  # plain help: no <bool> type tags, and \b blocks kept as written
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 
-@app.callback()
-def _main() -> None:
-    """hubsurvey: can I believe the test split of this dataset?"""
+def handled(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``command`` inside the one error handler (see the module docstring)."""
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
-    """Print one line on stderr and return the Exit to raise."""
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except HubsurveyError as e:
+            log.debug("%s failed", command.__name__, exc_info=True)
+            typer.echo(f"error: {one_line(e)}", err=True)
+            raise typer.Exit(int(e.exit_code)) from None
+        except Exception as e:
+            log.debug("internal error in %s", command.__name__, exc_info=True)
+            typer.echo(f"internal error (a bug in hubsurvey): {one_line(e)}", err=True)
+            raise typer.Exit(int(ExitCode.INTERNAL)) from None
+
+    return run
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"hubsurvey {__version__}")
+        raise typer.Exit()
 
 
-class progress_bar:
-    """tqdm on a terminal; on a pipe (cron) a plain log line every ``every`` items instead."""
+@app.callback(help=HELP)
+@handled
+def _main(
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_show_version, help="Print the version and exit")] = False,
+    verbose: Annotated[int, typer.Option("-v", "--verbose", count=True, show_default=False, help="More log detail (-v: debug, with tracebacks)")] = 0,
+    log_level: Annotated[Optional[str], typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR [default: INFO]")] = None,
+) -> None:
+    from hubsurvey.logs import setup_logging
 
-    def __init__(self, desc: str, *, unit: str = "it", total: int | None = None, every: int = 1000):
-        self.desc, self.unit, self.total, self.every = desc, unit, total, every
-        self._bar = None
-        self._last_logged = 0
+    setup_logging(verbose=verbose, level=log_level)
 
-    def __enter__(self) -> "progress_bar":
-        if sys.stderr.isatty():
-            from tqdm import tqdm
 
-            self._bar = tqdm(desc=self.desc, unit=f" {self.unit}", total=self.total, file=sys.stderr)
-        return self
-
-    def update_to(self, counts: dict[str, Any]) -> None:
-        done = counts.get("listed", counts.get("done", 0))
-        if self._bar is not None:
-            if counts.get("total") and self._bar.total != counts["total"]:
-                self._bar.total = counts["total"]
-            self._bar.set_postfix({k: v for k, v in counts.items() if isinstance(v, int) and k != "listed"}, refresh=False)
-            self._bar.update(done - self._bar.n)
-        elif done - self._last_logged >= self.every or done == counts.get("total"):
-            self._last_logged = done
-            typer.echo(f"{self.desc}: {json.dumps(counts, sort_keys=True, default=str)}", err=True)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._bar is not None:
-            self._bar.close()
 
 
 def lle_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -113,37 +142,62 @@ def render_examples(examples: dict[str, list[dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
-@app.command()
-def audit(
-    target: Optional[str] = typer.Argument(None, help="Hub id (owner/name) or local folder; default: the generated sample"),
-    config: Optional[str] = typer.Option(None, "--config", help="Measure only this config"),
-    examples: int = typer.Option(0, "--examples", help="Also print the top N leaked and duplicated examples"),
-    as_json: bool = typer.Option(False, "--json", help="Print only a JSON array, one object per row"),
-    db: Path = typer.Option(Path(DEFAULT_DB), "--db", help="Results DB"),
-    roles: Optional[Path] = typer.Option(None, "--roles", help="Roles override file (TOML)"),
-) -> None:
-    """Measure a dataset's leaks and duplicates (LLE method), store and print them."""
-    from hubsurvey.survey.audit import audit as run_audit
-    from hubsurvey.core.errors import SurveyError
+def _hub_errors() -> tuple[type[BaseException], ...]:
+    """The Hub's refusals of one dataset (missing, gated, a bad revision): bad input for audit."""
+    from huggingface_hub.errors import HfHubHTTPError
 
+    from hubsurvey.core.hub import HubError
+
+    return (HfHubHTTPError, HubError)
+
+
+def _audit_csv(rows: list[dict[str, Any]]) -> str:
+    from hubsurvey.commands.analysis import format_csv
+
+    objs = [lle_json(r) for r in rows]
+    names = list(objs[0]) if objs else [*figures.lle_published_columns(), "dataset_id", "config", "label_column", "text_columns"]
+    return format_csv(names, [[o[n] for n in names] for o in objs])
+
+
+def audit(
+    target: Annotated[Optional[str], typer.Argument(help="Hub id (owner/name) or local folder; default: the generated sample")] = None,
+    config: Annotated[Optional[str], typer.Option("--config", help="Measure only this config")] = None,
+    examples: Annotated[int, typer.Option("--examples", help="Also print the top N leaked and duplicated examples")] = 0,
+    fmt: Format = None,
+    as_json: Json = False,
+    db: Db = Path(DEFAULT_DB),
+    roles: Roles = None,
+) -> None:
+    """Measure a dataset's leaks and duplicates (LLE method), store and print them.
+
+    --format json (or --json) prints only a JSON array, one object per row; with --examples N each
+    object also has an "examples" key.
+    """
+    from hubsurvey.survey.audit import audit as run_audit
+
+    fmt = output_format(fmt, as_json)
+    at_least("--examples", examples, 0)
     if target is None:
         from hubsurvey.survey.sample import write_sample
 
         target = str(write_sample(Path(tempfile.gettempdir()) / "hubsurvey-sample" / "hubsurvey__sample-reviews"))
-        if not as_json:
+        if fmt == "table":
             typer.echo(f"No target given: auditing the generated sample dataset at {target}\n")
     try:
         outcome = run_audit(target, config=config, examples=examples, db=db, roles_file=roles)
-    except StoreError as e:
-        raise fail(str(e), EXIT_STORE)
-    except SurveyError as e:
-        raise fail(str(e))
-    except Exception as e:  # Hub errors (missing, gated, network) and anything unforeseen
-        from hubsurvey.core.hub import HubClient
-
-        raise fail(f"{target}: {HubClient().scrub(_one_line(e))}")
-    if as_json:
-        typer.echo(json.dumps([lle_json(r) for r in outcome.rows], ensure_ascii=False, indent=1))
+    except _hub_errors() as e:
+        raise BadInputError(f"{target}: {one_line(e)}") from None
+    if fmt == "json":
+        objs = []
+        for result in outcome.results:
+            for r in result.rows:
+                obj = lle_json(r)
+                if examples:
+                    obj["examples"] = result.examples
+                objs.append(obj)
+        typer.echo(json.dumps(objs, ensure_ascii=False, indent=1, default=str))
+    elif fmt == "csv":
+        sys.stdout.write(_audit_csv(outcome.rows))
     else:
         for result in outcome.results:
             for row in result.rows:
@@ -156,24 +210,21 @@ def audit(
     for error in outcome.errors:
         typer.echo(f"error: {error}", err=True)
     if outcome.errors:
-        raise typer.Exit(EXIT_PARTIAL if outcome.results else EXIT_BAD_INPUT)
+        raise typer.Exit(ExitCode.PARTIAL if outcome.results else ExitCode.BAD_INPUT)
 
 
-def _register_stage_commands() -> None:
-    """Stages add their own commands (crawl, run, sql, export, publish...) when they exist."""
-    import importlib
+def _commands() -> list[Callable[..., Any]]:
+    """Every command, in the order ``hubsurvey --help`` lists them."""
+    from hubsurvey.commands import analysis, crawl, survey
 
-    for module in ("hubsurvey.crawler.cli", "hubsurvey.survey.cli", "hubsurvey.analysis.cli"):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if e.name != module:
-                raise
-            continue
-        mod.register(app)
+    return [audit, crawl.crawl, survey.run, survey.status, survey.demo,
+            analysis.sql, analysis.report, analysis.export, analysis.publish]
 
 
-_register_stage_commands()
+#: the one place commands are registered, each inside the error handler
+COMMANDS = _commands()
+for _command in COMMANDS:
+    app.command(_command.__name__, short_help=(_command.__doc__ or "").strip().splitlines()[0])(handled(_command))
 
 
 def main() -> None:  # pragma: no cover - console entry point

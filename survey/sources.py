@@ -341,8 +341,11 @@ def open_source(target: str, *, client: Any = None, dataset_id: str | None = Non
     path = Path(target)
     if path.exists():
         return FolderSource(path, dataset_id)
-    if not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)?", target) or ".." in target:
-        raise BadInputError(f"{target}: neither an existing folder nor a Hub dataset id")
+    # A path-like target (./x, /x, ../x, or owner__name, the folder form of a Hub id) is a folder that
+    # does not exist: say so at once rather than ask the Hub about it.
+    path_like = target.startswith(("./", "/", "../", "~")) or ("__" in target and "/" not in target)
+    if path_like or not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)?", target) or ".." in target:
+        raise BadInputError(f"{target}: neither a folder nor a Hub id")
     if client is None:
         from hubsurvey.core.hub import HubClient
 

@@ -296,6 +296,11 @@ def lle_record(row: Mapping[str, Any], method: str = LLE_METHOD) -> dict[str, An
     return out
 
 
+def lle_published_columns() -> tuple[str, ...]:
+    """The lle view's columns (the published table's, "validation" spelled right)."""
+    return ("dataset_name", *(c.published_name for c in figure_columns(LLE_METHOD)))
+
+
 def lle_published_header() -> tuple[str, ...]:
     """The header of the published lbourdois/LLE train.csv, their spelling kept."""
     return ("dataset_name", *(c.compat_name for c in figure_columns(LLE_METHOD)))

@@ -1,0 +1,256 @@
+"""``hubsurvey sql``, ``report``, ``export`` and ``publish``: thin layers over :mod:`hubsurvey.analysis`.
+
+They read the results DB only. ``sql`` runs the analyst's query with file access off: DuckDB is
+opened with ``enable_external_access=false`` and no extension autoload/autoinstall, so a query can
+neither read nor write files nor load code; ``ATTACH``, ``COPY`` and ``EXPORT DATABASE`` are refused
+before they run. ``--allow-files`` lifts that for an analyst who means it (the DB stays read-only).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any, Optional, Sequence
+
+import typer
+
+from hubsurvey.commands.options import DEFAULT_REPORT_DIR, Format, ReadDb, at_least, output_format
+from hubsurvey.core.errors import BadInputError, StoreError, UsageError
+from hubsurvey.core.store import DEFAULT_DB, Store
+
+#: DuckDB settings of the ``sql`` connection: no file reads or writes, no extension install or load
+SAFE_CONFIG = {
+    "enable_external_access": False,
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+}
+
+
+def open_results(db: Path, *, safe: bool = False) -> Store:
+    """The results DB, read-only; a missing, empty or foreign file is one line and exit 3.
+
+    Never creates the file. With ``safe`` the connection has file access and extensions off.
+    """
+    import duckdb
+
+    path = Path(db)
+    if not path.is_file():
+        raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
+    if path.stat().st_size == 0:
+        raise StoreError(f"{db}: empty file, not a results DB (run `hubsurvey run` or `hubsurvey audit` first)")
+    if safe:
+        store = Store.__new__(Store)
+        store.path = str(path)
+        try:
+            store.con = duckdb.connect(store.path, read_only=True, config=dict(SAFE_CONFIG))
+        except duckdb.Error as e:
+            raise StoreError(f"cannot open {db}: {str(e).splitlines()[0]}") from None
+        version = store._check_version()
+    else:
+        store = Store(path, read_only=True)
+        version = store._check_version()
+    if version == 0:
+        store.close()
+        raise StoreError(f"{db}: holds no hubsurvey results (run `hubsurvey run` or `hubsurvey audit` first)")
+    return store
+
+
+# --- sql output -------------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready value: timestamps in ISO 8601, decimals as numbers, nested lists/maps kept."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _cell(value: Any, null: str) -> str:
+    if value is None:
+        return null
+    value = _plain(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def format_table(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Aligned columns with a header rule; numbers right-aligned, NULL shown as NULL."""
+    cells = [[_cell(v, "NULL").replace("\n", "\\n") for v in row] for row in rows]
+    widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
+    numeric = [
+        bool(rows) and all(isinstance(r[i], (int, float, Decimal)) and not isinstance(r[i], bool) or r[i] is None for r in rows)
+        for i in range(len(names))
+    ]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
+
+    out = [line(names), "  ".join("-" * w for w in widths)]
+    out += [line(r) for r in cells]
+    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(out)
+
+
+def format_csv(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """CSV with a header; NULL is an empty cell."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(names)
+    for row in rows:
+        writer.writerow([_cell(v, "") for v in row])
+    return buf.getvalue()
+
+
+def format_json(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A JSON array of objects; NULL is null."""
+    return json.dumps([{n: _plain(v) for n, v in zip(names, row)} for row in rows], ensure_ascii=False, indent=1)
+
+
+RENDER = {"table": format_table, "csv": format_csv, "json": format_json}
+
+
+def refuse_file_statements(store: Store, query: str) -> None:
+    """Refuse ATTACH, COPY and EXPORT DATABASE before they run: they read or write files."""
+    import duckdb
+
+    try:
+        statements = store.con.extract_statements(query)
+    except duckdb.Error:
+        return  # a parse error: the query itself reports it
+    refused = {duckdb.StatementType.ATTACH: "ATTACH", duckdb.StatementType.COPY: "COPY",
+               duckdb.StatementType.EXPORT: "EXPORT DATABASE", duckdb.StatementType.COPY_DATABASE: "COPY FROM DATABASE"}
+    for statement in statements:
+        if statement.type in refused:
+            raise UsageError(f"sql: {refused[statement.type]} is refused (it reads or writes files); "
+                             "use --allow-files if you mean it")
+
+
+def run_sql(store: Store, query: str) -> tuple[list[str], list[tuple]]:
+    """Run ``query`` on the store's connection, with the findings TEMP views available."""
+    from hubsurvey.analysis.findings import create_views
+
+    create_views(store)
+    result = store.con.execute(query)
+    if result.description is None:
+        return [], []
+    return [d[0] for d in result.description], result.fetchall()
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+
+def sql(
+    query: Annotated[str, typer.Argument(help="SQL to run ('-': read it from stdin); the findings_* views are available")],
+    fmt: Format = None,
+    allow_files: Annotated[bool, typer.Option("--allow-files", help="Let the query read and write files (ATTACH, COPY, read_csv...)")] = False,
+    db: ReadDb = Path(DEFAULT_DB),
+) -> None:
+    """Run a SQL query over the results DB (read-only, no file access) and print the result."""
+    import duckdb
+
+    fmt = output_format(fmt)
+    if query == "-":
+        query = sys.stdin.read()
+    if not query.strip():
+        raise UsageError("sql: the query is empty")
+    store = open_results(db, safe=not allow_files)
+    try:
+        if not allow_files:
+            refuse_file_statements(store, query)
+        names, rows = run_sql(store, query)
+    except duckdb.Error as e:
+        raise BadInputError(" ".join(str(e).split())) from None
+    finally:
+        store.close()
+    sys.stdout.write(RENDER[fmt](names, rows).rstrip("\n") + "\n")
+
+
+def report(
+    out: Annotated[Path, typer.Option("--out", help="Folder for REPORT.md and report.html")] = DEFAULT_REPORT_DIR,
+    db: ReadDb = Path(DEFAULT_DB),
+    top: Annotated[int, typer.Option("--top", help="How many rows the 'top test bias' table lists")] = 20,
+) -> None:
+    """Render the findings as REPORT.md and a self-contained report.html."""
+    from hubsurvey.analysis.report import render_report
+
+    at_least("--top", top, 1)
+    store = open_results(db)
+    try:
+        paths = render_report(store, out, top_n=top)
+    except OSError as e:
+        raise BadInputError(f"{out}: {e}") from None
+    finally:
+        store.close()
+    for path in paths:
+        typer.echo(f"wrote {path}")
+
+
+def export(
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the results dataset into")],
+    db: ReadDb = Path(DEFAULT_DB),
+    lle_compat: Annotated[bool, typer.Option("--lle-compat", help="Also write lle.csv in the published LLE format")] = False,
+) -> None:
+    """Export the results as Parquet (NULL stays null) and CSV (NULL written NR)."""
+    from hubsurvey.analysis.export import export_results
+
+    store = open_results(db)
+    try:
+        paths = export_results(store, out, lle_compat=lle_compat)
+    except OSError as e:
+        raise BadInputError(f"{out}: {e}") from None
+    finally:
+        store.close()
+    for path in paths:
+        typer.echo(f"wrote {path} ({path.stat().st_size} bytes)")
+
+
+def publish(
+    repo: Annotated[str, typer.Option("--repo", help="Target dataset repo, OWNER/NAME")],
+    push: Annotated[bool, typer.Option("--push", help="Upload (default: only build the folder and print the plan)")] = False,
+    private: Annotated[bool, typer.Option("--private", help="Create the repo private (an existing repo keeps its visibility)")] = False,
+    db: ReadDb = Path(DEFAULT_DB),
+    out: Annotated[Optional[Path], typer.Option("--out", help="Folder to build (default: a folder under the temp dir)")] = None,
+    with_report: Annotated[bool, typer.Option("--report/--no-report", help="Include REPORT.md")] = True,
+    license: Annotated[Optional[str], typer.Option("--license", help="License of the results in the card [default: cc-by-4.0]")] = None,
+    pretty_name: Annotated[Optional[str], typer.Option("--pretty-name", help="Title of the results dataset in the card")] = None,
+) -> None:
+    """Build the results dataset (Parquet, CSV, card) and, with --push, upload it in one commit."""
+    from hubsurvey.analysis.publish import PublishError, publish as run_publish
+
+    store = open_results(db)
+    try:
+        card = {k: v for k, v in (("license", license), ("pretty_name", pretty_name)) if v is not None}
+        result = run_publish(store, repo, out_dir=out, push=push, private=private, report=with_report, **card)
+    except PublishError as e:
+        raise BadInputError(" ".join(str(e).split())) from None
+    except OSError as e:
+        raise BadInputError(f"{type(e).__name__}: {e}") from None
+    finally:
+        store.close()
+    typer.echo(f"target: dataset {result.repo_id}{' (private)' if private else ''}")
+    typer.echo(f"folder: {result.folder}")
+    for f in result.files:
+        typer.echo(f"  {f.path_in_repo:40} {f.size:>10} bytes")
+    typer.echo(f"  {'total':40} {result.total_size:>10} bytes in {len(result.files)} files")
+    if not push:
+        typer.echo("dry run: nothing uploaded; add --push to create the repo and upload these files in one commit")
+    elif result.unchanged:
+        typer.echo("unchanged: the repo already holds exactly these files; no commit made")
+    else:
+        typer.echo(f"pushed: one commit with {len(result.files)} files (changed: {', '.join(result.changed)})")
+        if result.commit_url:
+            typer.echo(f"commit: {result.commit_url}")

@@ -1,0 +1,76 @@
+"""Options shared by several commands, declared once, in one ``Annotated`` style.
+
+Defaults come from the dataclasses the options fill (:class:`CrawlFilters`, :class:`RunOptions`,
+:class:`HubClient`'s pacing), so that a default is written in exactly one place.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from hubsurvey.core.errors import UsageError
+from hubsurvey.core.store import DEFAULT_DB
+
+#: where ``run`` and ``report`` write the report unless told otherwise
+DEFAULT_REPORT_DIR = Path("out")
+#: the output formats of ``audit``, ``status`` and ``sql``
+FORMATS = ("table", "json", "csv")
+
+Db = Annotated[Path, typer.Option("--db", help="Results DB")]
+ReadDb = Annotated[Path, typer.Option("--db", help="Results DB (opened read-only)")]
+Format = Annotated[Optional[str], typer.Option("--format", help="Output format: table, json or csv [default: table]")]
+Json = Annotated[bool, typer.Option("--json", help="Same as --format json")]
+
+# --- the crawl's filters (CrawlFilters) -------------------------------------------------------------
+Authors = Annotated[Optional[List[str]], typer.Option("--author", help="Only these authors (repeatable)")]
+DenyAuthors = Annotated[Optional[List[str]], typer.Option("--deny-author", help="Never these authors (repeatable)")]
+Tasks = Annotated[Optional[List[str]], typer.Option("--task", help="task_categories filter (repeatable)")]
+Languages = Annotated[Optional[List[str]], typer.Option("--language", help="language filter (repeatable)")]
+Search = Annotated[Optional[str], typer.Option("--search", help="Dataset name contains")]
+Limit = Annotated[Optional[int], typer.Option("--limit", help="List at most N datasets (0: no limit)")]
+MaxRows = Annotated[int, typer.Option("--max-rows", help="Keep datasets with fewer rows than this")]
+AllowGated = Annotated[bool, typer.Option("--allow-gated", help="Also keep gated datasets (needs HF_TOKEN)")]
+
+# --- the Hub client's pacing ------------------------------------------------------------------------
+Rate = Annotated[float, typer.Option("--rate", help="Max API requests per second (0: unpaced)")]
+FileRate = Annotated[float, typer.Option("--file-rate", help="Max file requests per second (0: unpaced)")]
+
+# --- the run (RunOptions) ---------------------------------------------------------------------------
+Workers = Annotated[Optional[int], typer.Option("--workers", help="Local worker processes (default: one per core)")]
+MaxHours = Annotated[Optional[float], typer.Option("--max-hours", help="Stop taking new jobs after this long (0: no limit)")]
+Dask = Annotated[Optional[str], typer.Option("--dask", help="Run jobs on a Dask cluster: tcp://scheduler:8786")]
+JobTimeout = Annotated[float, typer.Option("--job-timeout", help="Seconds one job may take (local workers)")]
+MemoryMb = Annotated[int, typer.Option("--memory-mb", help="Memory ceiling of one local worker, MB")]
+ReportDir = Annotated[Path, typer.Option("--report-dir", help="Where the refreshed report goes")]
+Roles = Annotated[Optional[Path], typer.Option("--roles", help="Roles override file (TOML)")]
+
+
+# --- validation: one line and exit 2 ---------------------------------------------------------------
+
+def at_least(name: str, value: float | int | None, minimum: float | int) -> None:
+    """Refuse ``value`` below ``minimum`` (None means: not given)."""
+    if value is not None and value < minimum:
+        raise UsageError(f"{name} must be at least {minimum}, not {value}")
+
+
+def positive(name: str, value: float | int | None) -> None:
+    if value is not None and value <= 0:
+        raise UsageError(f"{name} must be greater than 0, not {value}")
+
+
+def unlimited_if_zero(name: str, value: float | int | None) -> float | int | None:
+    """``0`` means no limit (None); a negative value is refused."""
+    at_least(name, value, 0)
+    return value or None
+
+
+def output_format(fmt: str | None, as_json: bool = False) -> str:
+    """The one output-format convention: ``--format table|json|csv``; ``--json`` is ``--format json``."""
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if as_json and fmt not in (None, "json"):
+        raise UsageError(f"--json and --format {fmt} contradict each other")
+    return "json" if as_json else (fmt or "table")

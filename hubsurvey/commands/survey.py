@@ -1,0 +1,165 @@
+"""``hubsurvey run``, ``status`` and ``demo``: thin layers over :mod:`hubsurvey.pipeline`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from hubsurvey.commands.crawl import filters_from_options, hub_client
+from hubsurvey.commands.options import (
+    DEFAULT_REPORT_DIR, AllowGated, Authors, Dask, Db, DenyAuthors, FileRate, Format, Json, JobTimeout,
+    Languages, Limit, MaxHours, MaxRows, MemoryMb, Rate, ReadDb, ReportDir, Roles, Search, Tasks, Workers,
+    at_least, output_format, positive, unlimited_if_zero,
+)
+from hubsurvey.core.errors import ExitCode, UsageError
+from hubsurvey.core.hub import DEFAULT_FILE_RATE, DEFAULT_RATE
+from hubsurvey.core.store import DEFAULT_DB
+from hubsurvey.crawler.rules import CrawlFilters
+from hubsurvey.pipeline import RunOptions
+
+log = logging.getLogger(__name__)
+
+#: where ``hubsurvey demo`` writes, unless --db / --report-dir say otherwise: never the real results
+DEMO_DIR = Path("hubsurvey-demo")
+
+
+def _summary_lines(summary) -> list[str]:
+    lines = []
+    if summary.crawl:
+        c = summary.crawl
+        lines.append(f"crawl: listed {c['listed']}, eligible {c['eligible']}, excluded {sum(c['excluded'].values())} {json.dumps(c['excluded'], sort_keys=True)}")
+    lines.append(summary.line())
+    if summary.report:
+        lines.append("report: " + ", ".join(summary.report))
+    return lines
+
+
+RetryFailed = Annotated[Optional[list[str]], typer.Option(
+    "--retry-failed", help="Queue failed jobs of this error class again (repeatable; 'all' for every class)")]
+
+
+def _retry_classes(values: Optional[list[str]]) -> Optional[tuple[str, ...]]:
+    """``--retry-failed``: None (not given), () for every class ('all'), else the classes."""
+    if values is None:
+        return None
+    return () if "all" in values else tuple(values)
+
+
+def _run_options(**options: Any) -> RunOptions:
+    """RunOptions from the command line, validated: one line and exit 2 on an out-of-range value."""
+    at_least("--workers", options.get("workers"), 1)
+    options["max_hours"] = unlimited_if_zero("--max-hours", options.get("max_hours"))
+    positive("--job-timeout", options.get("job_timeout"))
+    positive("--memory-mb", options.get("memory_mb"))
+    return RunOptions(**options)
+
+
+def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]) -> None:
+    from hubsurvey.pipeline import run_survey
+    from hubsurvey.progress import SurveyProgress, quiet_hub_bars
+
+    with quiet_hub_bars(), SurveyProgress() as bar:
+        summary = run_survey(db, client, filters, options, progress=bar, args=args)
+    for line in _summary_lines(summary):
+        typer.echo(line)
+    if summary.failed:
+        raise typer.Exit(ExitCode.PARTIAL)
+
+
+def run(
+    author: Authors = None,
+    deny_author: DenyAuthors = None,
+    task: Tasks = None,
+    language: Languages = None,
+    search: Search = None,
+    limit: Limit = CrawlFilters.limit,
+    max_rows: MaxRows = CrawlFilters.max_rows,
+    allow_gated: AllowGated = CrawlFilters.allow_gated,
+    workers: Workers = RunOptions.workers,
+    max_hours: MaxHours = RunOptions.max_hours,
+    dask: Dask = None,
+    job_timeout: JobTimeout = RunOptions.job_timeout,
+    memory_mb: MemoryMb = RunOptions.memory_mb,
+    report_dir: ReportDir = DEFAULT_REPORT_DIR,
+    roles: Roles = None,
+    retry_failed: RetryFailed = None,
+    rate: Rate = DEFAULT_RATE,
+    file_rate: FileRate = DEFAULT_FILE_RATE,
+    db: Db = Path(DEFAULT_DB),
+) -> None:
+    """Crawl, measure every eligible config not measured at its current sha, refresh the report."""
+    filters = filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated)
+    options = _run_options(workers=workers, max_hours=max_hours, dask=dask, job_timeout=job_timeout,
+                           memory_mb=memory_mb, report_dir=report_dir, roles_file=str(roles) if roles else None,
+                           retry_failed=_retry_classes(retry_failed))
+    client = hub_client(rate, file_rate)
+    args = {"filters": filters.as_json(), "workers": workers, "max_hours": options.max_hours, "dask": dask,
+            "job_timeout": job_timeout, "memory_mb": memory_mb, "report_dir": str(report_dir), "db": str(db),
+            "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate}
+    _survey(db, client, filters, options, args)
+
+
+def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = False) -> None:
+    """Summarise the DB: last run, queue, failures by class."""
+    from hubsurvey.pipeline import status as db_status
+
+    fmt = output_format(fmt, as_json)
+    if fmt == "csv":
+        raise UsageError("status prints --format table or json (its summary is not one table)")
+    info = db_status(db)
+    last = info["last_run"]
+    if last and isinstance(last.get("counts"), str):
+        last["counts"] = json.loads(last["counts"])  # a JSON column: print it as an object, not a string
+    if fmt == "json":
+        typer.echo(json.dumps(info, default=str, indent=1))
+        return
+    typer.echo(f"db: {info['db']}" + (f"  (a run is in progress{info['running']})" if info["running"] else ""))
+    if last:
+        counts = last["counts"] or {}
+        typer.echo(f"last run: {last['run_id']} {last['status']}, started {last['started_at']}, finished {last['finished_at']}")
+        typer.echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items() if not isinstance(v, dict)))
+    else:
+        typer.echo("last run: none")
+    typer.echo("datasets: " + (", ".join(f"{k} {v}" for k, v in sorted(info["datasets"].items())) or "none crawled"))
+    typer.echo("queue: " + (", ".join(f"{k} {v}" for k, v in sorted(info["queue"].items())) or "empty"))
+    typer.echo(f"measurements: {info['measurements']['rows']} row(s) over {info['measurements']['datasets']} dataset(s)")
+    if info["failures"]:
+        typer.echo("failures by class:")
+        for f in info["failures"]:
+            typer.echo(f"  {f['error_class']}: {f['jobs']}  e.g. {f['example']}")
+
+
+def demo(
+    db: Annotated[Optional[Path], typer.Option("--db", help=f"Results DB [default: {DEMO_DIR / 'results.duckdb'}]")] = None,
+    report_dir: Annotated[Optional[Path], typer.Option("--report-dir", help=f"Report folder [default: {DEMO_DIR / 'report'}]")] = None,
+    workers: Workers = RunOptions.workers,
+    hub_dir: Annotated[Optional[Path], typer.Option("--hub-dir", help="Where to generate the mini-hub (default: a temp folder, removed at the end)")] = None,
+) -> None:
+    """Generate a mini-hub, serve it on loopback and survey it (no network; never touches real results).
+
+    The demo writes its own DB and report under ./hubsurvey-demo/ unless --db / --report-dir are given.
+    """
+    from hubsurvey.core.hub import HubClient
+    from hubsurvey_standin import StandinHub, generate_minihub  # the stand-in: only the demo uses it
+
+    db = db or DEMO_DIR / "results.duckdb"
+    report_dir = report_dir or DEMO_DIR / "report"
+    options = _run_options(workers=workers, report_dir=report_dir)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="hubsurvey-demo-") as tmp:
+        root = generate_minihub((hub_dir or Path(tmp)) / "hub", seed=0)
+        with StandinHub(root) as hub:
+            typer.echo(f"mini-hub generated at {root} and served at {hub.url}")
+            # The stand-in is local: no pacing needed. Its files go to a cache of their own, removed at the end.
+            client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=Path(tmp) / "hf-cache")
+            args = {"demo": True, "db": str(db), "report_dir": str(report_dir), "workers": workers}
+            try:
+                _survey(db, client, None, options, args)
+            finally:
+                typer.echo(f"demo results: {db}  report: {report_dir}/")
+    typer.echo(f"try: hubsurvey sql \"SELECT * FROM lle\" --db {db}")
