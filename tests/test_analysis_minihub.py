@@ -14,6 +14,9 @@ from hubsurvey_standin import StandinHub, generate_minihub
 from hubsurvey.core.store import Store
 from hubsurvey.pipeline import RunOptions, run_survey
 
+# Surveying the mini-hub (a stand-in server and two worker processes) takes seconds.
+pytestmark = pytest.mark.slow
+
 THRESHOLDS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0,
               10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0]
 

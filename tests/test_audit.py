@@ -286,6 +286,7 @@ def test_missing_target_is_bad_input(tmp_path):
 
 # --- a Hub id, through huggingface_hub against the stand-in serving the real datasets ------------
 
+@pytest.mark.slow
 def test_audit_hub_id_reproduces_the_published_row(shared_datasets, tmp_path, monkeypatch):
     import huggingface_hub.constants
 
