@@ -4,6 +4,7 @@ planted truth (truth.json), in plain Python, independently of the SQL."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -22,15 +23,17 @@ THRESHOLDS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.5, 2.0, 2.5, 3
 
 
 @pytest.fixture(scope="module")
-def surveyed(tmp_path_factory) -> tuple[Path, list[dict]]:
+def surveyed(tmp_path_factory) -> tuple[Path, list[dict], dict[str, str]]:
+    """The surveyed DB, the planted figures of every measured config, and each dataset's planted
+    crawl outcome (``eligible``, an exclusion reason, or ``error:<cause>``)."""
     tmp = tmp_path_factory.mktemp("minihub-findings")
     root = generate_minihub(tmp / "hub", seed=0)
     with StandinHub(root) as hub:
         client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=tmp / "cache")
         summary = run_survey(tmp / "r.duckdb", client, None, RunOptions(workers=2))
     assert summary.failed == 0
-    truth = json.loads((root / "truth.json").read_text())["measurements"]
-    return tmp / "r.duckdb", [t["figures"] for t in truth]
+    truth = json.loads((root / "truth.json").read_text())
+    return tmp / "r.duckdb", [t["figures"] for t in truth["measurements"]], truth["expected"]
 
 
 def _pct(n: int, d: int) -> float | None:
@@ -38,7 +41,7 @@ def _pct(n: int, d: int) -> float | None:
 
 
 def test_split_findings_equal_hand_computed(surveyed):
-    db, truth = surveyed
+    db, truth, _ = surveyed
     with Store(db) as store:
         got = {(r["split"], r["key"]): r for r in findings(store)["splits"]}
     for key in ("text", "text_and_label"):
@@ -59,7 +62,7 @@ def test_split_findings_equal_hand_computed(surveyed):
 
 
 def test_test_bias_and_annotation_findings_equal_hand_computed(surveyed):
-    db, truth = surveyed
+    db, truth, _ = surveyed
     with Store(db) as store:
         result = findings(store)
     rows = {r["threshold_pct"]: r for r in result["test_bias"]}
@@ -77,11 +80,16 @@ def test_test_bias_and_annotation_findings_equal_hand_computed(surveyed):
 
 
 def test_exclusions_by_reason_come_from_the_crawl(surveyed):
-    db, _ = surveyed
+    db, _, expected = surveyed
     with Store(db) as store:
         failures = findings(store)["failures"]
         excluded = dict(store.query("SELECT exclusion_reason, count(*) FROM datasets WHERE status = 'excluded' GROUP BY 1")[1])
     reported = {r["reason"]: r["count"] for r in failures if r["kind"] == "excluded dataset"}
     assert reported == excluded
-    assert all(r["denominator"] == 19 for r in failures if r["kind"] == "excluded dataset")  # datasets listed
-    assert excluded["gated"] == 2 and excluded["not_text"] == 2
+    # Every planted dataset is listed but the private one (the survey has no token).
+    listed = sum(outcome != "error:private" for outcome in expected.values())
+    assert all(r["denominator"] == listed for r in failures if r["kind"] == "excluded dataset")
+    # The planted exclusion reasons (not errors, found by reading files) are counted exactly.
+    planted = Counter(outcome for outcome in expected.values() if outcome != "eligible" and not outcome.startswith("error:"))
+    assert planted["gated"] and planted["not_text"]  # the mini-hub plants both
+    assert {reason: excluded.get(reason, 0) for reason in planted} == dict(planted)

@@ -18,8 +18,6 @@ from hubsurvey.survey.measure import measure_config
 from hubsurvey.core.roles import resolve_roles
 from hubsurvey.survey.sources import FolderSource, check_config
 
-REFERENCE_KEYS = {c: ("difference_annotation" if c == "difference_annotation" else c) for c in FIGURE_COLUMNS}
-
 
 def _figures(row: dict) -> dict:
     return {c: row[c] for c in FIGURE_COLUMNS}
