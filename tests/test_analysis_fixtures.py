@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from hubsurvey.core.store import Store, insert
 from hubsurvey.survey.audit import audit
 
-T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 SECRET = "hf_planted_secret_value_0123456789"
 
 # split -> rows; a row is (text, label) or (text,) for a dataset without a label column.
@@ -170,7 +170,8 @@ def add_crawl_records(store: Store) -> None:
         })
     jobs = [
         ("acme/alpha", "done", None), ("acme/beta", "done", None), ("acme/gamma", "done", None),
-        ("x/broken1", "failed", "unreadable"), ("x/broken2", "failed", "unreadable"), ("x/weird", "failed", "bad_input"),
+        ("x/broken1", "failed", "unreadable"), ("x/broken2", "failed", "unreadable"),
+        ("x/weird", "failed", "bad_input"),
     ]
     for dataset_id, status, error_class in jobs:
         insert(con, "jobs", {

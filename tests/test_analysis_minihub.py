@@ -11,9 +11,9 @@ import pytest
 
 from hubsurvey.analysis.findings import findings
 from hubsurvey.core.hub import HubClient
-from hubsurvey_standin import StandinHub, generate_minihub
 from hubsurvey.core.store import Store
 from hubsurvey.pipeline import RunOptions, run_survey
+from hubsurvey_standin import StandinHub, generate_minihub
 
 # Surveying the mini-hub (a stand-in server and two worker processes) takes seconds.
 pytestmark = pytest.mark.slow
@@ -50,12 +50,14 @@ def test_split_findings_equal_hand_computed(surveyed):
                 pairs = [(f[f"{key}_leaks_train_wrt_test"], f[f"{key}_leaks_validation_wrt_test"]) for f in truth]
                 leaks = [(a or 0) + (b or 0) for a, b in pairs if a is not None or b is not None]
             else:
-                leaks = [f[f"{key}_leaks_{split}_wrt_test"] for f in truth if f[f"{key}_leaks_{split}_wrt_test"] is not None]
+                column = f"{key}_leaks_{split}_wrt_test"
+                leaks = [f[column] for f in truth if f[column] is not None]
             dups = [f[f"{key}_duplication_{split}"] for f in truth if f[f"{key}_duplication_{split}"] is not None]
             row = got[(split, key)]
             assert (row["with_leak"], row["leak_denominator"]) == (sum(x > 0 for x in leaks), len(leaks)), (split, key)
             assert row["pct_with_leak"] == _pct(sum(x > 0 for x in leaks), len(leaks))
-            assert (row["with_duplicate"], row["duplicate_denominator"]) == (sum(x > 0 for x in dups), len(dups)), (split, key)
+            with_duplicate = (row["with_duplicate"], row["duplicate_denominator"])
+            assert with_duplicate == (sum(x > 0 for x in dups), len(dups)), (split, key)
     # The mini-hub has a dataset without a validation split and one without a label column:
     assert got[("validation", "text")]["leak_denominator"] < got[("train", "text")]["leak_denominator"]
     assert got[("train", "text_and_label")]["leak_denominator"] < got[("train", "text")]["leak_denominator"]
@@ -83,13 +85,15 @@ def test_exclusions_by_reason_come_from_the_crawl(surveyed):
     db, _, expected = surveyed
     with Store(db) as store:
         failures = findings(store)["failures"]
-        excluded = dict(store.query("SELECT exclusion_reason, count(*) FROM datasets WHERE status = 'excluded' GROUP BY 1")[1])
+        excluded = dict(store.query(
+            "SELECT exclusion_reason, count(*) FROM datasets WHERE status = 'excluded' GROUP BY 1"
+        )[1])
     reported = {r["reason"]: r["count"] for r in failures if r["kind"] == "excluded dataset"}
     assert reported == excluded
     # Every planted dataset is listed but the private one (the survey has no token).
     listed = sum(outcome != "error:private" for outcome in expected.values())
     assert all(r["denominator"] == listed for r in failures if r["kind"] == "excluded dataset")
     # The planted exclusion reasons (not errors, found by reading files) are counted exactly.
-    planted = Counter(outcome for outcome in expected.values() if outcome != "eligible" and not outcome.startswith("error:"))
+    planted = Counter(o for o in expected.values() if o != "eligible" and not o.startswith("error:"))
     assert planted["gated"] and planted["not_text"]  # the mini-hub plants both
     assert {reason: excluded.get(reason, 0) for reason in planted} == dict(planted)
