@@ -17,7 +17,9 @@ os.environ["HF_HUB_CACHE"] = os.path.join(_HF_HOME, "hub")
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ.pop("HF_TOKEN", None)
 
-SHARED_DATASETS = Path(os.environ.get("HUBSURVEY_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+SHARED_DATASETS = Path(
+    os.environ.get("HUBSURVEY_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets")
+)
 
 
 @pytest.fixture(scope="session")

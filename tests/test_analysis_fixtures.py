@@ -1,5 +1,6 @@
 """Known inputs for the analysis tests: small Parquet datasets with planted leaks and duplicates,
-audited into a DB by the real pipeline (hubsurvey.survey.audit.audit), plus crawl, job and run records.
+audited into a DB by the real pipeline (hubsurvey.survey.audit.audit), plus crawl and job records,
+and a runs row written the way the product writes it (a ``run`` of the pipeline, with HF_TOKEN set).
 
 The figures each dataset must produce are worked out by hand in PLANTED (and checked against the
 audit in test_planted_figures), so every findings value in test_analysis.py is hand-computed.
@@ -7,7 +8,10 @@ audit in test_planted_figures), so every findings value in test_analysis.py is h
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+import os
+import shutil
+import tempfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,7 +20,7 @@ import pyarrow.parquet as pq
 from hubsurvey.core.store import Store, insert
 from hubsurvey.survey.audit import audit
 
-T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 SECRET = "hf_planted_secret_value_0123456789"
 
 # split -> rows; a row is (text, label) or (text,) for a dataset without a label column.
@@ -105,12 +109,25 @@ def audit_folder(folder: Path, db: Path, dataset_id: str | None = None) -> None:
     assert not outcome.errors, outcome.errors
 
 
+_BUILT: dict[bool, Path] = {}  # crawl -> a folder built once per test session, copied for each caller
+
+
 def build_planted_db(root: Path, *, crawl: bool = True) -> Path:
     """Audit the planted datasets into ``root/results.duckdb``; add crawl/job/run records.
 
     ``acme/alpha`` is first audited at an older revision with other content (no leaks at all):
     the findings must only count its newest revision (current_measurements).
+    The folder is built once per session and copied: every caller gets its own identical DB.
     """
+    if crawl not in _BUILT:
+        built = Path(tempfile.mkdtemp(prefix="hubsurvey-planted-")) / "root"
+        _build_planted_db(built, crawl=crawl)
+        _BUILT[crawl] = built
+    shutil.copytree(_BUILT[crawl], root, dirs_exist_ok=True)
+    return root / "results.duckdb"
+
+
+def _build_planted_db(root: Path, *, crawl: bool) -> Path:
     db = root / "results.duckdb"
     old = write_folder(root / "old", "acme/alpha", {"train": [("z0", 0)], "test": [("z1", 0)]})
     audit_folder(old, db)
@@ -125,6 +142,8 @@ def build_planted_db(root: Path, *, crawl: bool = True) -> Path:
         store.con.execute("UPDATE measurements SET measured_at = $t WHERE rows_test <> 1", {"t": T0})
         if crawl:
             add_crawl_records(store)
+    if crawl:
+        record_run(db)
     return db
 
 
@@ -151,15 +170,34 @@ def add_crawl_records(store: Store) -> None:
         })
     jobs = [
         ("acme/alpha", "done", None), ("acme/beta", "done", None), ("acme/gamma", "done", None),
-        ("x/broken1", "failed", "unreadable"), ("x/broken2", "failed", "unreadable"), ("x/weird", "failed", "bad_input"),
+        ("x/broken1", "failed", "unreadable"), ("x/broken2", "failed", "unreadable"),
+        ("x/weird", "failed", "bad_input"),
     ]
     for dataset_id, status, error_class in jobs:
         insert(con, "jobs", {
             "job_id": f"{dataset_id}@{'0' * 40}/default", "dataset_id": dataset_id, "revision_sha": "0" * 40,
             "config": "default", "status": status, "error_class": error_class, "queued_at": T0,
         })
-    insert(con, "runs", {
-        "run_id": "run-1", "command": "survey run",
-        "args": {"filter": "task_categories:text-classification", "limit": 100, "token": SECRET},
-        "started_at": T0, "finished_at": T0 + timedelta(hours=1), "status": "done", "tool_version": "0.1.0",
-    })
+
+
+def record_run(db: Path) -> None:
+    """A ``runs`` row as the product writes it: a pipeline run (nothing left to measure: no crawl, and the
+    eligible datasets above have no sha), given the arguments ``hubsurvey run`` gives it, with the
+    token set in the environment and in the client. No secret may reach any output from there."""
+    from hubsurvey.core.hub import HubClient
+    from hubsurvey.crawler.rules import CrawlFilters
+    from hubsurvey.pipeline import RunOptions, run_survey
+
+    previous = os.environ.get("HF_TOKEN")
+    os.environ["HF_TOKEN"] = SECRET
+    try:
+        client = HubClient(endpoint="http://127.0.0.1:9", token=SECRET, rate=None, file_rate=None)
+        filters = CrawlFilters(task_categories=["text-classification"], limit=100)
+        args = {"filters": filters.as_json(), "workers": 1, "max_hours": 0.0, "dask": False, "db": str(db)}
+        summary = run_survey(db, client, filters, RunOptions(crawl=False, workers=1), args=args)
+        assert summary.status == "done" and summary.queued == 0, summary
+    finally:
+        if previous is None:
+            os.environ.pop("HF_TOKEN", None)
+        else:
+            os.environ["HF_TOKEN"] = previous

@@ -299,12 +299,16 @@ def test_examples_report_counts_per_split(tmp_path, good):
 
 
 def test_missing_target_is_bad_input(tmp_path):
-    result = runner.invoke(app, ["audit", str(tmp_path / "nope" / "..x")])
-    assert result.exit_code == 2 and result.stderr.startswith("error: ")
+    target = str(tmp_path / "nope" / "..x")
+    result = runner.invoke(app, ["audit", target])
+    assert result.exit_code == 2 and result.stdout == ""
+    # one line that names the target and says what is wrong with it
+    assert result.stderr == f"error: {target}: neither an existing folder nor a Hub dataset id\n"
 
 
 # --- a Hub id, through huggingface_hub against the stand-in serving the real datasets ------------
 
+@pytest.mark.slow
 def test_audit_hub_id_reproduces_the_published_row(shared_datasets, tmp_path, monkeypatch):
     import huggingface_hub.constants
 

@@ -75,6 +75,7 @@ def test_private_dataset_is_listed_with_a_token_and_excluded(minihub, tmp_path, 
     assert private and all(got[k] == "private" for k in private)
 
 
+@pytest.mark.slow
 def test_filters(minihub, tmp_path):
     truth = expected(minihub)
     some_author = sorted(truth)[0].split("/")[0]
@@ -91,6 +92,7 @@ def test_filters(minihub, tmp_path):
         assert "eligible" not in small.values() and "too_many_rows" in small.values()
 
 
+@pytest.mark.slow
 def test_pagination_over_5000_listed_datasets(big_listing, tmp_path):
     with StandinHub(big_listing, page_size=1000) as hub:
         summary, got = run_crawl(hub, tmp_path / "r.duckdb")
@@ -113,6 +115,7 @@ def test_pagination_over_5000_listed_datasets(big_listing, tmp_path):
     ],
     ids=["429", "5xx-burst", "reset", "truncated", "slow"],
 )
+@pytest.mark.slow
 def test_transient_faults_are_retried_and_the_crawl_matches_a_clean_one(minihub, tmp_path, faults):
     with StandinHub(minihub) as hub:
         _, clean = run_crawl(hub, tmp_path / "clean.duckdb")

@@ -71,12 +71,14 @@ def test_dry_run_prints_the_plan_and_builds_the_folder(planted_db, tmp_path):
     assert SECRET not in "".join((out / f).read_text(errors="replace") for f in FILES)
 
 
+@pytest.mark.slow
 def test_no_report_option(planted_db, tmp_path):
     out = tmp_path / "folder"
     r = runner.invoke(app, ["publish", "--repo", "me/x", "--db", str(planted_db), "--out", str(out), "--no-report"])
     assert r.exit_code == 0 and not (out / "REPORT.md").exists() and "REPORT.md" not in (out / "README.md").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("repo", ["noslash", "a/b/c", "../x", "me/"])
 def test_bad_repo_id(planted_db, tmp_path, repo):
     r = runner.invoke(app, ["publish", "--repo", repo, "--db", str(planted_db), "--out", str(tmp_path / "o")])
@@ -91,6 +93,7 @@ def test_empty_db_is_not_published(tmp_path):
     assert r.exit_code == 2 and "no measurements" in r.stderr
 
 
+@pytest.mark.slow
 def test_publish_end_to_end_against_the_standin(planted_db, hub, tmp_path):
     repo = "me/lle-results"
     out = tmp_path / "folder"
@@ -127,6 +130,7 @@ def test_publish_end_to_end_against_the_standin(planted_db, hub, tmp_path):
         _no_token_anywhere(result.output + result.stderr, out)
 
 
+@pytest.mark.slow
 def test_private_repo_and_refused_token(planted_db, hub, tmp_path, monkeypatch):
     from huggingface_hub import HfApi
 
@@ -173,6 +177,7 @@ def test_remote_lfs_file_is_compared_by_sha256(tmp_path):
     assert not is_same(local, None)
 
 
+@pytest.mark.slow
 def test_license_and_pretty_name_options(planted_db, tmp_path):
     from huggingface_hub import DatasetCard
 

@@ -55,6 +55,7 @@ def clean_run(minihub, tmp_path_factory) -> Path:
     return tmp / "clean.duckdb"
 
 
+@pytest.mark.slow
 def test_a_run_measures_exactly_the_planted_truth(minihub, clean_run):
     truth = json.loads((minihub / "truth.json").read_text())["measurements"]
     with Store(clean_run) as store:
@@ -93,6 +94,7 @@ def _wait_for_run(db: Path, launched: float, proc: subprocess.Popen, timeout: fl
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_and_resume_gives_the_clean_rows(minihub, clean_run, tmp_path):
     expected = rows(clean_run)
     rng = random.Random(7)
@@ -128,6 +130,7 @@ def test_kill_9_at_random_points_and_resume_gives_the_clean_rows(minihub, clean_
     assert statuses[-1] == "done" and len(statuses) >= 2 and set(statuses[:-1]) == {"interrupted"}
 
 
+@pytest.mark.slow
 def test_faults_during_a_survey_complete_with_failures_recorded(minihub, clean_run, tmp_path):
     faults = Faults(
         error_burst_every=11, error_burst_len=1, error_status=503,
@@ -157,6 +160,7 @@ def test_faults_during_a_survey_complete_with_failures_recorded(minihub, clean_r
     assert all(f["error_class"] == "unreadable" and eligible[0] in f["error_message"] for f in failed)
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_equals_the_local_run(minihub, clean_run, tmp_path):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, distributed.Client(cluster) as dask_client:
@@ -166,6 +170,7 @@ def test_dask_local_cluster_equals_the_local_run(minihub, clean_run, tmp_path):
     assert rows(tmp_path / "d.duckdb") == rows(clean_run)
 
 
+@pytest.mark.slow
 def test_incremental_only_the_changed_dataset_is_measured_again(minihub, tmp_path):
     db = tmp_path / "i.duckdb"
     with StandinHub(minihub) as hub:
@@ -197,6 +202,7 @@ def test_a_second_run_on_the_same_db_is_refused(minihub, tmp_path):
         lock.release()
 
 
+@pytest.mark.slow
 def test_max_hours_stops_taking_jobs_and_the_queue_resumes(minihub, clean_run, tmp_path):
     db = tmp_path / "m.duckdb"
     with StandinHub(minihub) as hub:
@@ -209,6 +215,7 @@ def test_max_hours_stops_taking_jobs_and_the_queue_resumes(minihub, clean_run, t
     assert rows(db) == rows(clean_run)
 
 
+@pytest.mark.slow
 def test_runs_record_arguments_without_secrets_and_status_summarises(minihub, tmp_path, monkeypatch):
     token = "hf_RunnerSecretToken_55555"
     db = tmp_path / "s.duckdb"
@@ -245,6 +252,7 @@ def _big_split(folder: Path, rows: int) -> str:
     [(0.5, 4096, "timeout"), (1800.0, 20, "memory_limit")],
     ids=["timeout", "memory-ceiling"],
 )
+@pytest.mark.slow
 def test_a_job_over_its_timeout_or_memory_ceiling_fails_alone(tmp_path, timeout, memory_mb, error_class):
     """A real slow job (3M rows take seconds to measure) and a real ceiling, in real worker processes;
     the small job beside them still succeeds when only the ceiling or the timeout is hit by the big one."""
@@ -269,6 +277,7 @@ def test_a_job_over_its_timeout_or_memory_ceiling_fails_alone(tmp_path, timeout,
         assert quick_result.error_class == "memory_limit"
 
 
+@pytest.mark.slow
 def test_failed_jobs_are_recorded_and_the_run_goes_on(minihub, tmp_path):
     db = tmp_path / "t.duckdb"
     with StandinHub(minihub) as hub:
@@ -279,6 +288,7 @@ def test_failed_jobs_are_recorded_and_the_run_goes_on(minihub, tmp_path):
         assert store.query("SELECT count(*) FROM measurements")[1][0][0] == 0
 
 
+@pytest.mark.slow
 def test_roles_override_reaches_the_workers(minihub, tmp_path):
     truth = json.loads((minihub / "truth.json").read_text())["measurements"]
     target = next(t for t in truth if t["label_column"])

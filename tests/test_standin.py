@@ -72,6 +72,7 @@ def _download(hub, repo_id, filename, tmp_path, revision=PARQUET, token=False) -
 # ---------------------------------------------------------------- listing
 
 
+@pytest.mark.slow
 def test_list_datasets_expand_and_pagination(hub, api):
     items = list(api.list_datasets(expand=["tags", "gated", "sha"]))
     visible = 19 + FILLER  # the private mini-hub dataset is not listed without an approved token
@@ -86,6 +87,7 @@ def test_list_datasets_expand_and_pagination(hub, api):
     assert len(list(HfApi(endpoint=hub.url, token=TOKEN).list_datasets(expand=["private"]))) == visible + 1
 
 
+@pytest.mark.slow
 def test_list_datasets_filters_sort_limit(hub, api):
     text = list(api.list_datasets(filter=["task_categories:text-classification", "language:en"], expand=["tags"]))
     assert text and all("task_categories:text-classification" in d.tags and "language:en" in d.tags for d in text)
@@ -106,6 +108,7 @@ def test_list_datasets_filters_sort_limit(hub, api):
     assert bad.status_code == 400
 
 
+@pytest.mark.slow
 def test_full_listing_of_100k_is_fast(tmp_path):
     (tmp_path / "index.json").write_text(json.dumps({"datasets": [], "filler": {"count": 100_000, "seed": 3}}))
     with StandinHub(tmp_path) as hub:
@@ -205,6 +208,7 @@ def test_download_and_ranges(hub, minihub, tmp_path):
     assert hub.stats()["resolve_head"] >= 2 and hub.stats()["resolve_get"] >= 5
 
 
+@pytest.mark.slow
 def test_filler_exports_are_served(hub, api, tmp_path):
     candidate = next(d for d in api.list_datasets(filter=["modality:text", "size_categories:n<1K"], gated=False)
                      if not d.id.startswith("mini-"))
@@ -273,6 +277,7 @@ def test_tokens_never_logged(hub, api, caplog, tmp_path):
 # ---------------------------------------------------------------- faults
 
 
+@pytest.mark.slow
 def test_rate_limit(hub, api):
     hub.set_faults(Faults(rate_limit_every=2, rate_limit_secs=0, scope=Scope(categories={"list"})))
     first = httpx2.get(f"{hub.url}/api/datasets", params={"limit": 1})
@@ -287,6 +292,7 @@ def test_rate_limit(hub, api):
     assert hub.stats()["list"] == 3 and hub.stats()["faults_injected"] == 1
 
 
+@pytest.mark.slow
 def test_error_burst(hub, api):
     hub.set_faults(Faults(error_burst_every=3, error_burst_len=2, error_status=502, scope=Scope(categories={"refs"})))
     url = f"{hub.url}/api/datasets/mini-nlp/toy_ner/refs"
@@ -303,6 +309,7 @@ def test_error_burst(hub, api):
     assert hub.stats()["tree"] == 2 and hub.stats()["faults_injected"] == 1
 
 
+@pytest.mark.slow
 def test_connection_reset(hub, api):
     hub.set_faults(Faults(reset_every=1, scope=Scope(categories={"info"})))
     with pytest.raises(httpx2.ReadError, match="reset"):  # a real TCP reset, not a clean close
@@ -313,6 +320,7 @@ def test_connection_reset(hub, api):
     assert hub.stats()["list"] == 3 and hub.stats()["faults_injected"] == 1
 
 
+@pytest.mark.slow
 def test_truncated_body(hub, minihub, tmp_path):
     hub.set_faults(Faults(truncate_every=1, scope=Scope(categories={"info"})))
     with pytest.raises(httpx2.RemoteProtocolError):
@@ -324,6 +332,7 @@ def test_truncated_body(hub, minihub, tmp_path):
     assert hub.stats()["faults_injected"] == 2 and hub.stats()["resolve_get"] == 3
 
 
+@pytest.mark.slow
 def test_slow_responses(hub):
     hub.set_faults(Faults(slow_ms=300, scope=Scope(categories={"info"})))
     start = time.monotonic()
@@ -432,6 +441,7 @@ def test_validate_yaml_rejects(hub, card, message):
     assert ok.json() == {"errors": [], "warnings": []}
 
 
+@pytest.mark.slow
 def test_set_sha_moves_main_and_export(hub, api, tmp_path):
     before = api.dataset_info("mini-lab/messy_text")
     before_export = api.dataset_info("mini-lab/messy_text", revision=PARQUET).sha
@@ -460,6 +470,7 @@ def test_http_controls(hub):
     assert httpx2.get(f"{base}/commits", params={"repo_id": "mini-nlp/toy_ner"}).json() == []
 
 
+@pytest.mark.slow
 def test_cli_serve_and_generate(tmp_path):
     out = tmp_path / "hub"
     gen = subprocess.run([sys.executable, "-m", "hubsurvey_standin", "generate", "--out", str(out), "--seed", "1"],
@@ -528,6 +539,7 @@ def test_generated_files_shapes(minihub):
     assert not (minihub / "mini-misc__no_export").exists()
 
 
+@pytest.mark.slow
 def test_generation_is_deterministic(tmp_path):
     a, b, c = (generate_minihub(tmp_path / name, seed=seed) for name, seed in (("a", 7), ("b", 7), ("c", 8)))
     for name in ("index.json", "truth.json"):
