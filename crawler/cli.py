@@ -67,6 +67,11 @@ def register(app: typer.Typer) -> None:
             store = Store(db)
         except StoreError as e:
             raise fail(str(e), EXIT_STORE)
-        with store, progress_bar("crawl", unit="datasets") as bar:
-            summary = run_crawl(store, client, filters, run_id=f"crawl-{uuid.uuid4().hex[:12]}", progress=bar.update_to)
+        from hubsurvey.core.errors import HubsurveyError, one_line
+
+        try:
+            with store, progress_bar("crawl", unit="datasets") as bar:
+                summary = run_crawl(store, client, filters, run_id=f"crawl-{uuid.uuid4().hex[:12]}", progress=bar.update_to)
+        except HubsurveyError as e:  # the Hub unreachable or the listing refused: one line, exit 4
+            raise fail(one_line(e), e.exit_code)
         typer.echo(summary.line())

@@ -163,7 +163,7 @@ def audit(
 ) -> None:
     """Measure a dataset's leaks and duplicates (LLE method), store and print them."""
     from hubsurvey.survey.audit import audit as run_audit
-    from hubsurvey.core.errors import SurveyError
+    from hubsurvey.core.errors import HubsurveyError, exit_code_of, one_line
 
     if target is None:
         from hubsurvey.survey.sample import write_sample
@@ -175,12 +175,10 @@ def audit(
         outcome = run_audit(target, config=config, examples=examples, db=db, roles_file=roles)
     except StoreError as e:
         raise fail(str(e), EXIT_STORE)
-    except SurveyError as e:
-        raise fail(str(e))
-    except Exception as e:  # Hub errors (missing, gated, network) and anything unforeseen
-        from hubsurvey.core.hub import HubClient
-
-        raise fail(f"{target}: {HubClient().scrub(_one_line(e))}")
+    except HubsurveyError as e:  # bad input (2), the Hub unusable (4), a bug (5): one line each
+        raise fail(one_line(e), e.exit_code)
+    except Exception as e:  # anything unforeseen is a bug: one line, exit 5
+        raise fail(f"{target}: {one_line(e)}", exit_code_of(e))
     if as_json:
         typer.echo(json.dumps([lle_json(r) for r in outcome.rows], ensure_ascii=False, indent=1))
     else:
@@ -195,7 +193,7 @@ def audit(
     for error in outcome.errors:
         typer.echo(f"error: {error}", err=True)
     if outcome.errors:
-        raise typer.Exit(EXIT_PARTIAL if outcome.results else EXIT_BAD_INPUT)
+        raise typer.Exit(outcome.exit_code)
 
 
 def _register_stage_commands() -> None:

@@ -119,6 +119,7 @@ def register(app: typer.Typer) -> None:
 
 def _run(db, client, filters, args, **options) -> None:
     from hubsurvey.cli import EXIT_PARTIAL, EXIT_STORE, fail, progress_bar
+    from hubsurvey.core.errors import HubsurveyError, one_line
     from hubsurvey.core.store import StoreError
     from hubsurvey.pipeline import RunOptions, run_survey
 
@@ -127,6 +128,8 @@ def _run(db, client, filters, args, **options) -> None:
             summary = run_survey(db, client, filters, RunOptions(**options), progress=bar.update_to, args=args)
     except StoreError as e:
         raise fail(str(e), EXIT_STORE)
+    except HubsurveyError as e:  # the Hub unreachable or the listing refused: one line, exit 4
+        raise fail(one_line(e), e.exit_code)
     for line in _summary_lines(summary):
         typer.echo(line)
     if summary.failed:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hubsurvey.core.hub import PARQUET_REVISION, HubClient, is_transient
-from hubsurvey.core.errors import SurveyError
+from hubsurvey.core.errors import HubsurveyError, scrub
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.core.roles import RoleOverrides
 from hubsurvey.survey.sources import config_from_files
@@ -58,16 +58,19 @@ def download(spec: JobSpec, client: HubClient) -> JobSpec:
 
 def error_outcome(exc: BaseException, where: str) -> dict[str, Any]:
     """A failure as plain data: a stable class, a one-line message, and whether to retry."""
-    if isinstance(exc, SurveyError):
+    if isinstance(exc, HubsurveyError):
         error_class, message = exc.error_class, str(exc)
     else:
         text = str(exc).strip().splitlines()
-        error_class = type(exc).__name__
-        message = f"{where}: {error_class}: {text[0] if text else ''}".rstrip(": ")
-    token = os.environ.get("HF_TOKEN")
-    if token:
-        message = message.replace(token, "***")
-    return {"ok": False, "error_class": error_class, "message": message[:500], "transient": is_transient(exc)}
+        name = type(exc).__name__
+        message = f"{where}: {name}: {text[0] if text else ''}".rstrip(": ")
+        # Hub, network and file-system errors keep their type as class; anything else is a bug.
+        if isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in ("huggingface_hub", "httpx2"):
+            error_class = name
+        else:
+            error_class = "internal"
+            message = f"{where}: internal error (a bug in hubsurvey, please report it): {name}: {text[0] if text else ''}"
+    return {"ok": False, "error_class": error_class, "message": scrub(message)[:500], "transient": is_transient(exc)}
 
 
 def run_job(spec_dict: dict[str, Any]) -> dict[str, Any]:
@@ -92,8 +95,8 @@ def run_job(spec_dict: dict[str, Any]) -> dict[str, Any]:
         )
     except Exception as exc:  # every failure becomes data for the coordinator
         outcome = error_outcome(exc, where)
-        if outcome["error_class"] not in ("bad_input", "unreadable", "schema_mismatch") and not outcome["transient"]:
-            outcome["traceback"] = traceback.format_exc(limit=3)
+        if outcome["error_class"] not in ("bad_input", "unreadable", "schema_mismatch", "gated") and not outcome["transient"]:
+            outcome["traceback"] = scrub(traceback.format_exc(limit=8))
         return outcome
     finally:
         if watchdog:

@@ -290,12 +290,22 @@ class HubSource:
     def parquet_sha(self) -> str:
         """Downloads are pinned to the branch commit so that all files come from one revision."""
         if self._parquet_sha is None:
-            self._parquet_sha = self._client.dataset_info(self.dataset_id, revision=PARQUET_REVISION).sha
+            self._parquet_sha = self._client.parquet_sha(self.dataset_id)
         return self._parquet_sha
 
     def _layout(self) -> dict[str, dict[str, list[str]]]:
         if self._files is None:
-            self._files = self._client.parquet_tree(self.dataset_id)
+            from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+            try:
+                self._files = self._client.parquet_tree(self.dataset_id)
+            except RevisionNotFoundError:
+                raise BadInputError(f"{self.dataset_id}: no Parquet export (no refs/convert/parquet branch)") from None
+            except RepositoryNotFoundError:
+                raise BadInputError(
+                    f"{self.dataset_id}: no such dataset on {getattr(self._client, 'endpoint', 'the Hub')} "
+                    "(or it is private and the token cannot see it)"
+                ) from None
         layout: dict[str, dict[str, list[str]]] = {}
         for f in self._files:
             parts = f.path.split("/")
@@ -341,7 +351,9 @@ def open_source(target: str, *, client: Any = None, dataset_id: str | None = Non
     path = Path(target)
     if path.exists():
         return FolderSource(path, dataset_id)
-    if not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)?", target) or ".." in target:
+    # A path-like target that does not exist (./mydata, owner__name as a dump folder) is a typo,
+    # not a Hub id: say so without a trip to the Hub.
+    if not re.fullmatch(r"[\w\-][\w.\-]*(/[\w.\-]+)?", target) or ".." in target or "__" in target:
         raise BadInputError(f"{target}: neither an existing folder nor a Hub dataset id")
     if client is None:
         from hubsurvey.core.hub import HubClient

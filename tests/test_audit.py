@@ -292,6 +292,7 @@ def test_audit_hub_id_reproduces_the_published_row(shared_datasets, tmp_path, mo
     from hubsurvey_standin import StandinHub
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))  # a cold cache
+    monkeypatch.setenv("HUBSURVEY_CACHE_DIR", str(tmp_path / "cache"))  # the survey's own cache, cold
     with StandinHub(shared_datasets) as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         result = runner.invoke(app, ["audit", "eriktks/conll2003", "--json", "--db", str(tmp_path / "r.duckdb")])
