@@ -392,8 +392,9 @@ class HubClient:
                 yield DatasetInfo(**item)
         except HfHubHTTPError as e:
             status = e.response.status_code if e.response is not None else "?"
-            first = (str(e).strip().splitlines() or [""])[0]
-            raise HubError(self.scrub(f"listing datasets on {self.endpoint} failed: HTTP {status}: {first}")) from e
+            said = (getattr(e, "server_message", None) or "").strip().splitlines()
+            cause = said[0] if said else (str(e).strip().splitlines() or [""])[0]
+            raise HubError(self.scrub(f"listing datasets on {self.endpoint} failed: HTTP {status}: {cause}")) from e
         except (httpx2.HTTPError, OSError) as e:
             raise HubError(self.scrub(f"listing datasets on {self.endpoint} failed: {type(e).__name__}: {e}")) from e
 
