@@ -14,7 +14,9 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hubsurvey.core.hub import PARQUET_REVISION, HubClient, is_transient
+from pathlib import Path
+
+from hubsurvey.core.hub import HubClient, default_cache_dir, delete_files, is_transient
 from hubsurvey.core.errors import HubsurveyError, scrub
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.core.roles import RoleOverrides
@@ -35,7 +37,9 @@ class JobSpec:
     files: dict[str, list[str]]  # split (as the dataset names it) -> paths on the Parquet branch
     local_files: dict[str, list[str]] | None = None  # the same, downloaded (after prefetch)
     endpoint: str | None = None
-    cache_dir: str | None = None  # the huggingface_hub cache to download into (None: the default)
+    cache_dir: str | None = None  # the survey's download cache (None: HubClient's default)
+    parquet_sha: str | None = None  # the Parquet branch commit to download (None: resolved once, at download)
+    keep_cache: bool = False  # keep the downloaded files after measuring (default: delete them)
     roles_file: str | None = None
     run_id: str | None = None
     memory_mb: int | None = None  # the worker exits if its resident memory passes this during the job
@@ -46,14 +50,29 @@ class JobSpec:
 
 
 def download(spec: JobSpec, client: HubClient) -> JobSpec:
-    """Fetch the job's files into the huggingface_hub cache (a warm cache makes this cheap)."""
+    """Fetch the job's files into the survey's cache, all from one commit of the Parquet branch.
+
+    The commit is ``spec.parquet_sha`` when the crawl recorded it, else the branch's commit now
+    (one call); either way every file of the job comes from that commit, which is kept in the spec.
+    """
     if spec.local_files is not None:  # already on disk
         return spec
+    sha = spec.parquet_sha or client.parquet_sha(spec.dataset_id)
     local = {
-        split: [str(client.download(spec.dataset_id, path, PARQUET_REVISION)) for path in paths]
+        split: [str(client.download(spec.dataset_id, path, sha)) for path in paths]
         for split, paths in spec.files.items()
     }
-    return JobSpec(**{**spec.as_dict(), "local_files": local})
+    return JobSpec(**{**spec.as_dict(), "local_files": local, "parquet_sha": sha})
+
+
+def discard_downloads(spec: JobSpec) -> None:
+    """Delete the job's downloaded files (only those inside the survey cache) unless kept."""
+    if spec.keep_cache or not spec.local_files:
+        return
+    cache = Path(spec.cache_dir) if spec.cache_dir else default_cache_dir()
+    cache = cache.resolve()
+    paths = [p for paths in spec.local_files.values() for p in paths if Path(p).resolve().is_relative_to(cache)]
+    delete_files(paths)
 
 
 def error_outcome(exc: BaseException, where: str) -> dict[str, Any]:
@@ -101,8 +120,10 @@ def run_job(spec_dict: dict[str, Any]) -> dict[str, Any]:
     finally:
         if watchdog:
             watchdog.stop()
+        discard_downloads(spec)
     return {
         "ok": True,
+        "parquet_sha": spec.parquet_sha,
         "rows": result.rows,
         "seconds": time.perf_counter() - started,
         "measure_seconds": result.seconds,

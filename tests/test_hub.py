@@ -176,3 +176,31 @@ def test_audit_goes_on_after_a_config_that_breaks_and_names_it(tmp_path, monkeyp
     assert {r["config"] for r in rows} == {"b"}
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("error: org/two [a]: internal error") and "TypeError" in line
+
+
+# --- a job's downloads: pinned to the Parquet branch commit, deleted after measuring ---------------
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_jobs_files_are_pinned_and_deleted_after_measuring_unless_kept(tmp_path, keep):
+    from hubsurvey.survey.jobs import JobSpec, run_job
+    from hubsurvey_standin import StandinHub, generate_minihub
+
+    root = generate_minihub(tmp_path / "hub", seed=0)
+    truth = json.loads((root / "truth.json").read_text())["expected"]
+    dataset_id = sorted(k for k, v in truth.items() if v == "eligible")[0]
+    cache = tmp_path / "cache"
+    with StandinHub(root) as hub:
+        client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=cache)
+        info = client.dataset_info(dataset_id)
+        files = {}
+        for f in client.parquet_tree(dataset_id):
+            config, split, _ = f.path.split("/")
+            if config == "default":
+                files.setdefault(split, []).append(f.path)
+        spec = JobSpec("j", dataset_id, info.sha, "default", 1, files, endpoint=hub.url, cache_dir=str(cache), keep_cache=keep)
+        outcome = run_job(spec.as_dict())
+        pinned = client.parquet_sha(dataset_id)
+    assert outcome["ok"], outcome
+    assert outcome["parquet_sha"] == pinned and len(pinned) == 40
+    blobs = [p for p in cache.rglob("blobs/*") if p.is_file()]
+    assert bool(blobs) == keep
