@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import pyarrow as pa
 from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 
+from hubsurvey.core.errors import GatedError, HubUnreachableError
+
 from hubsurvey.crawler import rules
 from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey.core.hub import HubClient, branch_split, is_transient
@@ -110,11 +112,15 @@ def resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Map
     features); a disagreement, or a card without sizes, means every footer is read.
     """
     try:
-        files = client.parquet_tree(dataset_id)
+        return _resolve(client, dataset_id, filters, card)
     except RevisionNotFoundError:
         return Resolution(rules.NO_PARQUET_EXPORT)
-    except GatedRepoError:
+    except (GatedError, GatedRepoError):  # the token (or no token) may not read the files
         return Resolution(rules.GATED)
+
+
+def _resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None) -> Resolution:
+    files = client.parquet_tree(dataset_id)
     if not files:
         return Resolution(rules.NO_PARQUET_EXPORT)
     layout: dict[str, dict[str, list[Any]]] = {}
@@ -270,6 +276,8 @@ def _crawl(
         """(meta, resolution, final): a transient failure is not final, the next crawl retries it."""
         try:
             return meta, resolve(client, meta["id"], filters, meta["card"]), True
+        except HubUnreachableError:  # no dataset can be resolved: the crawl stops with one line
+            raise
         except Exception as e:  # one dataset's failure is recorded, the crawl goes on
             return meta, Resolution(f"error:{type(e).__name__}"), not is_transient(e)
 

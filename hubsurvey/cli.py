@@ -143,12 +143,12 @@ def render_examples(examples: dict[str, list[dict[str, Any]]]) -> str:
 
 
 def _hub_errors() -> tuple[type[BaseException], ...]:
-    """The Hub's refusals of one dataset (missing, gated, a bad revision): bad input for audit."""
+    """The Hub's refusals of one dataset (missing, gated, a bad revision): bad input for audit.
+
+    hubsurvey's own Hub errors (unreachable: exit 4) keep their exit code."""
     from huggingface_hub.errors import HfHubHTTPError
 
-    from hubsurvey.core.hub import HubError
-
-    return (HfHubHTTPError, HubError)
+    return (HfHubHTTPError,)
 
 
 def _audit_csv(rows: list[dict[str, Any]]) -> str:
@@ -210,7 +210,7 @@ def audit(
     for error in outcome.errors:
         typer.echo(f"error: {error}", err=True)
     if outcome.errors:
-        raise typer.Exit(ExitCode.PARTIAL if outcome.results else ExitCode.BAD_INPUT)
+        raise typer.Exit(outcome.exit_code)
 
 
 def _commands() -> list[Callable[..., Any]]:

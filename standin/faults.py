@@ -12,8 +12,14 @@ Switches, in the order the server applies them to one request:
   ``error_status`` (500/502/503/504) responses;
 - ``truncate_every``: the full ``Content-Length`` is announced but only half the body is sent;
 - ``slow_ms``: each matching response is delayed;
+- ``hang_every``: the connection is accepted and the request read, but no answer ever comes
+  (until the server stops): a client without a read timeout waits forever;
 - ``corrupt_parquet``: a permanent fault: the Parquet files of datasets matching these globs are
   served with garbage in place of their footer (same length).
+
+``echo_auth``: injected error responses echo the request's ``Authorization`` header in their body
+and ``X-Error-Message``, as a careless proxy might (a token-scrubbing test). ``error_status`` may
+also be 401 or 403 (refused, not transient).
 """
 
 from __future__ import annotations
@@ -37,8 +43,8 @@ CATEGORIES = (
     "commit",
     "other",
 )
-SWITCHES = ("reset", "rate_limit", "error_burst", "truncate", "slow")
-ERROR_STATUSES = (500, 502, 503, 504)
+SWITCHES = ("hang", "reset", "rate_limit", "error_burst", "truncate", "slow")
+ERROR_STATUSES = (401, 403, 500, 502, 503, 504)
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,8 @@ class Faults:
     reset_every: int = 0
     truncate_every: int = 0
     slow_ms: int = 0
+    hang_every: int = 0
+    echo_auth: bool = False
     corrupt_parquet: tuple[str, ...] = ()
     scope: Scope = Scope()
     scopes: Mapping[str, Scope] = field(default_factory=dict)
@@ -97,7 +105,7 @@ class Faults:
         object.__setattr__(self, "corrupt_parquet", tuple(self.corrupt_parquet))
         object.__setattr__(self, "scopes", dict(self.scopes))
         ints = ("rate_limit_every", "rate_limit_secs", "error_burst_every", "error_burst_len",
-                "reset_every", "truncate_every", "slow_ms")
+                "reset_every", "truncate_every", "slow_ms", "hang_every")
         for name in ints:
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"{name} must be a non-negative int")
@@ -171,7 +179,9 @@ class FaultInjector:
             f = self._faults
             counts = {s: self._tick(s, category, dataset_id) for s in SWITCHES}
         action = None
-        if f.reset_every and counts["reset"] and counts["reset"] % f.reset_every == 0:
+        if f.hang_every and counts["hang"] and counts["hang"] % f.hang_every == 0:
+            action = "hang"
+        elif f.reset_every and counts["reset"] and counts["reset"] % f.reset_every == 0:
             action = "reset"
         elif f.rate_limit_every and counts["rate_limit"] and counts["rate_limit"] % f.rate_limit_every == 0:
             action = "rate_limit"

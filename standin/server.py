@@ -633,7 +633,10 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         hub._fault_injected()
         f = hub.faults
-        if decision.action == "reset":
+        if decision.action == "hang":  # accepted, read, never answered (until the server stops)
+            self.server.stopping.wait(600)
+            self.close_connection = True
+        elif decision.action == "reset":
             self.server.abort(self.connection)
             self.close_connection = True
         elif decision.action == "rate_limit":
@@ -647,7 +650,10 @@ class _Handler(BaseHTTPRequestHandler):
             }
             self._send(_json({"error": "Too Many Requests (stand-in fault)"}, 429, headers))
         else:
-            self._send(_error(f.error_status, f"Injected server error {f.error_status} (stand-in fault)"))
+            message = f"Injected server error {f.error_status} (stand-in fault)"
+            if f.echo_auth:  # a careless proxy echoing the request's headers into its error
+                message += f"; request Authorization: {self.headers.get('Authorization', '(none)')}"
+            self._send(_error(f.error_status, message))
         return True
 
     def _send(self, response: _Response, *, truncate: bool = False) -> None:
@@ -677,6 +683,7 @@ class _Server(ThreadingHTTPServer):
         self._conns: set[socket.socket] = set()
         self._aborted: set[socket.socket] = set()
         self._conn_lock = threading.Lock()
+        self.stopping = threading.Event()  # set by stop(): releases requests held by the hang fault
         super().__init__((HOST, port), _Handler)
 
     def handle_error(self, request, client_address) -> None:
@@ -768,6 +775,7 @@ class StandinHub:
         server, self._server = self._server, None
         if server is None:
             return
+        server.stopping.set()
         server.shutdown()
         server.close_connections()
         server.server_close()

@@ -11,7 +11,15 @@ from typing import Any
 
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import Store
-from hubsurvey.core.errors import BadInputError, SurveyError
+from hubsurvey.core.errors import (
+    BadInputError,
+    ExitCode,
+    HubsurveyError,
+    HubUnreachableError,
+    InternalError,
+    StoreError,
+    scrub,
+)
 from hubsurvey.survey.measure import ConfigResult, measure_config
 from hubsurvey.core.roles import RoleOverrides, check_name
 from hubsurvey.survey.sources import FolderSource, open_source
@@ -24,10 +32,44 @@ class AuditOutcome:
     dataset_id: str
     results: list[ConfigResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    failures: list[HubsurveyError] = field(default_factory=list)
 
     @property
     def rows(self) -> list[dict[str, Any]]:
         return [row for result in self.results for row in result.rows]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 all measured; 1 partial; else the gravest failure's code (a bug 5, the Hub 4, bad input 2)."""
+        if not self.failures:
+            return ExitCode.OK
+        if self.results:
+            return ExitCode.PARTIAL
+        return max(f.exit_code for f in self.failures)
+
+    def failed(self, error: HubsurveyError) -> None:
+        self.failures.append(error)
+        self.errors.append(scrub(str(error)))
+
+
+def _config_error(exc: Exception, where: str) -> HubsurveyError:
+    """A config's failure as a hubsurvey error whose message names the config."""
+    if isinstance(exc, HubsurveyError):
+        if where.rstrip("]") not in str(exc):  # "ds [config" also matches "ds [config/split]"
+            exc.args = (f"{where}: {exc}",)
+        return exc
+    from hubsurvey.core.hub import is_transient
+
+    first = (str(exc).strip().splitlines() or [""])[0]
+    text = f"{type(exc).__name__}: {first}".rstrip(": ")
+    if is_transient(exc) or type(exc).__module__.split(".")[0] in ("huggingface_hub", "httpx2"):
+        from hubsurvey.core.errors import HubError
+
+        error: HubsurveyError = HubError(f"{where}: {text}")
+    else:
+        error = InternalError(f"{where}: internal error (a bug in hubsurvey, please report it): {text}")
+    error.__cause__ = exc
+    return error
 
 
 def audit(
@@ -42,8 +84,9 @@ def audit(
 ) -> AuditOutcome:
     """Measure every config of ``target`` (or just ``config``); write each to ``db`` as it is done.
 
-    A config that fails is reported in ``errors`` and the others go on. Each config's rows are
-    written in one transaction, so a failure never leaves half a config in the DB.
+    A config that fails, for any reason, is reported in ``errors`` (one line naming the config)
+    and the others go on; only an unreachable Hub or an unusable DB stops the audit. Each config's
+    rows are written in one transaction, so a failure never leaves half a config in the DB.
     """
     source = open_source(target, client=client, dataset_id=dataset_id)
     overrides = RoleOverrides.load(roles_file)
@@ -64,8 +107,10 @@ def audit(
                 result = measure_config(
                     source.load(name), n_configs=len(configs), source=kind, overrides=overrides, examples=examples
                 )
-            except SurveyError as e:
-                outcome.errors.append(str(e))
+            except (HubUnreachableError, StoreError, KeyboardInterrupt):
+                raise
+            except Exception as e:  # noqa: BLE001 - every other failure is this config's alone
+                outcome.failed(_config_error(e, f"{source.dataset_id} [{name}]"))
                 continue
             if store is not None:
                 store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows)

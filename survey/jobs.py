@@ -14,8 +14,10 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hubsurvey.core.hub import PARQUET_REVISION, HubClient, is_transient
-from hubsurvey.core.errors import SurveyError
+from pathlib import Path
+
+from hubsurvey.core.errors import HubsurveyError, scrub
+from hubsurvey.core.hub import HubClient, default_cache_dir, delete_files, is_transient
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.core.roles import RoleOverrides
@@ -36,7 +38,9 @@ class JobSpec:
     files: dict[str, list[str]]  # split (as the dataset names it) -> paths on the Parquet branch
     local_files: dict[str, list[str]] | None = None  # the same, downloaded (after prefetch)
     endpoint: str | None = None
-    cache_dir: str | None = None  # the huggingface_hub cache to download into (None: the default)
+    cache_dir: str | None = None  # the survey's download cache (None: HubClient's default)
+    parquet_sha: str | None = None  # the Parquet branch commit to download (None: resolved once, at download)
+    keep_cache: bool = False  # keep the downloaded files after measuring (default: delete them)
     roles_file: str | None = None
     run_id: str | None = None
     memory_mb: int | None = None  # the worker exits if its resident memory passes this during the job
@@ -47,28 +51,46 @@ class JobSpec:
 
 
 def download(spec: JobSpec, client: HubClient) -> JobSpec:
-    """Fetch the job's files into the huggingface_hub cache (a warm cache makes this cheap)."""
+    """Fetch the job's files into the survey's cache, all from one commit of the Parquet branch.
+
+    The commit is ``spec.parquet_sha`` when the crawl recorded it, else the branch's commit now
+    (one call); either way every file of the job comes from that commit, which is kept in the spec.
+    """
     if spec.local_files is not None:  # already on disk
         return spec
+    sha = spec.parquet_sha or client.parquet_sha(spec.dataset_id)
     local = {
-        split: [str(client.download(spec.dataset_id, path, PARQUET_REVISION)) for path in paths]
+        split: [str(client.download(spec.dataset_id, path, sha)) for path in paths]
         for split, paths in spec.files.items()
     }
-    return JobSpec(**{**spec.as_dict(), "local_files": local})
+    return JobSpec(**{**spec.as_dict(), "local_files": local, "parquet_sha": sha})
+
+
+def discard_downloads(spec: JobSpec) -> None:
+    """Delete the job's downloaded files (only those inside the survey cache) unless kept."""
+    if spec.keep_cache or not spec.local_files:
+        return
+    cache = Path(spec.cache_dir) if spec.cache_dir else default_cache_dir()
+    cache = cache.resolve()
+    paths = [p for paths in spec.local_files.values() for p in paths if Path(p).resolve().is_relative_to(cache)]
+    delete_files(paths)
 
 
 def error_outcome(exc: BaseException, where: str) -> JobOutcome:
     """A failure as plain data: a stable class, a one-line message, and whether to retry."""
-    if isinstance(exc, SurveyError):
+    if isinstance(exc, HubsurveyError):
         error_class, message = exc.error_class, str(exc)
     else:
         text = str(exc).strip().splitlines()
-        error_class = type(exc).__name__
-        message = f"{where}: {error_class}: {text[0] if text else ''}".rstrip(": ")
-    token = os.environ.get("HF_TOKEN")
-    if token:
-        message = message.replace(token, "***")
-    return JobOutcome.failure(error_class, message[:500], transient=is_transient(exc))
+        name = type(exc).__name__
+        message = f"{where}: {name}: {text[0] if text else ''}".rstrip(": ")
+        # Hub, network and file-system errors keep their type as class; anything else is a bug.
+        if isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in ("huggingface_hub", "httpx2"):
+            error_class = name
+        else:
+            error_class = "internal"
+            message = f"{where}: internal error (a bug in hubsurvey, please report it): {name}: {text[0] if text else ''}"
+    return JobOutcome.failure(error_class, scrub(message)[:500], transient=is_transient(exc))
 
 
 def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
@@ -93,17 +115,19 @@ def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
         )
     except Exception as exc:  # every failure becomes data for the coordinator
         outcome = error_outcome(exc, where)
-        if outcome.error_class not in ("bad_input", "unreadable", "schema_mismatch") and not outcome.transient:
-            outcome.traceback = traceback.format_exc(limit=3)
+        if outcome.error_class not in ("bad_input", "unreadable", "schema_mismatch", "gated") and not outcome.transient:
+            outcome.traceback = scrub(traceback.format_exc(limit=8))
         return outcome
     finally:
         if watchdog:
             watchdog.stop()
+        discard_downloads(spec)
     return JobOutcome.success(
         result.rows,
         seconds=time.perf_counter() - started,
         measure_seconds=result.seconds,
         download_seconds=download_seconds,
+        parquet_sha=spec.parquet_sha,
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from hubsurvey import __version__
 from hubsurvey.core.figures import LLE_METHOD, LLE_METHOD_VERSION
 from hubsurvey.core.store import now
-from hubsurvey.core.errors import SurveyError, UnreadableDataError
+from hubsurvey.core.errors import InternalError, SurveyError, UnreadableDataError
 from hubsurvey.survey.metrics import Engine
 from hubsurvey.core.roles import ColumnRoles, RoleOverrides, resolve_roles
 from hubsurvey.survey.sources import ConfigData, check_config
@@ -30,6 +30,28 @@ class ConfigResult:
     rows: list[dict[str, Any]]
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     seconds: float = 0.0
+
+
+def _data_error_types() -> tuple[type[BaseException], ...]:
+    import duckdb
+    import pyarrow as pa
+
+    return (
+        pa.ArrowInvalid,
+        pa.ArrowTypeError,
+        pa.ArrowNotImplementedError,
+        pa.ArrowIOError,
+        duckdb.IOException,
+        duckdb.ConversionException,
+        duckdb.InvalidInputException,
+    )
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """True for the errors that mean the data cannot be read as it is (the documented cases):
+    Arrow invalid, type or not-implemented data, DuckDB IO, conversion or invalid input errors.
+    Everything else that escapes the engine is a bug."""
+    return isinstance(exc, _data_error_types())
 
 
 def lle_dataset_name(dataset_id: str, config: str, label_column: str | None, n_configs: int, n_labels: int) -> str:
@@ -63,9 +85,14 @@ def measure_config(
             rows_by_split = engine.rows
     except SurveyError:
         raise
-    except Exception as e:  # DuckDB/Arrow read errors surface here for corrupt files
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise UnreadableDataError(f"{data.where()}: {type(e).__name__}: {first}") from None
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if is_data_error(e):  # corrupt or unreadable files, values DuckDB cannot convert
+            raise UnreadableDataError(f"{data.where()}: {type(e).__name__}: {first}") from None
+        # Anything else is a bug in hubsurvey, not bad data: keep the traceback (chained).
+        raise InternalError(
+            f"{data.where()}: internal error (a bug in hubsurvey, please report it): {type(e).__name__}: {first}"
+        ) from e
     measured_at = now()
     rows = []
     for m in measurements:

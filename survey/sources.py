@@ -290,12 +290,22 @@ class HubSource:
     def parquet_sha(self) -> str:
         """Downloads are pinned to the branch commit so that all files come from one revision."""
         if self._parquet_sha is None:
-            self._parquet_sha = self._client.dataset_info(self.dataset_id, revision=PARQUET_REVISION).sha
+            self._parquet_sha = self._client.parquet_sha(self.dataset_id)
         return self._parquet_sha
 
     def _layout(self) -> dict[str, dict[str, list[str]]]:
         if self._files is None:
-            self._files = self._client.parquet_tree(self.dataset_id)
+            from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+            try:
+                self._files = self._client.parquet_tree(self.dataset_id)
+            except RevisionNotFoundError:
+                raise BadInputError(f"{self.dataset_id}: no Parquet export (no refs/convert/parquet branch)") from None
+            except RepositoryNotFoundError:
+                raise BadInputError(
+                    f"{self.dataset_id}: no such dataset on {getattr(self._client, 'endpoint', 'the Hub')} "
+                    "(or it is private and the token cannot see it)"
+                ) from None
         layout: dict[str, dict[str, list[str]]] = {}
         for f in self._files:
             parts = f.path.split("/")

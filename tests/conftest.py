@@ -14,6 +14,7 @@ import pytest
 _HF_HOME = tempfile.mkdtemp(prefix="hubsurvey-tests-hf-")
 os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_HUB_CACHE"] = os.path.join(_HF_HOME, "hub")
+os.environ["HUBSURVEY_CACHE_DIR"] = os.path.join(_HF_HOME, "hubsurvey")  # the survey's own download cache
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ.pop("HF_TOKEN", None)
 

@@ -303,7 +303,7 @@ def test_missing_target_is_bad_input(tmp_path):
     result = runner.invoke(app, ["audit", target])
     assert result.exit_code == 2 and result.stdout == ""
     # one line that names the target and says what is wrong with it
-    assert result.stderr == f"error: {target}: neither an existing folder nor a Hub dataset id\n"
+    assert result.stderr == f"error: {target}: neither a folder nor a Hub id\n"
 
 
 # --- a Hub id, through huggingface_hub against the stand-in serving the real datasets ------------
@@ -315,6 +315,7 @@ def test_audit_hub_id_reproduces_the_published_row(shared_datasets, tmp_path, mo
     from hubsurvey_standin import StandinHub
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))  # a cold cache
+    monkeypatch.setenv("HUBSURVEY_CACHE_DIR", str(tmp_path / "cache"))  # the survey's own cache, cold
     with StandinHub(shared_datasets) as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         result = runner.invoke(app, ["audit", "eriktks/conll2003", "--json", "--db", str(tmp_path / "r.duckdb")])

@@ -140,9 +140,9 @@ def test_gated_files_are_not_retried(minihub, tmp_path):
     gated = sorted(k for k, v in expected(minihub).items() if v == "gated")
     with StandinHub(minihub) as hub:
         client = client_for(hub)
-        from huggingface_hub.errors import GatedRepoError
+        from hubsurvey.core.errors import GatedError
 
-        with pytest.raises(GatedRepoError):
+        with pytest.raises(GatedError):
             client.parquet_footer(gated[0], "default/test/0000.parquet")
         assert hub.stats()["resolve_get"] == 1
 

@@ -92,6 +92,19 @@ class HubUnreachableError(HubError):
     error_class = "offline"
 
 
+class GatedError(HubError):
+    """A gated dataset whose files the token (or no token) may not read: an outcome, not a failure."""
+
+    error_class = "gated"
+
+
+class HubTimeoutError(HubError):
+    """The Hub did not answer within the timeouts, on every attempt: worth retrying in a later run."""
+
+    error_class = "hub_timeout"
+    transient = True
+
+
 class InternalError(HubsurveyError):
     """A bug: anything that is not a known data, store or Hub error."""
 
@@ -103,19 +116,59 @@ def exit_code_of(exc: BaseException) -> ExitCode:
     return exc.exit_code if isinstance(exc, HubsurveyError) else ExitCode.INTERNAL
 
 
+_SECRETS: set[str] = set()
+
+
+def register_secret(secret: str | None) -> None:
+    """Remember a secret (a token passed explicitly rather than through ``HF_TOKEN``) for :func:`scrub`."""
+    if secret and len(secret) >= 4:
+        _SECRETS.add(secret)
+
+
 def scrub(text: str, secrets: tuple[str | None, ...] = ()) -> str:
-    """Remove secrets (``HF_TOKEN`` and any given) from a text. Every printed error passes here."""
-    for secret in (*secrets, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN")):
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
+    """Remove secrets (``HF_TOKEN``, registered ones and any given) from a text.
+
+    This is the one scrubbing place: every error message that is printed, logged or stored
+    (one-line messages, job tracebacks, Hub client errors) passes here.
+    """
+    candidates = (*secrets, *_SECRETS, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN"))
+    for secret in sorted({s for s in candidates if s and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, "***")
     return text
+
+
+def scrub_exception(exc: BaseException, secrets: tuple[str | None, ...] = ()) -> BaseException:
+    """Scrub an exception in place: its arguments, and those of every exception chained to it.
+
+    A Hub (or proxy) may echo the ``Authorization`` header into an error body, which the HTTP
+    library copies into the exception's message; a traceback printed or stored later then shows
+    every chained message, so the whole chain is cleaned, not just the outer message.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        try:
+            current.args = tuple(scrub(a, secrets) if isinstance(a, str) else a for a in current.args)
+        except (AttributeError, TypeError):  # pragma: no cover - exotic exception types
+            pass
+        for attr in ("server_message", "message"):
+            value = getattr(current, attr, None)
+            if isinstance(value, str):
+                try:
+                    setattr(current, attr, scrub(value, secrets))
+                except (AttributeError, TypeError):  # pragma: no cover - read-only attribute
+                    pass
+        current = current.__cause__ or current.__context__
+    return exc
 
 
 def one_line(exc: BaseException) -> str:
     """The one-line form of an error, scrubbed of secrets.
 
     A hubsurvey error prints its own message (it already names the dataset and config); anything
-    else is prefixed with its type, and an unexpected one says that it is a bug.
+    else is prefixed with its type. Whoever decides that an error is a bug says so (the CLI handler,
+    the job runner).
     """
     lines = str(exc).strip().splitlines()
     first = lines[0] if lines else ""

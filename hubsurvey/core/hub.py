@@ -1,32 +1,55 @@
 """The one client through which hubsurvey talks to the Hub.
 
 It wraps ``huggingface_hub`` (which reads ``HF_ENDPOINT`` and ``HF_TOKEN`` from the environment)
-with three things the library does not do for every call:
+with what the library does not do for every call:
 
-- retries with tenacity for the calls huggingface_hub does not retry itself (``dataset_info``,
-  ``list_repo_refs``, ranged reads, ``create_repo``, commits): on 429 (honouring ``Retry-After`` and
+- timeouts on every request (huggingface_hub's own client has none, and its paginated listings
+  pass ``timeout=None``): a transport enforces a connect and a read timeout on each request;
+- fail fast offline: a host name that does not resolve, or a refused connection, is not transient;
+  it raises :class:`HubUnreachableError` at once instead of being retried for half a minute;
+- retries with tenacity, for every call including the paginated listings (paged here, one page
+  at a time, so a retry resumes at the failed page): on 429 (honouring ``Retry-After`` and
   ``RateLimit: ...;t=N``), 5xx, timeouts and connection resets; never on 401, 403 or 404;
 - pacing: at most ``rate`` API calls per second (the anonymous Hub limit is 500 per 5 minutes);
-- token hygiene: the token is passed to huggingface_hub and nowhere else, and error messages are
-  scrubbed of it before they are raised.
+- token hygiene: the token is passed to huggingface_hub and nowhere else, and every error raised
+  through the client is scrubbed of it (:func:`hubsurvey.core.errors.scrub_exception`);
+- a download cache of the survey's own (never the user's huggingface_hub cache), with functions
+  to delete a job's files and to keep the cache under a budget.
 
 Nothing else in the project opens HTTP connections to the Hub.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+from urllib.parse import quote
 
 import httpx2
 from huggingface_hub import HfApi, hf_hub_download
-from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
 from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from hubsurvey.core.errors import (
+    GatedError,
+    HubError,
+    HubsurveyError,
+    HubTimeoutError,
+    HubUnreachableError,
+    register_secret,
+    scrub,
+    scrub_exception,
+)
+
+log = logging.getLogger(__name__)
 
 PARQUET_REVISION = "refs/convert/parquet"
 RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
@@ -34,6 +57,9 @@ RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
 DEFAULT_RATE = 1.5
 DEFAULT_FILE_RATE = 9.0
 FOOTER_PROBE = 64 * 1024  # one suffix read gets the footer of almost every Parquet file
+DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds to open a connection (HUBSURVEY_CONNECT_TIMEOUT)
+DEFAULT_READ_TIMEOUT = 60.0  # seconds to wait for each chunk of a response (HUBSURVEY_READ_TIMEOUT)
+DEFAULT_MAX_ATTEMPTS = 6  # attempts per request before a transient failure is final (HUBSURVEY_MAX_ATTEMPTS)
 
 T = TypeVar("T")
 
@@ -49,7 +75,14 @@ def branch_split(directory: str) -> str:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for failures worth retrying: rate limits, 5xx, timeouts, resets, truncated bodies."""
+    """True for failures worth retrying: rate limits, 5xx, timeouts, resets, truncated bodies.
+
+    An unreachable Hub (no DNS, connection refused, offline mode) is not transient.
+    """
+    if isinstance(exc, HubsurveyError):
+        return bool(getattr(exc, "transient", False))
+    if isinstance(exc, OfflineModeIsEnabled) or unreachable_cause(exc):
+        return False
     if isinstance(exc, HfHubHTTPError):
         status = exc.response.status_code if exc.response is not None else None
         return status in RETRY_STATUSES
@@ -106,8 +139,111 @@ class _Pacer:
             time.sleep(delay)
 
 
-class HubError(Exception):
-    """A Hub call failed; the message never contains the token."""
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise HubError(f"{name}={value!r}: not a number of seconds") from None
+    if number <= 0:
+        raise HubError(f"{name}={value!r}: must be more than 0")
+    return number
+
+
+def unreachable_cause(exc: BaseException) -> str | None:
+    """The cause when ``exc`` says the Hub cannot be reached at all (DNS failure, refused), else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, socket.gaierror):
+            return f"name does not resolve ({current.strerror or current})"
+        if isinstance(current, ConnectionRefusedError):
+            return "connection refused"
+        current = current.__cause__ or current.__context__
+    if isinstance(exc, httpx2.ConnectError):
+        text = str(exc).lower()
+        if any(s in text for s in ("name or service not known", "nodename nor servname", "name resolution",
+                                   "getaddrinfo failed", "no address associated")):
+            return f"name does not resolve ({str(exc).strip()})"
+        if "connection refused" in text:
+            return "connection refused"
+    return None
+
+
+def _origin(url: Any) -> str:
+    url = httpx2.URL(str(url))
+    port = f":{url.port}" if url.port else ""
+    return f"{url.scheme}://{url.host}{port}"
+
+
+class _TimeoutTransport(httpx2.BaseTransport):
+    """Every request gets the configured timeouts, whatever the caller passed (huggingface_hub's
+    listings pass none); a connection that cannot be made at all raises HubUnreachableError, which
+    no retry loop (ours or huggingface_hub's) treats as transient."""
+
+    def __init__(self, timeout: httpx2.Timeout):
+        self._timeout = timeout.as_dict()
+        self._inner = httpx2.HTTPTransport()
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        request.extensions = {**request.extensions, "timeout": self._timeout}
+        try:
+            return self._inner.handle_request(request)
+        except httpx2.ConnectError as e:
+            cause = unreachable_cause(e)
+            if cause:
+                raise HubUnreachableError(
+                    f"cannot reach {_origin(request.url)}: {cause} (offline? set HF_ENDPOINT)"
+                ) from e
+            raise
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def install_timeouts(connect: float, read: float) -> None:
+    """Make huggingface_hub's shared HTTP client use these timeouts on every request.
+
+    huggingface_hub has one process-wide client; the last HubClient created sets its timeouts.
+    """
+    from huggingface_hub import set_client_factory
+    from huggingface_hub.utils import _http as hf_http
+
+    timeout = httpx2.Timeout(read, connect=connect, write=read, pool=connect)
+
+    def factory() -> httpx2.Client:
+        hooks = getattr(hf_http, "hf_request_event_hook", None)
+        return httpx2.Client(
+            event_hooks={"request": [hooks]} if hooks else {},
+            follow_redirects=True,
+            timeout=timeout,
+            transport=_TimeoutTransport(timeout),
+        )
+
+    set_client_factory(factory)
+
+
+def _hub_error(exc: BaseException, what: str, token: str | None) -> BaseException:
+    """The error to raise for a failed Hub call: scrubbed, and typed when it means an outcome.
+
+    Typed huggingface_hub errors that callers classify per dataset (not found, revision not found)
+    keep their type; a gated repo becomes :class:`GatedError`; a timeout after every attempt
+    becomes :class:`HubTimeoutError`; offline mode becomes :class:`HubUnreachableError`.
+    """
+    scrub_exception(exc, (token,))
+    if isinstance(exc, HubsurveyError):
+        return exc
+    first = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, GatedRepoError):
+        return GatedError(scrub(f"{what}: gated: the token has no access to its files ({first})", (token,)))
+    if isinstance(exc, OfflineModeIsEnabled):
+        return HubUnreachableError(f"cannot reach the Hub: {first} (offline? unset HF_HUB_OFFLINE)")
+    if isinstance(exc, httpx2.TimeoutException):
+        return HubTimeoutError(scrub(f"{what}: the Hub did not answer in time: {type(exc).__name__}: {first}", (token,)))
+    return exc
 
 
 @dataclass(frozen=True)
@@ -117,7 +253,23 @@ class RepoFile:
 
 
 class HubClient:
-    """One object for every Hub call. Configuration comes from the environment by default."""
+    """One object for every Hub call. Configuration comes from the environment by default.
+
+    Arguments (environment variable in brackets; the argument wins):
+
+    - ``endpoint`` [``HF_ENDPOINT``, default https://huggingface.co]; ``token`` [``HF_TOKEN``];
+    - ``connect_timeout`` [``HUBSURVEY_CONNECT_TIMEOUT``, default 10 s]: to open a connection;
+    - ``read_timeout`` [``HUBSURVEY_READ_TIMEOUT``, default 60 s]: to wait for each chunk of a
+      response. Every request has both; a request that times out is retried as transient
+      (``max_attempts`` [``HUBSURVEY_MAX_ATTEMPTS``, default 6] in all, with backoff of at most
+      ``max_wait`` seconds between them) and then fails with :class:`HubTimeoutError`;
+    - a host name that does not resolve, or a refused connection, fails at once with
+      :class:`HubUnreachableError` (exit code 4): it is not retried;
+    - ``cache_dir`` [``HUBSURVEY_CACHE_DIR``, default ``~/.cache/hubsurvey/hub``]: where files are
+      downloaded; never the user's own huggingface_hub cache (see :func:`delete_files` and
+      :func:`enforce_budget`);
+    - ``rate`` / ``file_rate``: at most this many API / file requests per second.
+    """
 
     def __init__(
         self,
@@ -127,20 +279,27 @@ class HubClient:
         cache_dir: str | Path | None = None,
         rate: float | None = DEFAULT_RATE,
         file_rate: float | None = DEFAULT_FILE_RATE,
-        max_attempts: int = 6,
+        max_attempts: int | None = None,
         max_wait: float = 60.0,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
     ):
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
         token = os.environ.get("HF_TOKEN") if token is None else token
         self._token = token or None
+        register_secret(self._token)
         self._api = HfApi(endpoint=self.endpoint, token=self._token if self._token else False)
-        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self.connect_timeout = connect_timeout or _env_float("HUBSURVEY_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
+        self.read_timeout = read_timeout or _env_float("HUBSURVEY_READ_TIMEOUT", DEFAULT_READ_TIMEOUT)
+        self.max_attempts = max_attempts or int(_env_float("HUBSURVEY_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS))
+        install_timeouts(self.connect_timeout, self.read_timeout)
         self._pacer = _Pacer(rate)
         self._file_pacer = _Pacer(file_rate)
         self._retry = retry(
             retry=retry_if_exception(is_transient),
             wait=_ServerAwareWait(maximum=max_wait),
-            stop=stop_after_attempt(max_attempts),
+            stop=stop_after_attempt(self.max_attempts),
             reraise=True,
         )
         self.calls = 0  # API calls made through this client, for politeness accounting
@@ -152,9 +311,9 @@ class HubClient:
 
     def scrub(self, text: str) -> str:
         """Remove the token from a message before it reaches a log, the DB or an exception."""
-        return text.replace(self._token, "***") if self._token else text
+        return scrub(text, (self._token,))
 
-    def call(self, fn: Callable[..., T], *args: Any, _file: bool = False, **kwargs: Any) -> T:
+    def call(self, fn: Callable[..., T], *args: Any, _file: bool = False, _what: str | None = None, **kwargs: Any) -> T:
         """Pace, retry transient failures, and scrub the token from whatever is raised."""
 
         def attempt() -> T:
@@ -168,40 +327,102 @@ class HubClient:
 
         try:
             return self._retry(attempt)()
-        except HfHubHTTPError as e:
-            if self._token and self._token in str(e):
-                raise HubError(self.scrub(str(e))) from None
-            raise
+        except Exception as e:
+            error = _hub_error(e, _what or (str(args[0]) if args else self.endpoint), self._token)
+            if error is e:
+                raise
+            raise error from e
 
     # --- listing and metadata ----------------------------------------------------------------
 
-    def list_datasets(self, **kwargs: Any) -> Iterable[Any]:
-        """Stream dataset listings; huggingface_hub paginates and retries the pages itself."""
-        self._pacer.wait()
-        self.calls += 1
-        return self._api.list_datasets(**kwargs)
+    def _headers(self) -> dict[str, str]:
+        from huggingface_hub.utils import build_hf_headers
+
+        return build_hf_headers(token=self._token if self._token else False)
+
+    def _get_json_page(self, url: str, params: Any = None) -> tuple[Any, str | None]:
+        """One page of a paginated listing: (its JSON, the next page's URL or None)."""
+        from huggingface_hub.utils import get_session, hf_raise_for_status
+
+        response = get_session().get(url, params=params, headers=self._headers())
+        hf_raise_for_status(response)
+        return response.json(), response.links.get("next", {}).get("url")
+
+    def _paginate(self, url: str, params: Any, what: str) -> Iterator[Any]:
+        """Every item of a Link-paginated listing; each page is retried on its own."""
+        next_url: str | None = url
+        while next_url is not None:
+            page, following = self.call(self._get_json_page, next_url, params, _what=what)
+            yield from page
+            next_url, params = following, None  # the next URL already carries every parameter
+
+    def list_datasets(self, *, limit: int | None = None, expand: Iterable[str] | None = None, **filters: Any) -> Iterator[Any]:
+        """Stream dataset listings (``DatasetInfo``), page by page, each page paced and retried.
+
+        ``filters``: ``author``, ``search``, ``filter`` and the typed tag filters of
+        ``HfApi.list_datasets`` (``task_categories``, ``language``, ``size_categories`` ...).
+        Any failure of the listing is a :class:`HubError` (exit code 4): nothing can be crawled.
+        """
+        from huggingface_hub.hf_api import DatasetInfo
+
+        params: list[tuple[str, Any]] = []
+        tags = filters.pop("filter", None)
+        tag_filters = [tags] if isinstance(tags, str) else list(tags or [])
+        for key in ("language_creators", "language", "multilinguality", "size_categories", "task_categories", "task_ids"):
+            values = filters.pop(key, None)
+            for value in [values] if isinstance(values, str) else values or []:
+                tag_filters.append(value if value.startswith(f"{key}:") else f"{key}:{value}")
+        params += [("filter", t) for t in tag_filters]
+        for key in ("author", "search", "sort"):
+            if filters.get(key):
+                params.append((key, filters.pop(key)))
+        if filters.get("gated") is not None:
+            params.append(("gated", str(filters.pop("gated")).lower()))
+        if filters:
+            raise TypeError(f"unsupported listing arguments: {sorted(filters)}")
+        if limit is not None:
+            params.append(("limit", limit))
+        params += [("expand", e) for e in expand or []]
+        items = self._paginate(f"{self.endpoint}/api/datasets", params, "listing datasets")
+        if limit is not None:
+            items = islice(items, limit)
+        try:
+            for item in items:
+                item.setdefault("siblings", None)
+                yield DatasetInfo(**item)
+        except HfHubHTTPError as e:
+            status = e.response.status_code if e.response is not None else "?"
+            said = (getattr(e, "server_message", None) or "").strip().splitlines()
+            cause = said[0] if said else (str(e).strip().splitlines() or [""])[0]
+            raise HubError(self.scrub(f"listing datasets on {self.endpoint} failed: HTTP {status}: {cause}")) from e
+        except (httpx2.HTTPError, OSError) as e:
+            raise HubError(self.scrub(f"listing datasets on {self.endpoint} failed: {type(e).__name__}: {e}")) from e
 
     def dataset_info(self, repo_id: str, revision: str | None = None, **kwargs: Any) -> Any:
         return self.call(self._api.dataset_info, repo_id, revision=revision, **kwargs)
 
-    def parquet_tree(self, repo_id: str, revision: str = PARQUET_REVISION) -> list[RepoFile]:
-        """Every Parquet file on the dataset's Parquet branch (one listing, paginated by the Hub).
+    def parquet_sha(self, repo_id: str) -> str:
+        """The commit the dataset's Parquet branch points at: downloads are pinned to it."""
+        return self.dataset_info(repo_id, revision=PARQUET_REVISION).sha
 
-        huggingface_hub already retries each page (http_backoff), so tenacity is not stacked on it.
-        """
-        self._pacer.wait()
-        self.calls += 1
-        items = list(self._api.list_repo_tree(repo_id, repo_type="dataset", revision=revision, recursive=True))
+    def parquet_tree(self, repo_id: str, revision: str = PARQUET_REVISION) -> list[RepoFile]:
+        """Every Parquet file on the dataset's Parquet branch (one listing, paginated by the Hub)."""
+        url = f"{self.endpoint}/api/datasets/{repo_id}/tree/{quote(revision, safe='')}"
+        items = list(self._paginate(url, [("recursive", "true"), ("expand", "false")], repo_id))
         return [
-            RepoFile(it.path, int(getattr(it, "size", 0) or 0))
+            RepoFile(it["path"], int(it.get("size") or 0))
             for it in items
-            if getattr(it, "path", "").endswith(".parquet") and hasattr(it, "size")
+            if it.get("type") == "file" and str(it.get("path", "")).endswith(".parquet")
         ]
 
     # --- files ----------------------------------------------------------------------------------
 
     def download(self, repo_id: str, path: str, revision: str) -> Path:
-        """Download one file into the huggingface_hub cache (reused across runs)."""
+        """Download one file into the survey's cache (``cache_dir``), reused across runs.
+
+        Pass the Parquet branch's commit sha (:meth:`parquet_sha`) as ``revision`` so that every
+        file of one measurement comes from the same commit.
+        """
         return Path(
             self.call(
                 hf_hub_download,
@@ -213,6 +434,7 @@ class HubClient:
                 token=self._token if self._token else False,
                 cache_dir=self.cache_dir,
                 _file=True,
+                _what=f"{repo_id} {path}",
             )
         )
 
@@ -237,7 +459,7 @@ class HubClient:
             hf_raise_for_status(response)
             return response.content
 
-        return self.call(get, _file=True)
+        return self.call(get, _file=True, _what=url)
 
     def parquet_footer(self, repo_id: str, path: str, revision: str = PARQUET_REVISION) -> Any:
         """A Parquet file's metadata (rows, schema, HF features) from one suffix read of its end."""
@@ -262,3 +484,74 @@ class HubClient:
     def api(self) -> HfApi:
         """The underlying HfApi, for publishing calls; wrap them with :meth:`call`."""
         return self._api
+
+
+# --- the survey's download cache -----------------------------------------------------------------
+
+def default_cache_dir() -> Path:
+    """``HUBSURVEY_CACHE_DIR``, else ``~/.cache/hubsurvey/hub``: never the user's own HF cache."""
+    configured = os.environ.get("HUBSURVEY_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "hubsurvey" / "hub"
+
+
+def _blob_of(path: Path) -> Path:
+    """The blob a huggingface_hub snapshot entry points at (the file itself when it is not a link)."""
+    return path.resolve() if path.is_symlink() else path
+
+
+def delete_files(paths: Iterable[str | Path]) -> int:
+    """Delete downloaded files (a measured job's), snapshot links and the blobs they point at.
+
+    Returns the bytes freed. A path that is already gone is skipped: deleting twice is harmless.
+    """
+    freed = 0
+    for p in paths:
+        path = Path(p)
+        blob = _blob_of(path)
+        for victim in {blob, path}:
+            try:
+                size = victim.stat().st_size if victim.exists() and not victim.is_symlink() else 0
+                victim.unlink()
+                freed += size
+            except FileNotFoundError:
+                continue
+    return freed
+
+
+def cache_size(cache_dir: str | Path) -> int:
+    """Bytes of regular files under the cache folder (links are not counted twice)."""
+    root = Path(cache_dir)
+    if not root.exists():
+        return 0
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def enforce_budget(cache_dir: str | Path, max_bytes: int, keep: Iterable[str | Path] = ()) -> int:
+    """Evict the oldest files (by modification time) until the cache holds at most ``max_bytes``.
+
+    ``keep``: files in use (a job being measured) that must not be evicted. Dangling snapshot links
+    left by an eviction are removed too. Returns the bytes freed.
+    """
+    root = Path(cache_dir)
+    if not root.exists():
+        return 0
+    kept = {_blob_of(Path(k)) for k in keep} | {Path(k) for k in keep}
+    files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+    total = sum(p.stat().st_size for p in files)
+    freed = 0
+    for path in sorted(files, key=lambda p: p.stat().st_mtime):
+        if total <= max_bytes:
+            break
+        if path in kept or path.suffix == ".lock":
+            continue
+        size = path.stat().st_size
+        path.unlink(missing_ok=True)
+        total -= size
+        freed += size
+    for link in root.rglob("*"):
+        if link.is_symlink() and not link.exists():
+            link.unlink(missing_ok=True)
+    return freed

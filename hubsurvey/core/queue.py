@@ -52,11 +52,13 @@ class JobOutcome:
     seconds: float = 0.0  # wall time of the attempt
     measure_seconds: float = 0.0
     download_seconds: float = 0.0
+    parquet_sha: str | None = None  # the Parquet-branch commit every file was downloaded from
 
     @classmethod
     def success(cls, rows: list[dict[str, Any]], *, seconds: float, measure_seconds: float = 0.0,
-                download_seconds: float = 0.0) -> "JobOutcome":
-        return cls(True, rows, seconds=seconds, measure_seconds=measure_seconds, download_seconds=download_seconds)
+                download_seconds: float = 0.0, parquet_sha: str | None = None) -> "JobOutcome":
+        return cls(True, rows, seconds=seconds, measure_seconds=measure_seconds, download_seconds=download_seconds,
+                   parquet_sha=parquet_sha)
 
     @classmethod
     def failure(cls, error_class: str, message: str, *, transient: bool = False, traceback: str | None = None) -> "JobOutcome":

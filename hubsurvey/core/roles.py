@@ -31,6 +31,7 @@ An override file (TOML) takes precedence over inference, per dataset and config:
 from __future__ import annotations
 
 import json
+import logging
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -108,10 +109,15 @@ def features_from_arrow(schema: pa.Schema) -> dict[str, Any]:
     """HF features stored in the Parquet/Arrow metadata, else a best-effort derivation from types."""
     meta = schema.metadata or {}
     if b"huggingface" in meta:
-        info = json.loads(meta[b"huggingface"])
-        feats = info.get("info", {}).get("features")
+        try:
+            info = json.loads(meta[b"huggingface"])
+        except (ValueError, UnicodeDecodeError):
+            info = None
+        feats = info.get("info", {}).get("features") if isinstance(info, dict) and isinstance(info.get("info"), dict) else None
         if isinstance(feats, dict):
             return feats
+        # Malformed or list-valued metadata: the Arrow types still say which columns are text.
+        logging.getLogger(__name__).warning("ignoring malformed 'huggingface' Parquet metadata; roles inferred from the Arrow schema")
     return {f.name: _arrow_feature(f.type) for f in schema}
 
 
