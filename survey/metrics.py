@@ -17,13 +17,16 @@ and compare lists element by element, so no string conversion is needed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import duckdb
+import pyarrow as pa
 
 from hubsurvey.core import figures as registry
+from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.store import quote_ident
-from hubsurvey.survey.sources import CANONICAL_SPLITS, ConfigData, SplitData
+from hubsurvey.core.splits import CANONICAL_SPLITS
+from hubsurvey.survey.sources import ConfigData, SplitData
 
 # The figures' SQL is declared in the method registry (hubsurvey.core.figures), next to their
 # definitions; the engine only builds rows_all and runs it.
@@ -63,37 +66,60 @@ class Engine:
         self.con.close()
 
     def _register(self, name: str, split: SplitData) -> None:
-        view = quote_ident(f"split_{name}")
+        """A view ``split_<name>`` over the split's Parquet files (read by DuckDB) or Arrow table.
+
+        The dataset's column names never reach SQL: DuckDB identifiers are case-insensitive even
+        when quoted (``Text`` and ``text`` would resolve to one column), and a name may hold any
+        character. ``_stack`` renames every column by position instead.
+        """
+        view = f"split_{name}"  # canonical split names only: train, validation, test
         if split.table is not None:
             self.con.register(f"arrow_{name}", split.table)
-            self.con.execute(f"CREATE VIEW {view} AS SELECT * FROM {quote_ident('arrow_' + name)}")
+            self.con.execute(f"CREATE VIEW {view} AS SELECT * FROM arrow_{name}")
         else:
             # read_parquet takes the file list as a bound parameter: no path is pasted into SQL.
-            rel = self.con.read_parquet(list(split.files))
-            rel.create_view(f"split_{name}")
+            self.con.read_parquet(list(split.files)).create_view(view)
 
-    def _stack(self, columns: Sequence[str]) -> str:
-        """SQL for rows_all(split, k0, k1, ...) over the present splits."""
-        keys = ", ".join(f"{quote_ident(c)} AS k{i}" for i, c in enumerate(columns))
-        return " UNION ALL ".join(
-            f"SELECT '{name}' AS split, {keys} FROM {quote_ident('split_' + name)}"
-            for name in CANONICAL_SPLITS
-            if name in self.data.splits
-        )
+    def _position(self, schema: pa.Schema, column: str) -> int:
+        """The index of ``column`` in the data, matched exactly; refuse a missing or repeated name."""
+        found = schema.get_all_field_indices(column)
+        if len(found) != 1:
+            why = "is not in the data" if not found else f"names {len(found)} columns"
+            raise BadInputError(f"{self.data.where()}: column {column!r} {why}; it cannot be measured unambiguously")
+        return found[0]
+
+    def _stack(self, aliases: Mapping[str, str]) -> str:
+        """SQL for ``(split, <alias>...)`` over the present splits.
+
+        ``aliases`` maps a positional alias (``t0``, ``l0``) to the dataset's column name. Each
+        view's columns are renamed ``c0..c<n-1>`` by position (``FROM view AS s(c0, ...)``), so
+        the SQL holds no dataset name; check_config has proved every split has the same schema.
+        """
+        schema = self.data.splits["test"].schema()
+        picked = ", ".join(f"c{self._position(schema, column)} AS {alias}" for alias, column in aliases.items())
+        renamed = ", ".join(f"c{i}" for i in range(len(schema)))
+        selects = []
+        for name in CANONICAL_SPLITS:
+            if name in self.data.splits:
+                width = len(self.con.table(f"split_{name}").columns)
+                if width != len(schema):  # never expected: DuckDB and Arrow disagree on the columns
+                    raise BadInputError(
+                        f"{self.data.where(self.data.splits[name].source_name)}: "
+                        f"DuckDB reads {width} columns where Arrow has {len(schema)}"
+                    )
+                selects.append(f"SELECT '{name}' AS split, {picked} FROM split_{name} AS s({renamed})")
+        return " UNION ALL ".join(selects)
 
     def _load(self, text_columns: Sequence[str], label_columns: Sequence[str]) -> None:
         """rows_all(split, t*, l*, h_text, h_l*): the key columns and their 64-bit hashes, one pass."""
+        aliases = {f"t{i}": c for i, c in enumerate(text_columns)}
+        aliases.update({f"l{j}": c for j, c in enumerate(label_columns)})
         text = ", ".join(f"t{i}" for i in range(len(text_columns)))
-        projected = [f"{quote_ident(c)} AS t{i}" for i, c in enumerate(text_columns)]
-        projected += [f"{quote_ident(c)} AS l{j}" for j, c in enumerate(label_columns)]
         h = self.hash_sql
         hashed = [f"{h.format(text)} AS h_text"] + [f"{h.format(f'{text}, l{j}')} AS h_l{j}" for j in range(len(label_columns))]
-        stacked = " UNION ALL ".join(
-            f"SELECT '{name}' AS split, {', '.join(projected)} FROM {quote_ident('split_' + name)}"
-            for name in CANONICAL_SPLITS
-            if name in self.data.splits
-        )
+        stacked = self._stack(aliases)
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE rows_all AS SELECT *, {', '.join(hashed)} FROM ({stacked})")
+        self._loaded = tuple(text_columns)
 
     def _key(self, hash_column: str, value_columns: str) -> str:
         """The hash when it is exact for this data, else the values themselves.
@@ -147,11 +173,15 @@ class Engine:
 
     def top_examples(self, text_columns: Sequence[str], limit: int = 5) -> dict[str, list[dict[str, Any]]]:
         """The most repeated leaked and duplicated text keys, with their row counts per split."""
+        # measure() has normally loaded these text columns already
+        if getattr(self, "_loaded", None) != tuple(text_columns):
+            self._load(text_columns, ())
         cols = ", ".join(f"k{i}" for i in range(len(text_columns)))
+        keys = ", ".join(f"t{i} AS k{i}" for i in range(len(text_columns)))
         base = (
             f"SELECT {cols}, "
             + ", ".join(f"count(*) FILTER (WHERE split = '{s}') AS {s}" for s in CANONICAL_SPLITS)
-            + f" FROM ({self._stack(tuple(text_columns))}) GROUP BY ALL"
+            + f" FROM (SELECT split, {keys} FROM rows_all) GROUP BY ALL"
         )
         leaked = self.con.execute(
             f"SELECT * FROM ({base}) WHERE test > 0 AND (train > 0 OR validation > 0) "

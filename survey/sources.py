@@ -113,7 +113,7 @@ def check_config(data: ConfigData) -> ConfigData:
         except UnreadableDataError as e:
             raise UnreadableDataError(f"{data.where(split.source_name)}: {e}") from None
         for schema in schemas:
-            schema = schema.remove_metadata()
+            schema = _as_compared(schema.remove_metadata())
             if reference is None:
                 reference, ref_split = schema, split.source_name
             elif not schema.equals(reference):
@@ -127,6 +127,25 @@ def check_config(data: ConfigData) -> ConfigData:
     if not data.features:
         data.features = features_from_arrow(_first_schema(test))
     return data
+
+
+def _decoded(t: pa.DataType) -> pa.DataType:
+    """The type as the engine compares it: strings of any layout are one type, and a dictionary
+    (a pandas categorical, whose index width depends on its number of categories) is its values."""
+    if pa.types.is_dictionary(t):
+        return _decoded(t.value_type)
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(_decoded(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_decoded(t.field(i).type)) for i in range(t.num_fields)])
+    return t
+
+
+def _as_compared(schema: pa.Schema) -> pa.Schema:
+    """Shards and splits may differ in string layout or dictionary encoding: the values are the same."""
+    return pa.schema([f.with_type(_decoded(f.type)) for f in schema])
 
 
 def _first_schema(split: SplitData) -> pa.Schema:

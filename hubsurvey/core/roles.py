@@ -50,7 +50,7 @@ LABEL_SUFFIXES = ("_label", "_labels", "_tags")
 STRING_LABEL_NAMES = {"label", "labels", "gold_label"}
 STRING_LABEL_SUFFIXES = ("_label",)
 MEDIA_TYPES = {"Image", "Audio", "Video", "Pdf", "Nifti"}
-STRING_DTYPES = {"string", "large_string"}
+STRING_DTYPES = {"string", "large_string", "string_view"}
 INT_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
 
 
@@ -122,11 +122,17 @@ def features_from_arrow(schema: pa.Schema) -> dict[str, Any]:
 
 
 def _arrow_feature(t: pa.DataType) -> Any:
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+    # A dictionary column (a pandas categorical) holds its value type, stored once per distinct
+    # value: it is classed by that type. The engine compares decoded values, so two files with
+    # different dictionaries still match equal strings.
+    if pa.types.is_dictionary(t):
+        return _arrow_feature(t.value_type)
+    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)):
         return {"_type": "List", "feature": _arrow_feature(t.value_type)}
     if pa.types.is_struct(t):
         return {t.field(i).name: _arrow_feature(t.field(i).type) for i in range(t.num_fields)}
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return {"_type": "Value", "dtype": "string"}
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
         return {"_type": "Value", "dtype": "int64"}
