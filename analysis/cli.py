@@ -160,13 +160,17 @@ def export(
     out: Path = typer.Option(..., "--out", help="Folder to write the results dataset into"),
     db: Path = typer.Option(Path(DEFAULT_DB), "--db", help="Results DB (opened read-only)"),
     lle_compat: bool = typer.Option(False, "--lle-compat", help="Also write lle.csv in the published LLE format"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Use a non-empty folder: first remove the files hubsurvey wrote there"),
 ) -> None:
     """Export the results as Parquet (NULL stays null) and CSV (NULL written NR)."""
     from hubsurvey.analysis.export import export_results
+    from hubsurvey.core.errors import HubsurveyError, one_line
 
     store = _open(db)
     try:
-        paths = export_results(store, out, lle_compat=lle_compat)
+        paths = export_results(store, out, lle_compat=lle_compat, overwrite=overwrite)
+    except HubsurveyError as e:
+        raise _fail(one_line(e), int(e.exit_code))
     except OSError as e:
         raise _fail(f"{out}: {_one_line(e)}")
     finally:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hubsurvey.analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render_card
-from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, export_results
+from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, export_results, write_manifest
 from hubsurvey.analysis.report import REPORT_MD, render_markdown, report_context
 from hubsurvey import __version__
 from hubsurvey.core.store import Store
@@ -98,7 +98,8 @@ def build_folder(
     """Write the results dataset's files into ``out_dir``; return them, in upload order."""
     check_repo_id(repo_id)
     folder = Path(out_dir)
-    written = export_results(store, folder, lle_compat=True)
+    # overwrite: a folder built before loses exactly the files hubsurvey wrote (its manifest)
+    written = export_results(store, folder, lle_compat=True, overwrite=True)
     paths = [p.relative_to(folder).as_posix() for p in written]
     if report:
         (folder / REPORT_MD).write_text(render_markdown(report_context(store)), encoding="utf-8")
@@ -106,6 +107,7 @@ def build_folder(
     card = render_card(store, repo_id, paths, license=license, pretty_name=pretty_name)
     (folder / CARD_PATH).write_text(card, encoding="utf-8")
     paths.insert(0, CARD_PATH)
+    write_manifest(folder, paths)
     return [plan_file(folder, p) for p in paths]
 
 

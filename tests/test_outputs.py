@@ -89,3 +89,95 @@ def test_plain_escapes_every_dollar():
     from hubsurvey.analysis.charts import plain
 
     assert plain("$x^$") == r"\$x^\$" and plain("no math") == "no math"
+
+
+# --- 2. export: refuse a used folder, or replace exactly what hubsurvey wrote ------------------------------
+
+
+def test_export_refuses_a_non_empty_folder(planted_db, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    r = runner.invoke(app, ["export", "--out", str(out), "--db", str(planted_db)])
+    assert r.exit_code == 2, r.output
+    assert len(r.stderr.strip().splitlines()) == 1 and "--overwrite" in r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_export_error_is_a_hubsurvey_error_with_exit_2(planted_db, tmp_path):
+    from hubsurvey.analysis.export import export_results
+    from hubsurvey.core.errors import ExitCode, HubsurveyError
+
+    (tmp_path / "x").write_text("x")
+    with Store(planted_db, read_only=True) as store, pytest.raises(HubsurveyError) as info:
+        export_results(store, tmp_path)
+    assert info.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_overwrite_removes_the_files_hubsurvey_wrote_and_only_them(planted_db, tmp_path):
+    from hubsurvey.analysis.export import MANIFEST_PATH
+
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["export", "--out", str(out), "--db", str(planted_db), "--lle-compat"])
+    assert r.exit_code == 0, r.output
+    manifest = json.loads((out / MANIFEST_PATH).read_text())
+    assert manifest["files"] == ["data/train-00000-of-00001.parquet", "lle.csv", "results.csv"]
+    # a stray shard hubsurvey wrote earlier (listed in the manifest) and a file of the user's
+    (out / "data" / "train-00001-of-00002.parquet").write_bytes(b"old shard")
+    manifest["files"].append("data/train-00001-of-00002.parquet")
+    manifest["files"].append("../outside.txt")  # a hostile manifest cannot reach outside the folder
+    (out / MANIFEST_PATH).write_text(json.dumps(manifest))
+    (tmp_path / "outside.txt").write_text("keep")
+    (out / "notes.txt").write_text("mine")
+
+    r = runner.invoke(app, ["export", "--out", str(out), "--db", str(planted_db)])  # refused: not empty
+    assert r.exit_code == 2
+    r = runner.invoke(app, ["export", "--out", str(out), "--db", str(planted_db), "--overwrite"])
+    assert r.exit_code == 0, r.output
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert files == [MANIFEST_PATH, "data/train-00000-of-00001.parquet", "notes.txt", "results.csv"]
+    assert not (out / "lle.csv").exists()  # an old lle.csv does not survive an export without it
+    assert (tmp_path / "outside.txt").read_text() == "keep"
+    assert json.loads((out / MANIFEST_PATH).read_text())["files"] == ["data/train-00000-of-00001.parquet", "results.csv"]
+    # the folder loads as one dataset again: one shard, the current rows
+    assert pq.read_table(out / "data").num_rows == 4
+
+
+def test_overwrite_of_a_folder_from_before_manifests(planted_db, tmp_path):
+    from hubsurvey.analysis.export import export_results
+
+    (tmp_path / "lle.csv").write_text("old")
+    (tmp_path / "keep.md").write_text("mine")
+    with Store(planted_db, read_only=True) as store:
+        export_results(store, tmp_path, overwrite=True)
+    assert not (tmp_path / "lle.csv").exists() and (tmp_path / "keep.md").exists()
+
+
+# --- 5. CSV formula injection ------------------------------------------------------------------------------
+
+
+HOSTILE = ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
+
+
+def test_csv_cells_from_the_hub_cannot_be_formulas(tmp_path):
+    from hubsurvey.analysis.export import csv_cell, export_results
+
+    assert [csv_cell(v) for v in HOSTILE] == ["'" + v for v in HOSTILE]
+    assert csv_cell(-1) == "-1" and csv_cell(-2.5) == "-2.5" and csv_cell("plain") == "plain"
+
+    db = tmp_path / "results.duckdb"
+    for i, dataset_id in enumerate(("=cmd/data", "acme/-owner")):
+        audit_folder(write_folder(tmp_path / f"d{i}", f"acme/x{i}", DATASETS["acme/beta"]), db, dataset_id=dataset_id)
+    with Store(db, read_only=True) as store:
+        export_results(store, tmp_path / "out", lle_compat=True)
+        true_ids = sorted(r[0] for r in store.con.execute("SELECT dataset_id FROM current_measurements").fetchall())
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "out" / "results.csv").read_text())))
+    assert sorted(r["dataset_id"] for r in rows) == ["'=cmd/data", "acme/-owner"]
+    assert sorted(r["dataset_name"] for r in rows) == ["'-owner", "data"]
+    assert all(r["rows_test"] == "4" for r in rows)
+    # Parquet (and the DB) keep the true values
+    table = pq.read_table(tmp_path / "out" / "data" / "train-00000-of-00001.parquet")
+    assert sorted(table.column("dataset_id").to_pylist()) == true_ids == ["=cmd/data", "acme/-owner"]
+    assert sorted(table.column("dataset_name").to_pylist()) == ["-owner", "data"]
+    lle = (tmp_path / "out" / "lle.csv").read_text().splitlines()[1:]
+    assert sorted(line.split(";")[0] for line in lle) == ["'-owner", "data"]
