@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import logging
+import re
 import sys
 
 import pyarrow.parquet as pq
@@ -181,3 +182,103 @@ def test_csv_cells_from_the_hub_cannot_be_formulas(tmp_path):
     assert sorted(table.column("dataset_name").to_pylist()) == ["-owner", "data"]
     lle = (tmp_path / "out" / "lle.csv").read_text().splitlines()[1:]
     assert sorted(line.split(";")[0] for line in lle) == ["'-owner", "data"]
+
+
+# --- 7. can I trust this dataset? --------------------------------------------------------------------------
+
+
+def _test_rows(n: int, dup: int = 0) -> list[tuple]:
+    return [(f"q{i}", 0) for i in range(n - dup)] + [("q0", 0)] * dup
+
+
+VERDICT_CASES = {
+    # dataset id: (splits, expected verdict, worst text test_biased)
+    "v/clean": ({"train": [("a", 0)], "test": _test_rows(10)}, "clean", 0.0),
+    "v/val-leak-only": ({"train": [("a", 0)], "validation": [("q1", 0)], "test": _test_rows(10)}, "minor", 0.0),
+    "v/half": ({"train": [("a", 0)], "test": _test_rows(200, dup=1)}, "minor", 0.5),
+    "v/one": ({"train": [("a", 0)], "test": _test_rows(100, dup=1)}, "caution", 1.0),
+    "v/almost-five": ({"train": [("q1", 0)], "test": _test_rows(1000, dup=48)}, "caution", 4.9),
+    "v/five": ({"train": [("a", 0)], "test": _test_rows(20, dup=1)}, "unreliable", 5.0),
+}
+
+
+@pytest.fixture(scope="module")
+def verdict_db(tmp_path_factory):
+    root = tmp_path_factory.mktemp("verdicts")
+    db = root / "results.duckdb"
+    for i, (dataset_id, (splits, _, _)) in enumerate(VERDICT_CASES.items()):
+        audit_folder(write_folder(root / f"d{i}", dataset_id, splits), db, dataset_id=dataset_id)
+    return db
+
+
+def test_verdict_view_applies_the_stated_thresholds(verdict_db):
+    from hubsurvey.analysis.findings import create_views
+
+    with Store(verdict_db, read_only=True) as store:
+        create_views(store)
+        rows = store.records("SELECT dataset_id, verdict, worst_text_test_biased FROM findings_dataset_verdict")
+        rules = store.records("SELECT verdict, at_least_pct, below_pct FROM findings_verdict_rules ORDER BY ord")
+    got = {r["dataset_id"]: (r["verdict"], r["worst_text_test_biased"]) for r in rows}
+    assert got == {k: (v[1], v[2]) for k, v in VERDICT_CASES.items()}
+    assert rules == [
+        {"verdict": "clean", "at_least_pct": None, "below_pct": None},
+        {"verdict": "minor", "at_least_pct": None, "below_pct": 1.0},
+        {"verdict": "caution", "at_least_pct": 1.0, "below_pct": 5.0},
+        {"verdict": "unreliable", "at_least_pct": 5.0, "below_pct": None},
+    ]
+
+
+def test_report_has_a_verdict_for_every_dataset_with_the_rule_and_the_csv_link(verdict_db, planted_db, tmp_path):
+    with Store(verdict_db, read_only=True) as store:
+        md_path, html_path = render_report(store, tmp_path / "v")
+    md, html = md_path.read_text(), html_path.read_text()
+    section = md.split("## 7. Can I trust this dataset?")[1].split("\n## ")[0]
+    for dataset_id, (_, verdict, _) in VERDICT_CASES.items():
+        assert re.search(rf"^\| {re.escape(dataset_id)} \| {verdict} \|", section, re.MULTILINE), dataset_id
+    assert "- **minor**: not clean, worst text test_biased below 1%" in section
+    assert "- **caution**: not clean, worst text test_biased ≥ 1% and below 5%" in section
+    assert "- **unreliable**: not clean, worst text test_biased ≥ 5%" in section
+    assert "- **clean**: 0 text leaks from train or validation to test and 0 text duplicates in test" in section
+    assert "[results.csv](results.csv)" in section and "Denominator" in section
+    assert '<a href="results.csv">results.csv</a>' in html and "v/almost-five" in html
+
+    with Store(planted_db, read_only=True) as store:
+        md = render_report(store, tmp_path / "p")[0].read_text()
+    assert "| acme/gamma | unreliable | 33.333% | default | 1 | 6 | 1 | 2 | 1 |" in md
+    assert "| acme/beta | unreliable | 25.0% | default | 1 | 4 | 0 | NR | 1 |" in md
+    assert "| acme/delta | clean | 0.0% | default | 1 | 2 | 0 | 0 | 0 |" in md
+
+
+def _figure_of(monkeypatch, draw, *args):
+    """The matplotlib figure a chart function draws (instead of its PNG)."""
+    pytest.importorskip("matplotlib")
+    from hubsurvey.analysis import charts
+
+    monkeypatch.setattr(charts, "_png", lambda fig: fig)
+    return draw(*args)
+
+
+def test_bias_chart_draws_thresholds_at_their_values(planted_db, monkeypatch):
+    from hubsurvey.analysis import charts
+    from hubsurvey.analysis.findings import findings
+
+    with Store(planted_db, read_only=True) as store:
+        test_bias = findings(store)["test_bias"]
+    fig = _figure_of(monkeypatch, charts.bias_chart, test_bias)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    thresholds = [r["threshold_pct"] for r in test_bias]
+    drawn = [list(line.get_xdata()) for line in ax.get_lines()]
+    assert drawn and all(xs == thresholds for xs in drawn)  # at 0.1 … 90, not at 0, 1, 2 …
+
+
+def test_leak_panel_has_no_test_bar(planted_db, monkeypatch):
+    from hubsurvey.analysis import charts
+    from hubsurvey.analysis.findings import findings
+
+    with Store(planted_db, read_only=True) as store:
+        splits = findings(store)["splits"]
+    fig = _figure_of(monkeypatch, charts.splits_chart, splits)
+    leak, dup = fig.axes
+    assert [t.get_text() for t in leak.get_xticklabels()] == ["train", "validation"]
+    assert [t.get_text() for t in dup.get_xticklabels()] == ["train", "validation", "test"]
