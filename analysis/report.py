@@ -18,20 +18,9 @@ TITLE = "Leaks and duplicates in Hugging Face Hub datasets: survey results"
 KEY_LABELS = {"text": "text", "text_and_label": "text+label"}
 
 
-#: The verdict views of findings.sql (the rule is defined there, once).
-VERDICT_RULES_VIEW = "findings_verdict_rules"
-VERDICT_VIEW = "findings_dataset_verdict"
-
-
-def _rows(store: Store, view: str) -> list[dict[str, Any]]:
-    result = store.con.execute(f"SELECT * FROM {view}")  # a fixed view name of findings.sql
-    names = [d[0] for d in result.description]
-    return [dict(zip(names, row)) for row in result.fetchall()]
-
-
 def report_context(store: Store, top_n: int = DEFAULT_TOP_N) -> dict[str, Any]:
     """Everything the report templates use (findings, provenance, definitions, verdicts)."""
-    found = findings(store, top_n=top_n)  # also creates the views read below
+    found = findings(store, top_n=top_n)
     overview = found["overview"][0]
     top = found["top_test_biased"]
     return {
@@ -44,8 +33,9 @@ def report_context(store: Store, top_n: int = DEFAULT_TOP_N) -> dict[str, Any]:
         "ranked": top[0]["rows_ranked"] if top else 0,
         "definitions": DEFINITIONS,
         "key_labels": KEY_LABELS,
-        "verdict_rules": _rows(store, VERDICT_RULES_VIEW),
-        "verdicts": _rows(store, VERDICT_VIEW),
+        # the verdict rule is defined once, in findings.sql (findings_verdict_rules)
+        "verdict_rules": found["verdict_rules"],
+        "verdicts": found["dataset_verdict"],
     }
 
 
