@@ -282,3 +282,25 @@ def test_leak_panel_has_no_test_bar(planted_db, monkeypatch):
     leak, dup = fig.axes
     assert [t.get_text() for t in leak.get_xticklabels()] == ["train", "validation"]
     assert [t.get_text() for t in dup.get_xticklabels()] == ["train", "validation", "test"]
+
+
+# --- 8. a report written by a run shows the run's final state ---------------------------------------------
+
+
+def test_report_written_at_the_end_of_a_run_shows_its_final_state(tmp_path):
+    from datetime import timedelta
+
+    db = build_planted_db(tmp_path)
+    with Store(db) as store:  # the run writing the report is still 'running' in the DB
+        insert(store.con, "runs", {"run_id": "run-9", "command": "run", "args": {}, "started_at": T0 + timedelta(days=1),
+                                   "status": "running", "tool_version": "0.1.0"})
+    with Store(db, read_only=True) as store:
+        md = render_report(store, tmp_path / "a")[0].read_text()
+        assert "(running)" in md  # what the DB says
+        final = {"run_id": "run-9", "status": "done", "finished_at": T0 + timedelta(days=1, hours=2)}
+        md_path, html_path = render_report(store, tmp_path / "b", final_run=final)
+        other = render_report(store, tmp_path / "c", final_run={**final, "run_id": "run-other"})[0].read_text()
+    md, html = md_path.read_text(), html_path.read_text()
+    assert "(running)" not in md and "`run` (done)" in md and "finished 2026-01-03 05:04 UTC" in md
+    assert "(done)" in html and "(running)" not in html
+    assert "(running)" in other  # another run's state is never applied
