@@ -1,9 +1,16 @@
-"""The results dataset's card (README.md): Hub YAML front matter, methods, columns, provenance."""
+"""The results dataset's card (README.md): Hub YAML front matter, methods, columns, provenance.
+
+The card is public: its provenance never shows a local path (the DB, report or cache folders of
+the machine that ran the survey; see :func:`public_args`). ``task_categories`` are those of the
+measured datasets (their ``task_categories:*`` Hub tags); the card cites the LLE blog post and the
+published lbourdois/LLE dataset.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any, Mapping, Sequence
 
 from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, columns
 from hubsurvey.analysis.findings import findings
@@ -23,6 +30,57 @@ FILE_DESCRIPTIONS = {
                   "spelling (valididation) kept, NR, 10.049%, 7.0",
     REPORT_MD: "the survey's findings, every table with its denominator",
 }
+
+
+#: Run arguments that name local files or folders: never shown in the public card.
+LOCAL_ARGS = frozenset({"db", "out", "out_dir", "report_dir", "cache_dir", "hub_dir", "roles", "roles_file", "folder", "path"})
+
+#: What the card cites: the method's blog post and the published survey results.
+CITATIONS = (
+    ("LLE: Leaks, leaks everywhere", "https://huggingface.co/blog/lbourdois/lle",
+     "the method and the 2024 survey (Hugging Face blog, lbourdois)"),
+    ("lbourdois/LLE", "https://huggingface.co/datasets/lbourdois/LLE",
+     "the 2024 survey's results; lle.csv reproduces its format"),
+)
+
+
+def _is_local_path(value: Any) -> bool:
+    """A string that names a file on this machine (absolute, ./ ../ ~ relative), not a Hub id."""
+    if not isinstance(value, str) or not value:
+        return False
+    return (PurePosixPath(value).is_absolute() or PureWindowsPath(value).is_absolute()
+            or value.startswith(("./", "../", "~", ".\\", "..\\")))
+
+
+def public_args(args: Any) -> Any:
+    """Run arguments fit for a public card: local-path arguments and path values dropped, recursively."""
+    if isinstance(args, Mapping):
+        return {k: public_args(v) for k, v in args.items()
+                if str(k) not in LOCAL_ARGS and not _is_local_path(v)}
+    if isinstance(args, list):
+        return [public_args(v) for v in args if not _is_local_path(v)]
+    return args
+
+
+def public_provenance(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's provenance with every run argument made public (:func:`public_args`)."""
+    out = dict(p)
+    out["filters"] = public_args(p.get("filters"))
+    if p.get("run"):
+        out["run"] = {**p["run"], "args": public_args(p["run"].get("args"))}
+    return out
+
+
+def task_categories(store: Store) -> list[str]:
+    """The ``task_categories:*`` tags of the measured datasets, sorted, each once."""
+    rows = store.con.execute(
+        """SELECT DISTINCT regexp_extract(tag, '^task_categories:(.+)$', 1) AS category
+           FROM (SELECT unnest(tags) AS tag FROM datasets
+                 WHERE dataset_id IN (SELECT dataset_id FROM current_measurements))
+           WHERE tag LIKE 'task_categories:%'
+           ORDER BY category"""
+    ).fetchall()
+    return [r[0] for r in rows if r[0]]
 
 
 @dataclass(frozen=True)
@@ -58,6 +116,8 @@ def render_card(
         "pretty_name": pretty_name,
         "size_category": size_category(overview["measurement_rows"]),
         "tags": list(TAGS),
+        "task_categories": task_categories(store),
+        "citations": CITATIONS,
         "parquet_glob": PARQUET_GLOB,
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
@@ -67,7 +127,7 @@ def render_card(
         "f": found,
         "o": overview,
         "a": found["annotation"][0],
-        "p": provenance(store, overview),
+        "p": public_provenance(provenance(store, overview)),
         "key_labels": KEY_LABELS,
     }
     return environment().get_template("card.md.j2").render(context)

@@ -2,18 +2,41 @@
 
 PNG in an ``<img>`` keeps the HTML self-contained (no external file, script or font) and keeps
 dataset-controlled text out of the markup. Output is deterministic (no date or software metadata).
+
+matplotlib is an optional extra (``pip install 'hubsurvey[report]'``): without it :func:`charts`
+logs one warning and returns no chart, and the report is written without images.
+
+Text that comes from the Hub (task categories) is drawn as plain text: matplotlib would otherwise
+parse ``$...$`` in it as math, and one odd tag would make every report fail (:func:`plain`).
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import logging
 from typing import Any, Mapping, Sequence
+
+log = logging.getLogger(__name__)
 
 #: Series colours; the screenshot test looks for them.
 TEXT_COLOR = "#d1495b"
 TEXT_AND_LABEL_COLOR = "#2e86ab"
 KEY_LABELS = {"text": "text", "text_and_label": "text+label"}
+
+
+def available() -> bool:
+    """True when matplotlib can be imported (the ``report`` extra is installed)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def plain(text: Any) -> str:
+    """A label drawn verbatim: every ``$`` escaped, so matplotlib never parses it as math."""
+    return str(text).replace("$", r"\$")
 
 
 def _pyplot():
@@ -39,9 +62,14 @@ def _value(v: Any) -> float:
 def splits_chart(splits: Sequence[Mapping[str, Any]]) -> str:
     """Two panels: % of rows with ≥1 leak to test, and with ≥1 duplicate, per split and key."""
     plt = _pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    names = ["train", "validation", "test"]
-    for ax, (measure, title) in zip(axes, (("pct_with_leak", "≥1 leak to test"), ("pct_with_duplicate", "≥1 duplicate"))):
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True, gridspec_kw={"width_ratios": [2, 3]})
+    # The leak panel shows the splits that leak INTO test (train, validation): a "test" bar there
+    # would read as "test leaks to test". The table keeps the test row (shares a key with either).
+    panels = (
+        ("pct_with_leak", "≥1 leak to test", ["train", "validation"]),
+        ("pct_with_duplicate", "≥1 duplicate", ["train", "validation", "test"]),
+    )
+    for ax, (measure, title, names) in zip(axes, panels):
         for i, (key, colour) in enumerate((("text", TEXT_COLOR), ("text_and_label", TEXT_AND_LABEL_COLOR))):
             by_split = {r["split"]: r for r in splits if r["key"] == key}
             values = [_value(by_split.get(s, {}).get(measure)) for s in names]
@@ -60,20 +88,32 @@ def splits_chart(splits: Sequence[Mapping[str, Any]]) -> str:
 
 
 def bias_chart(test_bias: Sequence[Mapping[str, Any]]) -> str:
-    """% of rows with test_biased ≥ threshold, for each threshold, text and text+label."""
+    """% of rows with test_biased ≥ threshold, as a function of the threshold, text and text+label.
+
+    The thresholds are not evenly spaced (0.1 … 1, 1.5 … 5, 10 … 90), so they are drawn where
+    they are, on a logarithmic axis, as a step line per key (a share "at least x" falls as x grows);
+    drawing them as equally spaced categories distorted the curve.
+    """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, 3.8))
-    labels = [f"{r['threshold_pct']:g}" for r in test_bias]
-    xs = list(range(len(labels)))
-    for i, (key, colour) in enumerate((("text", TEXT_COLOR), ("text_and_label", TEXT_AND_LABEL_COLOR))):
+    thresholds = [float(r["threshold_pct"]) for r in test_bias]
+    for key, colour in (("text", TEXT_COLOR), ("text_and_label", TEXT_AND_LABEL_COLOR)):
         values = [_value(r[f"{key}_pct"]) for r in test_bias]
-        ax.bar([x + (i - 0.5) * 0.4 for x in xs], values, width=0.4, color=colour, label=KEY_LABELS[key])
-    ax.set_xticks(xs, labels, fontsize=8)
-    ax.set_xlabel("threshold: test_biased ≥ (%)")
+        if thresholds:
+            ax.step(thresholds, values, where="post", color=colour, linewidth=2.5, label=KEY_LABELS[key])
+            ax.fill_between(thresholds, values, step="post", color=colour, alpha=0.18, linewidth=0)
+            ax.plot(thresholds, values, "o", color=colour, markersize=4)
+    if thresholds:
+        ax.set_xscale("log")
+        ax.set_xlim(min(thresholds) * 0.9, max(thresholds) * 1.1)
+        marks = [t for t in thresholds if t in (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 90.0)]
+        ax.set_xticks(marks, [f"{t:g}" for t in marks], fontsize=8)
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    ax.set_xlabel("threshold: test_biased ≥ (%, log scale)")
     ax.set_ylabel("% of rows (non-NR)")
     ax.set_ylim(0, 118)
     ax.set_yticks(range(0, 101, 20))
-    ax.grid(axis="y", alpha=0.3)
+    ax.grid(axis="both", alpha=0.3)
     ax.legend(loc="upper right", ncol=2, frameon=False)
     fig.tight_layout()
     return _png(fig)
@@ -86,7 +126,7 @@ def task_chart(by_task: Sequence[Mapping[str, Any]], limit: int = 15) -> str | N
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, 0.9 + 0.35 * len(rows)))
-    names = [str(r["task_category"])[:40] for r in rows][::-1]
+    names = [plain(str(r["task_category"])[:40]) for r in rows][::-1]
     values = [_value(r["pct_with_text_test_leak"]) for r in rows][::-1]
     bars = ax.barh(range(len(rows)), values, color=TEXT_COLOR)
     ax.bar_label(bars, labels=[f"{v:.1f}%" for v in values], fontsize=8, padding=2)
@@ -99,6 +139,10 @@ def task_chart(by_task: Sequence[Mapping[str, Any]], limit: int = 15) -> str | N
 
 
 def charts(found: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, str | None]:
+    """Every chart of the report; all None (and one warning) when matplotlib is not installed."""
+    if not available():
+        log.warning("matplotlib is not installed: report.html has no charts (pip install 'hubsurvey[report]')")
+        return {"splits": None, "test_bias": None, "by_task_category": None}
     return {
         "splits": splits_chart(found["splits"]),
         "test_bias": bias_chart(found["test_bias"]),

@@ -8,8 +8,19 @@ Files written by :func:`export_results` into ``out_dir``:
 - ``lle.csv`` (``lle_compat=True``): the ``lle`` view under the header of the published
   lbourdois/LLE ``train.csv``, its ``valididation`` spelling kept, ``;``-separated.
 
+- ``.hubsurvey-export.json``: the manifest, the list of files hubsurvey wrote into the folder.
+
 The output depends only on the DB's content (rows sorted, timestamps in UTC), so exporting an
 unchanged DB again gives byte-identical files, which lets ``publish`` skip an unchanged upload.
+
+Nothing stale survives: an export refuses a folder that holds anything unless ``overwrite=True``,
+and with it first removes exactly the files the folder's manifest lists (what hubsurvey wrote there
+before), never any other file, so an old ``lle.csv`` or Parquet shard cannot be loaded with new ones.
+
+CSV cells that come from the Hub (ids, config and column names, dataset_name) and begin with
+``=``, ``+``, ``-``, ``@``, a tab or a carriage return are written with a leading ``'`` so that a
+spreadsheet shows them as text instead of running them as a formula (:func:`csv_text`). Only the
+CSV files do this; Parquet and the DB keep the true value, and numbers are never touched.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,12 +36,20 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from hubsurvey.core import figures
+from hubsurvey.core.errors import OutputExistsError
 from hubsurvey.core.store import Store, quote_ident, result_columns
+
+log = logging.getLogger(__name__)
 
 PARQUET_PATH = "data/train-00000-of-00001.parquet"
 CSV_PATH = "results.csv"
 LLE_CSV_PATH = "lle.csv"
 NR = figures.NR
+MANIFEST_PATH = ".hubsurvey-export.json"
+#: Files earlier hubsurvey versions wrote without a manifest: removed on overwrite when it is absent.
+LEGACY_PATHS = (PARQUET_PATH, CSV_PATH, LLE_CSV_PATH)
+#: Leading characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 #: Header of the published lbourdois/LLE train.csv, spelling kept, in the lle view's column order.
 LLE_PUBLISHED_HEADER = figures.lle_published_header()
@@ -53,10 +73,20 @@ def _utc(con: Any) -> None:
     con.execute("SET TimeZone = 'UTC'")
 
 
+def csv_text(text: str) -> str:
+    """A text cell a spreadsheet shows as text: a leading formula character gets a ``'`` before it."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
 def csv_cell(value: Any) -> str:
-    """One CSV cell: NULL -> 'NR', lists -> JSON, timestamps -> ISO 8601 UTC, floats -> repr."""
+    """One CSV cell: NULL -> 'NR', lists -> JSON, timestamps -> ISO 8601 UTC, floats -> repr.
+
+    Text values (strings, never numbers) pass through :func:`csv_text`.
+    """
     if value is None:
         return NR
+    if isinstance(value, str):
+        return csv_text(value)
     if isinstance(value, (list, tuple)):
         return json.dumps(list(value), ensure_ascii=False)
     if isinstance(value, datetime):
@@ -98,8 +128,13 @@ def lle_compat_text(store: Store) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, delimiter=";", lineterminator="\n")
     writer.writerow(LLE_PUBLISHED_HEADER)
+    # Only dataset_name is text from the Hub; every other lle column is a figure (text in the view).
+    name_at = names.index("dataset_name") if "dataset_name" in names else None
     for row in rows:
-        writer.writerow(["NR" if v is None else v for v in row])
+        cells = [NR if v is None else v for v in row]
+        if name_at is not None and isinstance(cells[name_at], str):
+            cells[name_at] = csv_text(cells[name_at])
+        writer.writerow(cells)
     return buf.getvalue()
 
 
@@ -109,11 +144,71 @@ def write_lle_csv(store: Store, path: Path) -> Path:
     return path
 
 
-def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False) -> list[Path]:
-    """Write the results dataset into ``out_dir``; return the files written (see module doc)."""
+def _manifest_files(out: Path) -> list[str] | None:
+    """The files the folder's manifest lists (relative paths), or None without a readable manifest."""
+    try:
+        data = json.loads((out / MANIFEST_PATH).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    return [f for f in files if isinstance(f, str)] if isinstance(files, list) else None
+
+
+def _inside(out: Path, relative: str) -> Path | None:
+    """``out / relative`` when it stays inside ``out`` (a hostile manifest cannot reach elsewhere)."""
+    path = (out / relative).resolve()
+    root = out.resolve()
+    return path if path != root and root in path.parents else None
+
+
+def prepare_folder(out_dir: str | Path, overwrite: bool = False) -> Path:
+    """Make ``out_dir`` ready for a fresh set of files; return it.
+
+    An empty or missing folder is used as it is. A folder that holds anything is refused
+    (:class:`OutputExistsError`, exit 2) unless ``overwrite``; with it, the files the manifest lists
+    (else, for a folder from before manifests, the fixed export names) are removed, and the folders
+    they leave empty; every other file stays.
+    """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise OutputExistsError(f"{out}: exists and is not a folder")
+    if not out.exists() or not any(out.iterdir()):
+        out.mkdir(parents=True, exist_ok=True)
+        return out
+    if not overwrite:
+        raise OutputExistsError(f"{out}: folder is not empty; pass --overwrite to replace the files hubsurvey wrote there")
+    listed = _manifest_files(out)
+    for relative in (listed if listed is not None else list(LEGACY_PATHS)) + [MANIFEST_PATH]:
+        path = _inside(out, relative)
+        if path is None or not path.is_file():
+            continue
+        path.unlink()
+        for parent in path.parents:  # folders the removal left empty (data/), up to out
+            if parent == out.resolve() or any(parent.iterdir()):
+                break
+            parent.rmdir()
+    others = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    if others:
+        log.warning("%s: kept %d file(s) hubsurvey did not write: %s", out, len(others), ", ".join(others[:5]))
+    return out
+
+
+def write_manifest(out_dir: str | Path, files: list[str]) -> Path:
+    """Record the files hubsurvey wrote into ``out_dir`` (relative paths), for the next overwrite."""
+    path = Path(out_dir) / MANIFEST_PATH
+    data = {"written_by": "hubsurvey", "files": sorted(set(files))}
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, overwrite: bool = False) -> list[Path]:
+    """Write the results dataset into ``out_dir``; return the files written (see module doc).
+
+    ``out_dir`` must be empty or missing, unless ``overwrite`` (see :func:`prepare_folder`).
+    """
+    out = prepare_folder(out_dir, overwrite=overwrite)
     written = [write_parquet(store, out / PARQUET_PATH), write_results_csv(store, out / CSV_PATH)]
     if lle_compat:
         written.append(write_lle_csv(store, out / LLE_CSV_PATH))
+    write_manifest(out, [p.relative_to(out).as_posix() for p in written])
     return written

@@ -30,6 +30,8 @@ FINDINGS: dict[str, str] = {
     "top_test_biased": "findings_top_test_biased",
     "by_task_category": "findings_by_task_category",
     "failures": "findings_failures",
+    "verdict_rules": "findings_verdict_rules",
+    "dataset_verdict": "findings_dataset_verdict",
 }
 
 DEFAULT_TOP_N = 20

@@ -256,3 +256,82 @@ FROM (
     GROUP BY ALL
 )
 ORDER BY kind DESC, count DESC, reason;
+
+
+
+-- view: findings_verdict_rules
+-- The verdict rule of a dataset, its thresholds written once (here): findings_dataset_verdict
+-- applies it and the report prints its `rule` column. A dataset gets the first rule, in `ord`
+-- order, that it meets:
+--   clean       0 text leaks from train or validation to test and 0 text duplicates in test,
+--               in every config (NR taken as 0)
+--   minor       not clean, worst text test_biased < 1 %
+--   caution     worst text test_biased >= 1 % and < 5 %
+--   unreliable  worst text test_biased >= 5 %
+-- worst text test_biased: the highest text_test_biased (as published, 3 decimals) among the
+-- dataset's rows. The text key is used: it is the stricter one (a text+label leak or duplicate is
+-- also a text one). at_least_pct / below_pct: the rule's bounds on it (NULL: no bound).
+WITH thresholds(minor_below, caution_below) AS (VALUES (1.0, 5.0))
+SELECT ord, verdict, at_least_pct, below_pct,
+       CASE WHEN verdict = 'clean'
+            THEN '0 text leaks from train or validation to test and 0 text duplicates in test'
+            ELSE 'not clean, worst text test_biased'
+                 || coalesce(' ≥ ' || printf('%g', at_least_pct) || '%', '')
+                 || CASE WHEN at_least_pct IS NOT NULL AND below_pct IS NOT NULL THEN ' and' ELSE '' END
+                 || coalesce(' below ' || printf('%g', below_pct) || '%', '') END AS rule
+FROM (
+    SELECT 1 AS ord, 'clean' AS verdict, NULL::DOUBLE AS at_least_pct, NULL::DOUBLE AS below_pct FROM thresholds
+    UNION ALL SELECT 2, 'minor', NULL, minor_below FROM thresholds
+    UNION ALL SELECT 3, 'caution', minor_below, caution_below FROM thresholds
+    UNION ALL SELECT 4, 'unreliable', caution_below, NULL FROM thresholds
+)
+ORDER BY ord;
+
+
+-- view: findings_dataset_verdict
+-- "Can I trust this dataset?": one row per dataset of current_measurements, with its verdict
+-- (the rule of findings_verdict_rules it meets). Per dataset, over its configs:
+--   configs / rows                 distinct configs / result rows (label columns) measured
+--   rows_test                      test rows, summed over configs
+--   worst_text_test_biased         highest text_test_biased (%, 3 decimals as published)
+--   worst_config                   the config with that value (ties: first by name)
+--   text_leaks_train_wrt_test      text leaks train -> test, summed over configs
+--   text_leaks_validation_wrt_test text leaks validation -> test, summed over configs (NULL: no
+--                                  config has a validation split)
+--   text_duplication_test          text duplicates in test, summed over configs
+-- A config's text figures repeat in each of its label-column rows: they are taken once per config.
+WITH per_config AS (
+    SELECT dataset_id, config,
+           count(*)                              AS rows,
+           max(rows_test)                        AS rows_test,
+           max(published_pct(text_test_biased))  AS text_test_biased,
+           max(text_leaks_train_wrt_test)        AS text_leaks_train_wrt_test,
+           max(text_leaks_validation_wrt_test)   AS text_leaks_validation_wrt_test,
+           max(text_duplication_test)            AS text_duplication_test
+    FROM current_measurements
+    GROUP BY dataset_id, config
+),
+per_dataset AS (
+    SELECT dataset_id,
+           count(*)                                                              AS configs,
+           sum(rows)::BIGINT                                                     AS rows,
+           sum(rows_test)::BIGINT                                                AS rows_test,
+           max(text_test_biased)                                                 AS worst_text_test_biased,
+           first(config ORDER BY text_test_biased DESC NULLS LAST, config)       AS worst_config,
+           sum(text_leaks_train_wrt_test)::BIGINT                                AS text_leaks_train_wrt_test,
+           sum(text_leaks_validation_wrt_test)::BIGINT                           AS text_leaks_validation_wrt_test,
+           sum(text_duplication_test)::BIGINT                                    AS text_duplication_test
+    FROM per_config
+    GROUP BY dataset_id
+)
+SELECT d.*,
+       CASE WHEN coalesce(d.text_leaks_train_wrt_test, 0) + coalesce(d.text_leaks_validation_wrt_test, 0)
+                 + coalesce(d.text_duplication_test, 0) = 0
+            THEN 'clean'
+            ELSE (SELECT r.verdict FROM findings_verdict_rules r
+                  WHERE r.verdict <> 'clean'
+                    AND (r.at_least_pct IS NULL OR coalesce(d.worst_text_test_biased, 0) >= r.at_least_pct)
+                    AND (r.below_pct IS NULL OR coalesce(d.worst_text_test_biased, 0) < r.below_pct)
+                  ORDER BY r.ord LIMIT 1) END AS verdict
+FROM per_dataset d
+ORDER BY d.worst_text_test_biased DESC NULLS LAST, d.dataset_id;

@@ -4,13 +4,19 @@ The folder holds ``data/train-00000-of-00001.parquet``, ``results.csv``, ``lle.c
 (the dataset card) and, unless disabled, ``REPORT.md``. Every file depends only on the DB's
 content, so an unchanged DB gives an identical folder.
 
-Pushing goes through :class:`hubsurvey.core.hub.HubClient` (``HF_ENDPOINT`` / ``HF_TOKEN`` from the
+Pushing goes through a :class:`hubsurvey.core.hub.HubClient` that the caller passes in (``HF_ENDPOINT`` / ``HF_TOKEN`` from the
 environment): ``create_repo(exist_ok=True)``, then the remote tree is compared with the folder (git
 blob sha1 of each local file against the tree's ``oid``, or the LFS sha256 for LFS files), and only
-if some file differs is ONE commit made with every file (``create_commit``). Publishing an unchanged
-folder again makes no commit. Remote files that the folder does not hold (e.g. a REPORT.md after
-``report=False``) are left as they are. The token is never printed nor written; Hub errors are
-scrubbed of it. ``private`` applies when the repo is created; an existing repo keeps its visibility.
+if some file differs is ONE commit made with every file (``create_commit``). That same commit
+deletes the remote files hubsurvey owns (:func:`is_owned`: the card, the CSVs, REPORT.md, Parquet
+shards under ``data/``) that this build no longer produces, e.g. a REPORT.md after ``report=False``
+or a shard of an older layout, so a stale file can never be loaded with the new ones; other files
+of the repo are left as they are. Publishing an unchanged folder again makes no commit. The token is
+never printed nor written; Hub errors are scrubbed of it. ``private`` applies when the repo is
+created; an existing repo keeps its visibility.
+
+Without ``out_dir`` the folder is built in a fresh temporary folder of its own, removed when
+:func:`publish` returns (two publishes never share it); with ``out_dir`` it is kept.
 
 ``hubsurvey publish`` is a thin layer over :func:`publish`.
 """
@@ -19,13 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from hubsurvey.analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render_card
-from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, export_results
+from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, export_results, write_manifest
 from hubsurvey.analysis.report import REPORT_MD, render_markdown, report_context
 from hubsurvey import __version__
 from hubsurvey.core.store import Store
@@ -57,6 +64,8 @@ class PublishResult:
     pushed: bool = False  # a commit was made
     unchanged: bool = False  # the remote already held exactly these files: no commit
     changed: list[str] = field(default_factory=list)  # files that differed from the remote
+    deleted: list[str] = field(default_factory=list)  # remote files of hubsurvey's no longer produced
+    folder_removed: bool = False  # the folder was a temporary one, removed after the push
     commit_url: str | None = None
     repo_url: str | None = None
 
@@ -72,7 +81,18 @@ def check_repo_id(repo_id: str) -> str:
 
 
 def default_folder(repo_id: str) -> Path:
-    return Path(tempfile.gettempdir()) / "hubsurvey-publish" / repo_id.replace("/", "__")
+    """A fresh, empty temporary folder for one build (never a shared fixed path)."""
+    return Path(tempfile.mkdtemp(prefix=f"hubsurvey-publish-{repo_id.replace('/', '__')}-"))
+
+
+#: Paths of a results repo that hubsurvey writes: a remote file among them that a build no longer
+#: produces is deleted by the push. Everything else in the repo belongs to its owner.
+OWNED_FILES = frozenset({CARD_PATH, CSV_PATH, LLE_CSV_PATH, REPORT_MD})
+OWNED_DATA = re.compile(r"^data/[^/]+\.parquet$")
+
+
+def is_owned(path_in_repo: str) -> bool:
+    return path_in_repo in OWNED_FILES or bool(OWNED_DATA.match(path_in_repo))
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -98,7 +118,8 @@ def build_folder(
     """Write the results dataset's files into ``out_dir``; return them, in upload order."""
     check_repo_id(repo_id)
     folder = Path(out_dir)
-    written = export_results(store, folder, lle_compat=True)
+    # overwrite: a folder built before loses exactly the files hubsurvey wrote (its manifest)
+    written = export_results(store, folder, lle_compat=True, overwrite=True)
     paths = [p.relative_to(folder).as_posix() for p in written]
     if report:
         (folder / REPORT_MD).write_text(render_markdown(report_context(store)), encoding="utf-8")
@@ -106,6 +127,7 @@ def build_folder(
     card = render_card(store, repo_id, paths, license=license, pretty_name=pretty_name)
     (folder / CARD_PATH).write_text(card, encoding="utf-8")
     paths.insert(0, CARD_PATH)
+    write_manifest(folder, paths)
     return [plan_file(folder, p) for p in paths]
 
 
@@ -141,12 +163,11 @@ def push_folder(
     commit_message: str | None = None,
 ) -> PublishResult:
     """Create the repo if needed and upload ``files`` in one commit, unless the remote is identical."""
-    from huggingface_hub import CommitOperationAdd
-
-    from hubsurvey.core.hub import HubClient
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     check_repo_id(repo_id)
-    client = client or HubClient()
+    if client is None:  # analysis reads only the store: the caller brings the Hub client
+        raise PublishError("pushing needs a Hub client (hubsurvey.core.hub.HubClient)")
     api = client.api
     result = PublishResult(repo_id, folder, list(files))
     try:
@@ -154,16 +175,22 @@ def push_folder(
         result.repo_url = str(url)
         remote = remote_files(client, repo_id)
         result.changed = [f.path_in_repo for f in files if not is_same(f, remote.get(f.path_in_repo))]
-        if not result.changed:
+        produced = {f.path_in_repo for f in files}
+        result.deleted = sorted(p for p in remote if is_owned(p) and p not in produced)
+        if not result.changed and not result.deleted:
             result.unchanged = True
             return result
         operations = [CommitOperationAdd(path_in_repo=f.path_in_repo, path_or_fileobj=str(f.local)) for f in files]
+        operations += [CommitOperationDelete(path_in_repo=p) for p in result.deleted]
+        description = "Changed: " + ", ".join(result.changed)
+        if result.deleted:
+            description += "\nDeleted (no longer produced): " + ", ".join(result.deleted)
         info = client.call(
             api.create_commit,
             repo_id,
             operations,
             commit_message=commit_message or f"hubsurvey {__version__}: publish survey results",
-            commit_description="Changed: " + ", ".join(result.changed),
+            commit_description=description,
             repo_type="dataset",
         )
     except PublishError:
@@ -194,9 +221,17 @@ def publish(
     rows = store.con.execute("SELECT count(*) FROM current_measurements").fetchone()[0]
     if not rows:
         raise PublishError(f"{store.path}: no measurements to publish")
-    folder = Path(out_dir) if out_dir is not None else default_folder(repo_id)
-    files = build_folder(store, folder, repo_id, report=report, license=license, pretty_name=pretty_name)
-    if not push:
-        return PublishResult(repo_id, folder, files)
-    return push_folder(files, repo_id, folder=folder, private=private, client=client,
-                       commit_message=f"hubsurvey {__version__}: {rows} result rows")
+    temporary = out_dir is None
+    folder = default_folder(repo_id) if temporary else Path(out_dir)
+    try:
+        files = build_folder(store, folder, repo_id, report=report, license=license, pretty_name=pretty_name)
+        if not push:
+            result = PublishResult(repo_id, folder, files)
+        else:
+            result = push_folder(files, repo_id, folder=folder, private=private, client=client,
+                                 commit_message=f"hubsurvey {__version__}: {rows} result rows")
+    finally:
+        if temporary:  # a build of its own: nothing is left in the temp folder
+            shutil.rmtree(folder, ignore_errors=True)
+    result.folder_removed = temporary
+    return result

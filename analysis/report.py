@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from hubsurvey.analysis.findings import DEFAULT_TOP_N, findings
 from hubsurvey.analysis.render import DEFINITIONS, environment, provenance
@@ -18,8 +18,30 @@ TITLE = "Leaks and duplicates in Hugging Face Hub datasets: survey results"
 KEY_LABELS = {"text": "text", "text_and_label": "text+label"}
 
 
-def report_context(store: Store, top_n: int = DEFAULT_TOP_N) -> dict[str, Any]:
-    """Everything the report templates use (findings, provenance, definitions)."""
+#: The fields of a run's final state that a report written at the end of that run shows.
+FINAL_RUN_FIELDS = ("status", "finished_at", "counts")
+
+
+def with_final_run(p: dict[str, Any], final_run: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The provenance with the latest run's final state, as the run that writes the report knows it.
+
+    A run writes its report just before it records its final state, so the DB still says
+    ``running``; ``final_run`` (``run_id``, ``status``, ``finished_at``, ``counts``) is applied to the
+    latest run when it is that run (or names no run).
+    """
+    run = p.get("run")
+    if not final_run or not run or final_run.get("run_id", run.get("run_id")) != run.get("run_id"):
+        return p
+    return {**p, "run": {**run, **{k: final_run[k] for k in FINAL_RUN_FIELDS if k in final_run}}}
+
+
+def report_context(
+    store: Store, top_n: int = DEFAULT_TOP_N, final_run: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Everything the report templates use (findings, provenance, definitions, verdicts).
+
+    ``final_run``: the final state of the run writing this report (see :func:`with_final_run`).
+    """
     found = findings(store, top_n=top_n)
     overview = found["overview"][0]
     top = found["top_test_biased"]
@@ -28,11 +50,14 @@ def report_context(store: Store, top_n: int = DEFAULT_TOP_N) -> dict[str, Any]:
         "f": found,
         "o": overview,
         "a": found["annotation"][0],
-        "p": provenance(store, overview),
+        "p": with_final_run(provenance(store, overview), final_run),
         "top_n": top_n,
         "ranked": top[0]["rows_ranked"] if top else 0,
         "definitions": DEFINITIONS,
         "key_labels": KEY_LABELS,
+        # the verdict rule is defined once, in findings.sql (findings_verdict_rules)
+        "verdict_rules": found["verdict_rules"],
+        "verdicts": found["dataset_verdict"],
     }
 
 
@@ -46,11 +71,17 @@ def render_html(context: dict[str, Any]) -> str:
     return environment().get_template("report.html.j2").render(context, charts=charts(context["f"]))
 
 
-def render_report(store: Store, out_dir: str | Path, top_n: int = DEFAULT_TOP_N) -> list[Path]:
-    """Write ``REPORT.md`` and ``report.html`` into ``out_dir``; return their paths."""
+def render_report(
+    store: Store, out_dir: str | Path, top_n: int = DEFAULT_TOP_N, final_run: Mapping[str, Any] | None = None
+) -> list[Path]:
+    """Write ``REPORT.md`` and ``report.html`` into ``out_dir``; return their paths.
+
+    A run that writes its own report passes ``final_run={"run_id", "status", "finished_at"}``, so the
+    report shows its final state rather than "running" (the DB records it a moment later).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    context = report_context(store, top_n=top_n)
+    context = report_context(store, top_n=top_n, final_run=final_run)
     md_path, html_path = out / REPORT_MD, out / REPORT_HTML
     md_path.write_text(render_markdown(context), encoding="utf-8")
     html_path.write_text(render_html(context), encoding="utf-8")

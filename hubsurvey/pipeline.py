@@ -190,7 +190,8 @@ def run_survey(
                 _execute(queue, client, specs, options, summary, deadline, progress, started)
                 summary.status = (RunStatus.TIMED_OUT if summary.left_pending else RunStatus.DONE).value
                 if options.report_dir is not None:
-                    summary.report = [str(p) for p in _refresh_report(store, options.report_dir)]
+                    final_run = {"run_id": run_id, "status": summary.status, "finished_at": now()}  # the report shows how the run ended
+                    summary.report = [str(p) for p in _refresh_report(store, options.report_dir, final_run)]
             except BaseException as e:
                 summary.status = (RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED).value
                 raise
@@ -252,12 +253,10 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
     summary.left_pending = len(todo)
 
 
-def _refresh_report(store: Store, out_dir: Path) -> list[Path]:
-    try:
-        from hubsurvey.analysis.report import render_report
-    except ImportError:  # analysis not installed: nothing to refresh
-        return []
-    return render_report(store, out_dir)
+def _refresh_report(store: Store, out_dir: Path, final_run: dict[str, Any] | None = None) -> list[Path]:
+    from hubsurvey.analysis.report import render_report
+
+    return render_report(store, out_dir, final_run=final_run)
 
 
 # --- status -------------------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def test_dry_run_prints_the_plan_and_builds_the_folder(planted_db, tmp_path):
     r = runner.invoke(app, ["publish", "--repo", "me/lle-results", "--db", str(planted_db), "--out", str(out)])
     assert r.exit_code == 0, r.output
     built = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
-    assert built == FILES
+    assert built == FILES | {".hubsurvey-export.json"}  # the manifest of what was built (not uploaded)
     assert "me/lle-results" in r.stdout and str(out) in r.stdout and "dry run" in r.stdout
     for name in FILES:
         assert f"{name} " in r.stdout and f"{(out / name).stat().st_size} bytes" in r.stdout
@@ -187,3 +187,47 @@ def test_license_and_pretty_name_options(planted_db, tmp_path):
     assert r.exit_code == 0, r.output
     data = DatasetCard((out / "README.md").read_text()).data.to_dict()
     assert (data["license"], data["pretty_name"]) == ("mit", "My results")
+
+
+def test_push_deletes_the_files_it_no_longer_produces_in_the_same_commit(planted_db, hub, tmp_path):
+    from huggingface_hub import HfApi
+
+    repo = "me/stale"
+    out = tmp_path / "folder"
+    first = runner.invoke(app, ["publish", "--repo", repo, "--db", str(planted_db), "--out", str(out), "--push"])
+    assert first.exit_code == 0, first.output
+    # a shard of an older layout, and a file of the repo's owner, added by hand
+    api = HfApi(endpoint=hub.url, token=TOKEN)
+    api.upload_file(path_or_fileobj=b"PAR1 old PAR1", path_in_repo="data/train-00001-of-00002.parquet",
+                    repo_id=repo, repo_type="dataset")
+    api.upload_file(path_or_fileobj=b"my notes", path_in_repo="notes.md", repo_id=repo, repo_type="dataset")
+    before = len(hub.commits(repo))
+
+    r = runner.invoke(app, ["publish", "--repo", repo, "--db", str(planted_db), "--out", str(out), "--push", "--no-report"])
+    assert r.exit_code == 0, r.output
+    commits = hub.commits(repo)
+    assert len(commits) == before + 1  # one commit: the uploads and the deletions together
+    ops = commits[-1]["operations"]
+    assert {op["path"] for op in ops if op["op"] == "delete"} == {"REPORT.md", "data/train-00001-of-00002.parquet"}
+    remote = _remote_tree(hub, repo)
+    assert set(remote) - {".gitattributes"} == FILES - {"REPORT.md"} | {"notes.md"}  # the owner's file stays
+    # published again unchanged: nothing to upload, nothing to delete, no commit
+    r = runner.invoke(app, ["publish", "--repo", repo, "--db", str(planted_db), "--out", str(out), "--push", "--no-report"])
+    assert r.exit_code == 0 and "unchanged" in r.stdout and len(hub.commits(repo)) == before + 1
+
+
+def test_each_publish_builds_in_a_fresh_temp_folder_removed_afterwards(planted_db, tmp_path, monkeypatch):
+    import tempfile
+
+    from hubsurvey.analysis.publish import publish
+    from hubsurvey.core.store import Store
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    with Store(planted_db, read_only=True) as store:
+        first = publish(store, "me/x")
+        second = publish(store, "me/x")
+    assert first.folder != second.folder and first.folder_removed and second.folder_removed
+    assert list(temp.iterdir()) == []  # nothing left in the temp folder
+    assert {f.path_in_repo for f in first.files} == FILES

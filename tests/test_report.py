@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from datetime import datetime, timezone
 import io
 import re
 import shutil
@@ -190,7 +191,7 @@ def test_card_parses_and_has_the_required_yaml(planted_db):
     data = card.data.to_dict()
     assert data["license"] == "cc-by-4.0" and data["pretty_name"]
     assert data["size_categories"] == ["n<1K"]
-    assert data["task_categories"] == []
+    assert data["task_categories"] == ["text-classification", "token-classification"]  # the measured datasets' tags
     assert "lle" in data["tags"]
     assert data["configs"] == [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*.parquet"}]}]
     assert yaml.safe_load(front_matter(text)) == data
@@ -201,7 +202,7 @@ def test_card_parses_and_has_the_required_yaml(planted_db):
     # provenance: date, filters of the latest run, versions, method, counts
     assert "2026-01-02 03:04 UTC" in body
     assert '"task_categories": \\["text-classification"\\]' in body and '"limit": 100' in body
-    assert SECRET not in text and "token" not in front_matter(text)
+    assert SECRET not in text and not re.search(r"^\s*\w*token\w*\s*:", front_matter(text), re.MULTILINE | re.IGNORECASE)
     assert "| method | lle-2024 v1 |" in body and "hubsurvey 0.1.0" in body
     assert "| result rows / datasets / configs | 4 / 4 / 4 |" in body
     assert "| jobs / done / failed | 6 / 3 / 3 |" in body
@@ -237,3 +238,37 @@ def test_card_takes_filters_from_the_newest_crawl_run(tmp_path):
     assert "language:fr" in provenance and '"min_downloads": 10' in provenance  # the crawl's filters
     assert "text-classification" not in provenance  # not the newest run's filters
     assert SECRET not in text and "hf_token" not in text
+
+
+def test_card_cites_lle_and_shows_no_local_path(tmp_path):
+    from datetime import timedelta
+
+    db = build_planted_db(tmp_path)
+    local = {"db": "/home/someone/survey/results.duckdb", "report_dir": "out", "roles_file": "./roles.yaml",
+             "cache_dir": "/var/cache/hubsurvey", "datasets": ["acme/alpha", "/srv/data/folder"]}
+    with Store(db) as store:
+        insert(store.con, "runs", {
+            "run_id": "run-2", "command": "run", "args": {"filter": "language:en", **local},
+            # newer than the planted DB's own run (a real run, started now)
+            "started_at": datetime.now(timezone.utc) + timedelta(days=1), "status": "done", "tool_version": "0.1.0",
+        })
+    with Store(db, read_only=True) as store:
+        text = render_card(store, "me/results")
+    for needle in ("/home/someone", "results.duckdb", "roles.yaml", "/var/cache", "/srv/data", "report_dir", str(tmp_path)):
+        assert needle not in text, needle
+    provenance = text.split("## Provenance")[1]
+    assert "language:en" in provenance and "acme/alpha" in provenance  # the filters stay
+    assert "https://huggingface.co/blog/lbourdois/lle" in text and "LLE: Leaks, leaks everywhere" in text
+    assert "https://huggingface.co/datasets/lbourdois/LLE" in text
+
+
+def test_card_task_categories_come_from_the_measured_datasets_only(tmp_path):
+    from huggingface_hub import DatasetCard
+
+    db = build_planted_db(tmp_path)
+    with Store(db) as store:  # a crawled dataset that was never measured does not count
+        insert(store.con, "datasets", {"dataset_id": "acme/unmeasured", "tags": ["task_categories:summarization"],
+                                       "status": "eligible", "first_seen": T0, "last_seen": T0})
+    with Store(db, read_only=True) as store:
+        data = DatasetCard(render_card(store, "me/results")).data.to_dict()
+    assert data["task_categories"] == ["text-classification", "token-classification"]

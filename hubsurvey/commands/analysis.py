@@ -203,13 +203,15 @@ def export(
     out: Annotated[Path, typer.Option("--out", help="Folder to write the results dataset into")],
     db: ReadDb = Path(DEFAULT_DB),
     lle_compat: Annotated[bool, typer.Option("--lle-compat", help="Also write lle.csv in the published LLE format")] = False,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Use a non-empty folder: first remove the files hubsurvey wrote there")] = False,
 ) -> None:
     """Export the results as Parquet (NULL stays null) and CSV (NULL written NR)."""
     from hubsurvey.analysis.export import export_results
 
     store = open_results(db)
     try:
-        paths = export_results(store, out, lle_compat=lle_compat)
+        paths = export_results(store, out, lle_compat=lle_compat, overwrite=overwrite)
     except OSError as e:
         raise BadInputError(f"{out}: {e}") from None
     finally:
@@ -234,7 +236,13 @@ def publish(
     store = open_results(db)
     try:
         card = {k: v for k, v in (("license", license), ("pretty_name", pretty_name)) if v is not None}
-        result = run_publish(store, repo, out_dir=out, push=push, private=private, report=with_report, **card)
+        client = None
+        if push:
+            from hubsurvey.core.hub import HubClient
+
+            client = HubClient()
+        result = run_publish(store, repo, out_dir=out, push=push, private=private, report=with_report, client=client,
+                             **card)
     except PublishError as e:
         raise BadInputError(" ".join(str(e).split())) from None
     except OSError as e:

@@ -72,6 +72,12 @@ class UsageError(HubsurveyError):
     error_class = "usage"
 
 
+class OutputExistsError(UsageError):
+    """An output folder holds files and overwriting was not asked for."""
+
+    error_class = "output_exists"
+
+
 class StoreError(HubsurveyError):
     """The results DB cannot be used (newer schema, locked, not a hubsurvey DuckDB file)."""
 
