@@ -8,9 +8,10 @@ published lbourdois/LLE dataset.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, columns
 from hubsurvey.analysis.findings import findings

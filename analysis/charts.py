@@ -15,7 +15,8 @@ from __future__ import annotations
 import base64
 import io
 import logging
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 log = logging.getLogger(__name__)
 

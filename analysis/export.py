@@ -29,7 +29,7 @@ import csv
 import io
 import json
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,7 @@ def csv_cell(value: Any) -> str:
         return json.dumps(list(value), ensure_ascii=False)
     if isinstance(value, datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(timezone.utc)
+            value = value.astimezone(UTC)
         return value.isoformat()
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -58,7 +58,7 @@ def _strip_comments(sql: str) -> str:
 
 def _statements(sql: str) -> list[str]:
     """The ';'-terminated statements of a block of SQL that has no ';' inside strings."""
-    return [s for s in _strip_comments(sql).split(";")]
+    return list(_strip_comments(sql).split(";"))
 
 
 def load_sql() -> tuple[list[str], dict[str, str]]:

@@ -27,14 +27,15 @@ import hashlib
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from hubsurvey.analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render_card
-from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, export_results, write_manifest
-from hubsurvey.analysis.report import REPORT_MD, render_markdown, report_context
 from hubsurvey import __version__
+from hubsurvey.analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render_card
+from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, export_results, write_manifest
+from hubsurvey.analysis.report import REPORT_MD, render_markdown, report_context
 from hubsurvey.core.store import Store
 
 CARD_PATH = "README.md"
@@ -180,7 +181,7 @@ def push_folder(
         if not result.changed and not result.deleted:
             result.unchanged = True
             return result
-        operations = [CommitOperationAdd(path_in_repo=f.path_in_repo, path_or_fileobj=str(f.local)) for f in files]
+        operations: list[CommitOperationAdd | CommitOperationDelete] = [CommitOperationAdd(path_in_repo=f.path_in_repo, path_or_fileobj=str(f.local)) for f in files]
         operations += [CommitOperationDelete(path_in_repo=p) for p in result.deleted]
         description = "Changed: " + ", ".join(result.changed)
         if result.deleted:
@@ -222,7 +223,7 @@ def publish(
     if not rows:
         raise PublishError(f"{store.path}: no measurements to publish")
     temporary = out_dir is None
-    folder = default_folder(repo_id) if temporary else Path(out_dir)
+    folder = default_folder(repo_id) if out_dir is None else Path(out_dir)
     try:
         files = build_folder(store, folder, repo_id, report=report, license=license, pretty_name=pretty_name)
         if not push:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 import jinja2
 
@@ -64,7 +64,7 @@ def when(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, datetime) and value.tzinfo is not None:
-        value = value.astimezone(timezone.utc)
+        value = value.astimezone(UTC)
     return value.strftime("%Y-%m-%d %H:%M UTC")
 
 

@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from hubsurvey.analysis.findings import DEFAULT_TOP_N, findings
 from hubsurvey.analysis.render import DEFINITIONS, environment, provenance

@@ -58,10 +58,10 @@ def main() -> None:
     parser.add_argument("--baseline-limit", type=int, default=5000)
     args = parser.parse_args()
 
-    from hubsurvey.crawler.crawl import crawl
     from hubsurvey.core.hub import HubClient
-    from hubsurvey_standin import StandinHub, generate_minihub
     from hubsurvey.core.store import Store
+    from hubsurvey.crawler.crawl import crawl
+    from hubsurvey_standin import StandinHub, generate_minihub
 
     work = Path(tempfile.mkdtemp(prefix="hubsurvey-bench-crawl-"))
     root = generate_minihub(work / "hub", seed=0, filler=args.filler)

@@ -25,9 +25,9 @@ def main() -> None:
         raise SystemExit(f"{args.shared}: no shared datasets here")
 
     from hubsurvey.core.hub import HubClient
-    from hubsurvey_standin import StandinHub
-    from hubsurvey.survey.audit import audit
     from hubsurvey.pipeline import RunOptions, run_survey
+    from hubsurvey.survey.audit import audit
+    from hubsurvey_standin import StandinHub
 
     work = Path(tempfile.mkdtemp(prefix="hubsurvey-bench-survey-"))
     started = time.perf_counter()

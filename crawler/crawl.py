@@ -19,22 +19,22 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 
 from hubsurvey.core.errors import GatedError, HubUnreachableError
-
+from hubsurvey.core.hub import HubClient, branch_split, is_transient
+from hubsurvey.core.roles import features_from_arrow, infer_roles
+from hubsurvey.core.runs import Runs, RunStatus
+from hubsurvey.core.splits import canonical_split
+from hubsurvey.core.store import Store, now
 from hubsurvey.crawler import rules
 from hubsurvey.crawler.rules import CrawlFilters
-from hubsurvey.core.hub import HubClient, branch_split, is_transient
-from hubsurvey.core.splits import canonical_split
-from hubsurvey.core.runs import Runs, RunStatus
-from hubsurvey.core.store import Store, now
-from hubsurvey.core.roles import features_from_arrow, infer_roles
 
 EXPAND = ["gated", "disabled", "private", "sha", "lastModified", "tags", "cardData", "downloads", "likes", "author"]
 BATCH = 500  # rows written to DuckDB per transaction

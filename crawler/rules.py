@@ -8,8 +8,9 @@ Parquet footers).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 # Exclusion reasons stored in datasets.exclusion_reason (plus "error:<ExceptionClass>").
 GATED, PRIVATE, DISABLED = "gated", "private", "disabled"

@@ -5,7 +5,8 @@ Stages (one package each): ``crawler`` (list and filter the Hub) -> ``survey`` (
 The method's figures are declared once, in ``hubsurvey.core.figures``.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 try:
     __version__ = _version("hubsurvey")

@@ -14,16 +14,17 @@ import json
 import logging
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any
 
 import click
 import typer
 
 from hubsurvey import __version__
 from hubsurvey.commands.options import Db, Format, Json, Roles, at_least, output_format
-from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
 from hubsurvey.core import figures
+from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
 from hubsurvey.core.store import DEFAULT_DB
 
 log = logging.getLogger("hubsurvey.cli")
@@ -91,7 +92,7 @@ def _show_version(value: bool) -> None:
 def _main(
     version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_show_version, help="Print the version and exit")] = False,
     verbose: Annotated[int, typer.Option("-v", "--verbose", count=True, show_default=False, help="More log detail (-v: debug, with tracebacks)")] = 0,
-    log_level: Annotated[Optional[str], typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR [default: INFO]")] = None,
+    log_level: Annotated[str | None, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR [default: INFO]")] = None,
 ) -> None:
     from hubsurvey.logs import setup_logging
 
@@ -124,8 +125,8 @@ def render_row(row: dict[str, Any]) -> str:
     for f in figures.KEY_FIGURES:
         cells = [figures.published(row[f.name(kind)], f.fmt) for kind in kinds]
         lines.append(f"  {f.title:26}{cells[0]:>12}{cells[1]:>14}")
-    for f in figures.ROW_FIGURES:
-        lines.append(f"  {f.title:26}{figures.published(row[f.name], f.fmt):>12}")
+    for rf in figures.ROW_FIGURES:
+        lines.append(f"  {rf.title:26}{figures.published(row[rf.name], rf.fmt):>12}")
     return "\n".join(lines)
 
 
@@ -160,8 +161,8 @@ def _audit_csv(rows: list[dict[str, Any]]) -> str:
 
 
 def audit(
-    target: Annotated[Optional[str], typer.Argument(help="Hub id (owner/name) or local folder; default: the generated sample")] = None,
-    config: Annotated[Optional[str], typer.Option("--config", help="Measure only this config")] = None,
+    target: Annotated[str | None, typer.Argument(help="Hub id (owner/name) or local folder; default: the generated sample")] = None,
+    config: Annotated[str | None, typer.Option("--config", help="Measure only this config")] = None,
     examples: Annotated[int, typer.Option("--examples", help="Also print the top N leaked and duplicated examples")] = 0,
     fmt: Format = None,
     as_json: Json = False,
@@ -232,4 +233,4 @@ def main() -> None:  # pragma: no cover - console entry point
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

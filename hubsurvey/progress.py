@@ -12,8 +12,9 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any, Iterator
+from typing import Any
 
 log = logging.getLogger("hubsurvey.progress")
 
@@ -35,7 +36,7 @@ class Progress:
         self._last: dict[str, Any] | None = None
         self._started = time.monotonic()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         if hasattr(self.stream, "isatty") and self.stream.isatty():
             from tqdm import tqdm
 

@@ -8,7 +8,8 @@ pushed README does not give, with the rules below.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import yaml
 

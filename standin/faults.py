@@ -25,9 +25,10 @@ also be 401 or 403 (refused, not transient).
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any, Mapping
+from typing import Any
 
 CATEGORIES = (
     "list",
@@ -76,7 +77,7 @@ class Scope:
         return {"categories": sorted(self.categories), "dataset": self.dataset}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Scope":
+    def from_dict(cls, data: Mapping[str, Any]) -> Scope:
         return cls(categories=frozenset(data.get("categories", ())), dataset=data.get("dataset", "*"))
 
 
@@ -130,7 +131,7 @@ class Faults:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Faults":
+    def from_dict(cls, data: Mapping[str, Any]) -> Faults:
         """Build from JSON-like data (the ``/_standin/faults`` body); unknown keys are an error."""
         data = dict(data)
         if "scope" in data:

@@ -22,7 +22,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from . import cards, parquetio as pio
+from . import cards
+from . import parquetio as pio
 from .repos import GITATTRIBUTES, BytesBlob, Repo, iso_date, object_id
 
 _HEADS = ("acme", "zenith", "open", "nlp", "vision", "deep", "polyglot", "civic", "north", "quant", "lumen", "tiny")
@@ -139,7 +140,7 @@ class Filler:
         return {"_id": object_id(rec.id), "id": rec.id, **self.meta(rec), "sha": rec.sha,
                 "siblings": [{"rfilename": ".gitattributes"}, {"rfilename": "README.md"}]}
 
-    @functools.lru_cache(maxsize=1024)
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - one filler per server, bounded cache
     def repo(self, i: int) -> Repo:
         """The full repo of dataset ``i`` (export synthesized lazily, on first use)."""
         rec = self.record(i)

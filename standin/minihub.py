@@ -31,17 +31,17 @@ import json
 import random
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+from hubsurvey.core.splits import SPLIT_ALIASES  # the method's aliases: the truth uses the same
 
 from . import parquetio as pio
 from .filler import BIG_ROWS, big_text_parquet
 from .reference import lle_reference
 from .repos import iso_date
-
-from hubsurvey.core.splits import SPLIT_ALIASES  # the method's aliases: the truth uses the same
-
 
 _WORDS = (
     "the", "a", "an", "quiet", "river", "market", "engine", "storm", "garden", "paper", "signal", "orbit",
@@ -101,7 +101,7 @@ class _Gen(random.Random):
 
     def tokens(self, lo: int = 4, hi: int = 14) -> list[str]:
         while True:
-            toks = self.choices(_WORDS, k=self.randint(lo, hi)) + ["."]
+            toks = [*self.choices(_WORDS, k=self.randint(lo, hi)), "."]
             if tuple(toks) not in self.used:
                 self.used.add(tuple(toks))
                 return toks
@@ -189,7 +189,7 @@ def _token_classification(seed: int) -> _Spec:
     splits = {s: [row() for _ in range(n)] for s, n in (("train", 500), ("validation", 120), ("test", 160))}
 
     def relabel(r: dict) -> None:  # a different entity tag; the POS tags stay as they were
-        r["ner_tags"] = [(r["ner_tags"][0] + 1) % len(_NER)] + r["ner_tags"][1:]
+        r["ner_tags"] = [(r["ner_tags"][0] + 1) % len(_NER), *r["ner_tags"][1:]]
 
     _plant(g, splits, relabel, train_leaks=9, train_relabeled=4, val_leaks=3, val_relabeled=2,
            train_dups=7, train_dups_relabeled=3, val_dups=2, test_dups=3)

@@ -9,7 +9,8 @@ the survey, but never equals the string "None").
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 SPLITS = ("train", "validation", "test")
 
@@ -38,7 +39,7 @@ def lle_reference(
     """
     out: dict[str, float | int | None] = {}
     kinds = [("text", list(text_columns))]
-    kinds.append(("text_and_label", list(text_columns) + [label_column] if label_column else None))
+    kinds.append(("text_and_label", [*list(text_columns), label_column] if label_column else None))
     for prefix, cols in kinds:
         keys = {s: _keys(splits[s], cols) for s in SPLITS if s in splits} if cols else {}
         test = set(keys["test"]) if "test" in keys else None

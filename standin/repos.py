@@ -12,10 +12,11 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from . import cards
 
@@ -70,7 +71,7 @@ def iso_date(day: int, second: int = 0) -> str:
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 class Blob:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import logging
 import re
@@ -27,10 +28,11 @@ import struct
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from . import cards
@@ -131,7 +133,7 @@ def _encode_cursor(pos: int) -> str:
 class _App:
     """Routing and endpoint logic, independent of the socket handling in ``_Handler``."""
 
-    def __init__(self, hub: "StandinHub") -> None:
+    def __init__(self, hub: StandinHub) -> None:
         self.hub = hub
         self.catalog = hub.catalog
         self._corrupted: weakref.WeakKeyDictionary[Blob, Blob] = weakref.WeakKeyDictionary()
@@ -577,9 +579,9 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
     timeout = 120  # idle keep-alive connections are dropped after this
 
-    server: "_Server"
+    server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+    def log_message(self, format: str, *args: Any) -> None:
         # Only the request line and status reach the log: never headers, so never tokens.
         log.debug("%s %s", self.address_string(), format % args)
 
@@ -678,7 +680,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # stop() closes connections itself; never wait on idle keep-alives
 
-    def __init__(self, hub: "StandinHub", port: int) -> None:
+    def __init__(self, hub: StandinHub, port: int) -> None:
         self.hub = hub
         self._conns: set[socket.socket] = set()
         self._aborted: set[socket.socket] = set()
@@ -688,7 +690,7 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request, client_address) -> None:
         # Clients that hang up mid-request are normal here (faults, timeouts): no stderr traceback.
-        log.debug("connection error from %s", client_address[0], exc_info=True)
+        log.debug("connection error from %s", client_address[0])
 
     def process_request(self, request, client_address) -> None:
         with self._conn_lock:
@@ -715,10 +717,8 @@ class _Server(ThreadingHTTPServer):
         with self._conn_lock:
             conns = list(self._conns)
         for conn in conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class StandinHub:
@@ -758,7 +758,7 @@ class StandinHub:
 
     # ---------------------------------------------------------------- lifecycle
 
-    def start(self) -> "StandinHub":
+    def start(self) -> StandinHub:
         if self._server is not None:
             raise RuntimeError("the stand-in is already running")
         self._server = _Server(self, self._port)
@@ -782,7 +782,7 @@ class StandinHub:
         if self._thread is not None:
             self._thread.join()
 
-    def __enter__(self) -> "StandinHub":
+    def __enter__(self) -> StandinHub:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -10,12 +10,13 @@ The rows are the same dicts the results DB stores (see the README's schema).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
-from hubsurvey.survey.measure import measure_config
 from hubsurvey.core.roles import RoleOverrides
+from hubsurvey.survey.measure import measure_config
 from hubsurvey.survey.sources import SPLIT_ALIASES, ConfigData, SplitData, canonical_splits, check_name
 
 
@@ -37,7 +38,8 @@ def measure(
     examples: int = 0,
 ) -> list[dict[str, Any]]:
     """LLE rows for one in-memory config. Roles are inferred unless text_columns is given."""
-    named, features = {}, {}
+    named: dict[str, SplitData] = {}
+    features: dict[str, Any] = {}
     for name, split in splits.items():
         check_name(dataset_id, "split", name)
         table, feats = _as_table(split)
@@ -45,7 +47,7 @@ def measure(
         named[name] = SplitData(SPLIT_ALIASES.get(name.lower(), name), name, (), table)
     canon, ignored = canonical_splits(dataset_id, config, named)
     revision = hashlib.sha1(
-        b"".join(s.table.schema.to_string().encode() + str(s.table.num_rows).encode() for s in canon.values())
+        b"".join(s.table.schema.to_string().encode() + str(s.table.num_rows).encode() for s in canon.values())  # type: ignore[union-attr]  # in-memory splits carry a table
     ).hexdigest()
     data = ConfigData(dataset_id, config, revision, canon, features, ignored)
     overrides = None

@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hubsurvey.core.runs import Runs, RunStatus
-from hubsurvey.core.store import Store
 from hubsurvey.core.errors import (
     BadInputError,
     ExitCode,
@@ -20,8 +18,10 @@ from hubsurvey.core.errors import (
     StoreError,
     scrub,
 )
-from hubsurvey.survey.measure import ConfigResult, measure_config
 from hubsurvey.core.roles import RoleOverrides, check_name
+from hubsurvey.core.runs import Runs, RunStatus
+from hubsurvey.core.store import Store
+from hubsurvey.survey.measure import ConfigResult, measure_config
 from hubsurvey.survey.sources import FolderSource, open_source
 
 
@@ -109,7 +109,7 @@ def audit(
                 )
             except (HubUnreachableError, StoreError, KeyboardInterrupt):
                 raise
-            except Exception as e:  # noqa: BLE001 - every other failure is this config's alone
+            except Exception as e:
                 outcome.failed(_config_error(e, f"{source.dataset_id} [{name}]"))
                 continue
             if store is not None:

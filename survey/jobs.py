@@ -12,15 +12,14 @@ import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from hubsurvey.core.errors import HubsurveyError, scrub
 from hubsurvey.core.hub import HubClient, default_cache_dir, delete_files, is_transient
 from hubsurvey.core.queue import JobOutcome
-from hubsurvey.survey.measure import measure_config
 from hubsurvey.core.roles import RoleOverrides
+from hubsurvey.survey.measure import measure_config
 from hubsurvey.survey.sources import config_from_files
 
 MEMORY_EXIT_CODE = 86  # a worker that passed its memory ceiling exits with this code

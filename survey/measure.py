@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hubsurvey import __version__
-from hubsurvey.core.figures import LLE_METHOD, LLE_METHOD_VERSION
-from hubsurvey.core.store import now
 from hubsurvey.core.errors import InternalError, SurveyError, UnreadableDataError
-from hubsurvey.survey.metrics import Engine
+from hubsurvey.core.figures import LLE_METHOD, LLE_METHOD_VERSION
 from hubsurvey.core.roles import ColumnRoles, RoleOverrides, resolve_roles
+from hubsurvey.core.store import now
+from hubsurvey.survey.metrics import Engine
 from hubsurvey.survey.sources import ConfigData, check_config
 
 
@@ -123,5 +123,5 @@ def measure_config(
         )
         rows.append(row)
     return ConfigResult(
-        data.dataset_id, data.config, data.revision_sha, roles, rows, samples, time.perf_counter() - started
+        data.dataset_id, data.config, data.revision_sha or "", roles, rows, samples, time.perf_counter() - started
     )

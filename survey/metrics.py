@@ -16,16 +16,17 @@ and compare lists element by element, so no string conversion is needed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from hubsurvey.core import figures as registry
 from hubsurvey.core.errors import BadInputError
-from hubsurvey.core.store import quote_ident
 from hubsurvey.core.splits import CANONICAL_SPLITS
+from hubsurvey.core.store import quote_ident
 from hubsurvey.survey.sources import ConfigData, SplitData
 
 # The figures' SQL is declared in the method registry (hubsurvey.core.figures), next to their
@@ -59,7 +60,7 @@ class Engine:
         for name, split in data.splits.items():
             self._register(name, split)
 
-    def __enter__(self) -> "Engine":
+    def __enter__(self) -> Engine:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -140,18 +141,18 @@ class Engine:
 
     def _figures(self, key: str, kind: registry.KeyKind) -> dict[str, Any]:
         """The registry's key figures of one key kind, named with its prefix."""
-        params = {f"has_{s}": s in self.data.splits for s in ("train", "validation")}
+        params: dict[str, Any] = {f"has_{s}": s in self.data.splits for s in ("train", "validation")}
         params["rows_test"] = self.rows["test"]
         result = self.con.execute(registry.key_figures_sql(key), params)
         names = [d[0] for d in result.description]
-        return {f"{kind.prefix}_{name}": value for name, value in zip(names, result.fetchone())}
+        return {f"{kind.prefix}_{name}": value for name, value in zip(names, result.fetchone() or ())}
 
     def _row_figures(self, figures: dict[str, Any]) -> dict[str, Any]:
         """The registry's row figures, from the key figures of the same row."""
         values = ", ".join(f"${name} AS {quote_ident(name)}" for name in figures)
         result = self.con.execute(f"WITH figures AS (SELECT {values}) {registry.row_figures_sql()}", figures)
         names = [d[0] for d in result.description]
-        return dict(zip(names, result.fetchone()))
+        return dict(zip(names, result.fetchone() or ()))
 
     def measure(self, text_columns: Sequence[str], label_columns: Sequence[str]) -> list[Measurement]:
         """One Measurement per label column (or one with label_column None when there is none)."""

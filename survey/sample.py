@@ -16,9 +16,7 @@ import pyarrow.parquet as pq
 
 LABELS = ["negative", "positive"]
 WORDS = (
-    "film movie plot actor scene story music script camera ending director cast moment hour "
-    "brilliant dull warm clumsy sharp slow funny tender bleak honest loud quiet clever flat "
-    "never always rarely truly almost simply barely often".split()
+    ["film", "movie", "plot", "actor", "scene", "story", "music", "script", "camera", "ending", "director", "cast", "moment", "hour", "brilliant", "dull", "warm", "clumsy", "sharp", "slow", "funny", "tender", "bleak", "honest", "loud", "quiet", "clever", "flat", "never", "always", "rarely", "truly", "almost", "simply", "barely", "often"]
 )
 # What the generator plants (text key = the review text; the label is the ClassLabel).
 PLANTED = {
@@ -41,7 +39,9 @@ def write_sample(out: Path, seed: int = 13) -> Path:
     """Write ``<out>/default/<split>/0000.parquet`` in the Hub's Parquet-branch layout."""
     rng = random.Random(seed)
     counter = iter(range(10**9))
-    unique = {s: [(_sentence(rng, next(counter)), rng.randrange(2)) for _ in range(n)] for s, n in SIZES.items()}
+    unique: dict[str, list[tuple[str | None, int]]] = {
+        s: [(_sentence(rng, next(counter)), rng.randrange(2)) for _ in range(n)] for s, n in SIZES.items()
+    }
     test = unique["test"]
     train, validation = unique["train"], unique["validation"]
     # Leaks: distinct test rows copied over; the first 5 train copies get the other label.
@@ -62,7 +62,7 @@ def write_sample(out: Path, seed: int = 13) -> Path:
     features = {"text": {"dtype": "string", "_type": "Value"}, "label": {"names": LABELS, "_type": "ClassLabel"}}
     meta = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
     for split, rows in (("train", train), ("validation", validation), ("test", test)):
-        table = pa.table({"text": [t for t, _ in rows], "label": pa.array([l for _, l in rows], pa.int64())})
+        table = pa.table({"text": [t for t, _ in rows], "label": pa.array([label for _, label in rows], pa.int64())})
         folder = out / "default" / split
         folder.mkdir(parents=True, exist_ok=True)
         pq.write_table(table.replace_schema_metadata(meta), folder / "0000.parquet")

@@ -19,15 +19,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hubsurvey.core.hub import PARQUET_REVISION, branch_split
 from hubsurvey.core.errors import BadInputError, SchemaMismatchError, UnreadableDataError
+from hubsurvey.core.hub import branch_split
 from hubsurvey.core.roles import check_name, features_from_arrow
 from hubsurvey.core.splits import CANONICAL_SPLITS, SPLIT_ALIASES
 

@@ -16,7 +16,7 @@ except ImportError:  # tests/ imported as a package
     from tests.test_analysis_fixtures import PLANTED, SECRET, build_planted_db
 
 from hubsurvey.analysis.export import LLE_PUBLISHED_HEADER, columns, export_results
-from hubsurvey.analysis.findings import FINDINGS, create_views, findings, parse_sql, load_sql
+from hubsurvey.analysis.findings import FINDINGS, create_views, findings, load_sql, parse_sql
 from hubsurvey.cli import app
 from hubsurvey.core.figures import figure_names
 from hubsurvey.core.store import Store

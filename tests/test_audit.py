@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import datasets
@@ -33,10 +32,10 @@ LLE_JSON_KEYS = (
     "text_and_label_test_biased",
     "difference_annotation_in_train_and_validation_splits",
 )
-from hubsurvey.core.store import Store
-from hubsurvey.survey.audit import audit
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.roles import infer_roles
+from hubsurvey.core.store import Store
+from hubsurvey.survey.audit import audit
 from hubsurvey.survey.sample import PLANTED, write_sample
 
 runner = CliRunner()
@@ -276,7 +275,7 @@ def test_audit_json_keys_and_types(tmp_path, good):
     result = runner.invoke(app, ["audit", str(good), "--json", "--db", str(tmp_path / "r.duckdb")])
     assert result.exit_code == 0
     (obj,) = json.loads(result.stdout)
-    assert list(obj) == list(LLE_JSON_KEYS) + ["dataset_id", "config", "label_column", "text_columns"]
+    assert list(obj) == [*list(LLE_JSON_KEYS), "dataset_id", "config", "label_column", "text_columns"]
     assert obj["text_leaks_train_wrt_test"] == 1 and isinstance(obj["text_duplication_train"], int)
     assert obj["text_test_biased"] == 50.0 and obj["text_leaks_validation_wrt_test"] is None
     assert obj["difference_annotation_in_train_and_validation_splits"] == 0.0

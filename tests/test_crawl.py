@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hubsurvey.crawler.crawl import crawl
-from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey.cli import app
 from hubsurvey.core.hub import HubClient
-from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
 from hubsurvey.core.store import Store
+from hubsurvey.crawler.crawl import crawl
+from hubsurvey.crawler.rules import CrawlFilters
+from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
 
 # The stand-in names some outcomes from the server's point of view; the crawler records what the
 # listing tells it (a disabled repo is "disabled" without any request).
@@ -120,7 +120,7 @@ def test_transient_faults_are_retried_and_the_crawl_matches_a_clean_one(minihub,
     with StandinHub(minihub) as hub:
         _, clean = run_crawl(hub, tmp_path / "clean.duckdb")
         hub.set_faults(faults)
-        summary, faulty = run_crawl(hub, tmp_path / "faulty.duckdb")
+        _summary, faulty = run_crawl(hub, tmp_path / "faulty.duckdb")
         injected = hub.stats()["faults_injected"]
     assert injected > 0
     assert faulty == clean
@@ -150,7 +150,7 @@ def test_gated_files_are_not_retried(minihub, tmp_path):
 def test_incremental_recrawl_makes_no_resolve_calls_for_unchanged_datasets(minihub, tmp_path):
     db = tmp_path / "r.duckdb"
     with StandinHub(minihub) as hub:
-        first, got = run_crawl(hub, db)
+        _first, got = run_crawl(hub, db)
         hub.reset_stats()
         second, again = run_crawl(hub, db)
         stats = hub.stats()
@@ -198,7 +198,7 @@ def _card_root(tmp_path: Path, shared: Path, test_rows: int | None) -> Path:
 @pytest.mark.parametrize("test_rows,rows_from,file_requests", [(500, "card, checked", 1), (499, "footers", 2), (None, "footers", 2)])
 def test_card_sizes_are_used_only_when_a_footer_confirms_them(shared_datasets, tmp_path, test_rows, rows_from, file_requests):
     with StandinHub(_card_root(tmp_path, shared_datasets, test_rows)) as hub:
-        summary, got = run_crawl(hub, tmp_path / "r.duckdb")
+        _summary, got = run_crawl(hub, tmp_path / "r.duckdb")
         stats = hub.stats()
     assert got == {"CogComp/trec": "eligible"}
     assert stats["tree"] == 1 and stats["resolve_get"] == file_requests

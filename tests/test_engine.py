@@ -7,16 +7,16 @@ import string
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import shared_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import shared_index
-from hubsurvey_standin.reference import lle_reference
 from hubsurvey.core.figures import figure_names
+from hubsurvey.core.roles import resolve_roles
 from hubsurvey.survey.api import measure
 from hubsurvey.survey.measure import measure_config
-from hubsurvey.core.roles import resolve_roles
 from hubsurvey.survey.sources import FolderSource, check_config
+from hubsurvey_standin.reference import lle_reference
 
 FIGURE_COLUMNS = figure_names()
 

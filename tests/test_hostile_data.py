@@ -10,16 +10,17 @@ figure, a hang or a traceback.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from hubsurvey.core.errors import SurveyError
-from hubsurvey.core.roles import features_from_arrow, infer_roles
 from hubsurvey.core.figures import figure_names
+from hubsurvey.core.roles import features_from_arrow, infer_roles
 
 FIGURE_COLUMNS = figure_names()
 from hubsurvey.survey.api import measure

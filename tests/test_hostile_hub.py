@@ -132,9 +132,9 @@ def test_errors_stored_from_an_echoing_hub_never_hold_the_token(minihub, tmp_pat
 # --- 4. gated repos with a token that has no access ------------------------------------------------
 
 def test_gated_repos_without_access_are_recorded_as_gated(minihub, tmp_path):
+    from hubsurvey.core.hub import HubClient
     from hubsurvey.crawler.crawl import crawl
     from hubsurvey.crawler.rules import CrawlFilters
-    from hubsurvey.core.hub import HubClient
 
     truth = json.loads((minihub / "truth.json").read_text())["expected"]
     gated = sorted(k for k, v in truth.items() if v == "gated")
@@ -154,7 +154,7 @@ def test_a_gated_download_is_a_gated_job_not_an_error(minihub, tmp_path):
     with StandinHub(minihub) as hub:
         client = HubClient(endpoint=hub.url, token="hf_not_approved_token", rate=None, file_rate=None,
                            cache_dir=tmp_path / "cache")
-        with pytest.raises(Exception) as raised:
+        with pytest.raises(Exception) as raised:  # noqa: PT011 - any error; the test checks its text
             client.download(gated, "default/test/0000.parquet", "refs/convert/parquet")
     outcome = error_outcome(raised.value, f"{gated} [default]")
     assert outcome.error_class == "gated" and outcome.transient is False

@@ -4,14 +4,13 @@ per-dataset verdict table."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 import csv
 import io
 import json
 import logging
 import re
 import sys
+from datetime import UTC, datetime
 
 import pyarrow.parquet as pq
 import pytest
@@ -48,9 +47,8 @@ def _no_matplotlib(monkeypatch):
 
 def test_report_without_matplotlib_is_written_with_one_warning(planted_db, tmp_path, monkeypatch, caplog):
     _no_matplotlib(monkeypatch)
-    with caplog.at_level(logging.WARNING):
-        with Store(planted_db, read_only=True) as store:
-            md_path, html_path = render_report(store, tmp_path)
+    with caplog.at_level(logging.WARNING), Store(planted_db, read_only=True) as store:
+        md_path, html_path = render_report(store, tmp_path)
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "matplotlib" in warnings[0].getMessage()
     assert "\n" not in warnings[0].getMessage()
@@ -293,7 +291,7 @@ def test_report_written_at_the_end_of_a_run_shows_its_final_state(tmp_path):
     from datetime import timedelta
 
     db = build_planted_db(tmp_path)
-    started = datetime.now(timezone.utc) + timedelta(days=1)  # newer than the planted DB's own (real) run
+    started = datetime.now(UTC) + timedelta(days=1)  # newer than the planted DB's own (real) run
     with Store(db) as store:  # the run writing the report is still 'running' in the DB
         insert(store.con, "runs", {"run_id": "run-9", "command": "run", "args": {}, "started_at": started,
                                    "status": "running", "tool_version": "0.1.0"})

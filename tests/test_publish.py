@@ -23,12 +23,12 @@ TOKEN = "hf_publish_test_token_5f3a9c0e7d1b"
 FILES = {"README.md", "data/train-00000-of-00001.parquet", "results.csv", "lle.csv", "REPORT.md"}
 
 
-@pytest.fixture()
+@pytest.fixture
 def planted_db(tmp_path):
     return build_planted_db(tmp_path / "db")
 
 
-@pytest.fixture()
+@pytest.fixture
 def hub(tmp_path, monkeypatch):
     root = tmp_path / "hubroot"
     root.mkdir()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import base64
-from datetime import datetime, timezone
 import io
 import re
-import shutil
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -250,7 +249,7 @@ def test_card_cites_lle_and_shows_no_local_path(tmp_path):
         insert(store.con, "runs", {
             "run_id": "run-2", "command": "run", "args": {"filter": "language:en", **local},
             # newer than the planted DB's own run (a real run, started now)
-            "started_at": datetime.now(timezone.utc) + timedelta(days=1), "status": "done", "tool_version": "0.1.0",
+            "started_at": datetime.now(UTC) + timedelta(days=1), "status": "done", "tool_version": "0.1.0",
         })
     with Store(db, read_only=True) as store:
         text = render_card(store, "me/results")

@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
-from hubsurvey.core.hub import HubClient
-from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
 from hubsurvey.core.figures import figure_names
+from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store
+from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
 
 FIGURE_COLUMNS = figure_names()
 from hubsurvey.pipeline import RunLockedError, RunOptions, acquire_lock, run_survey
@@ -117,7 +117,7 @@ def test_kill_9_at_random_points_and_resume_gives_the_clean_rows(minihub, clean_
             proc.wait()
         assert kills >= 5
         final = _cli_run(db, env)
-        out, err = final.communicate(timeout=300)
+        _out, err = final.communicate(timeout=300)
         assert final.returncode == 0, err.decode()
     assert rows(db) == expected  # none lost, none duplicated
     with Store(db) as store:
@@ -163,7 +163,8 @@ def test_faults_during_a_survey_complete_with_failures_recorded(minihub, clean_r
 @pytest.mark.slow
 def test_dask_local_cluster_equals_the_local_run(minihub, clean_run, tmp_path):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, distributed.Client(cluster) as dask_client:
+    with distributed.LocalCluster(  # noqa: SIM117
+       n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, distributed.Client(cluster) as dask_client:
         with StandinHub(minihub) as hub:
             summary = survey(hub, tmp_path / "d.duckdb", tmp_path, dask=dask_client)
     assert summary.status == "done" and summary.failed == 0

@@ -26,8 +26,8 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import disable_progress_bars, parse_ratelimit_headers
 
-from hubsurvey_standin import Faults, Scope, StandinHub
 from hubsurvey.core.splits import canonical_split
+from hubsurvey_standin import Faults, Scope, StandinHub
 from hubsurvey_standin.minihub import generate_minihub
 from hubsurvey_standin.reference import lle_reference
 
@@ -257,7 +257,7 @@ def test_typed_errors(hub, api, tmp_path):
 
 
 def test_host_must_be_loopback(minihub):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError):  # noqa: PT011
         StandinHub(minihub, host="0.0.0.0")
     with StandinHub(minihub) as hub:
         assert hub.url.startswith("http://127.0.0.1:")
@@ -297,7 +297,7 @@ def test_error_burst(hub, api):
     hub.set_faults(Faults(error_burst_every=3, error_burst_len=2, error_status=502, scope=Scope(categories={"refs"})))
     url = f"{hub.url}/api/datasets/mini-nlp/toy_ner/refs"
     assert [httpx2.get(url).status_code for _ in range(7)] == [200, 200, 502, 502, 200, 502, 502]
-    with pytest.raises(HfHubHTTPError) as err:  # list_repo_refs does not retry
+    with pytest.raises(HfHubHTTPError) as err:  # noqa: PT012 - list_repo_refs does not retry
         hub.set_faults(Faults(error_burst_every=1, error_status=500, scope=Scope(dataset="mini-nlp/*")))
         api.list_repo_refs("mini-nlp/toy_ner", repo_type="dataset")
     assert err.value.response.status_code == 500
@@ -349,7 +349,7 @@ def test_corrupt_parquet(hub, minihub, tmp_path):
     good = (minihub / "mini-nlp__topics_no_val/default/test/0000.parquet").read_bytes()
     bad = path.read_bytes()
     assert len(bad) == len(good) and bad != good and bad[-4:] == b"PAR1"
-    with pytest.raises(Exception):  # read from a path: pyarrow 26 may abort at exit after a failed in-memory read
+    with pytest.raises(Exception):  # noqa: PT011, B017 - read from a path: pyarrow 26 may abort at exit after a failed in-memory read
         pq.read_table(path)
     assert pq.read_table(_download(hub, "mini-nlp/sentiment", "default/test/0000.parquet", tmp_path)).num_rows
     assert hub.stats()["faults_injected"] == 1
@@ -533,7 +533,7 @@ def test_generated_files_shapes(minihub):
     assert datasets.Features.from_dict(json.loads(image.schema.metadata[b"huggingface"])["info"]["features"])["image"]
     huge = pq.ParquetFile(minihub / "mini-misc__huge_rows/default/train/0000.parquet")
     assert huge.metadata.num_rows > 1_000_000 and (minihub / "mini-misc__huge_rows/default/train/0000.parquet").stat().st_size < 100_000
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: PT011, B017 - a corrupt file: any reader error
         pq.read_table(minihub / "mini-misc__corrupt_file/default/test/0000.parquet")
     assert {p.name for p in (minihub / "mini-nlp__reviews_valid/default").iterdir()} == {"train", "valid", "test"}
     assert not (minihub / "mini-misc__no_export").exists()

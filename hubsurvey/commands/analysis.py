@@ -12,10 +12,11 @@ import csv
 import io
 import json
 import sys
+from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any, Optional, Sequence
+from typing import Annotated, Any
 
 import typer
 
@@ -92,7 +93,7 @@ def format_table(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[_cell(v, "NULL").replace("\n", "\\n") for v in row] for row in rows]
     widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
     numeric = [
-        bool(rows) and all(isinstance(r[i], (int, float, Decimal)) and not isinstance(r[i], bool) or r[i] is None for r in rows)
+        bool(rows) and all((isinstance(r[i], (int, float, Decimal)) and not isinstance(r[i], bool)) or r[i] is None for r in rows)
         for i in range(len(names))
     ]
 
@@ -225,13 +226,14 @@ def publish(
     push: Annotated[bool, typer.Option("--push", help="Upload (default: only build the folder and print the plan)")] = False,
     private: Annotated[bool, typer.Option("--private", help="Create the repo private (an existing repo keeps its visibility)")] = False,
     db: ReadDb = Path(DEFAULT_DB),
-    out: Annotated[Optional[Path], typer.Option("--out", help="Folder to build (default: a folder under the temp dir)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder to build (default: a folder under the temp dir)")] = None,
     with_report: Annotated[bool, typer.Option("--report/--no-report", help="Include REPORT.md")] = True,
-    license: Annotated[Optional[str], typer.Option("--license", help="License of the results in the card [default: cc-by-4.0]")] = None,
-    pretty_name: Annotated[Optional[str], typer.Option("--pretty-name", help="Title of the results dataset in the card")] = None,
+    license: Annotated[str | None, typer.Option("--license", help="License of the results in the card [default: cc-by-4.0]")] = None,
+    pretty_name: Annotated[str | None, typer.Option("--pretty-name", help="Title of the results dataset in the card")] = None,
 ) -> None:
     """Build the results dataset (Parquet, CSV, card) and, with --push, upload it in one commit."""
-    from hubsurvey.analysis.publish import PublishError, publish as run_publish
+    from hubsurvey.analysis.publish import PublishError
+    from hubsurvey.analysis.publish import publish as run_publish
 
     store = open_results(db)
     try:

@@ -8,8 +8,20 @@ from pathlib import Path
 import typer
 
 from hubsurvey.commands.options import (
-    AllowGated, Authors, Db, DenyAuthors, FileRate, Languages, Limit, MaxRows, Rate, Search, Tasks,
-    positive, at_least, unlimited_if_zero,
+    AllowGated,
+    Authors,
+    Db,
+    DenyAuthors,
+    FileRate,
+    Languages,
+    Limit,
+    MaxRows,
+    Rate,
+    Search,
+    Tasks,
+    at_least,
+    positive,
+    unlimited_if_zero,
 )
 from hubsurvey.core.hub import DEFAULT_FILE_RATE, DEFAULT_RATE, HubClient
 from hubsurvey.core.store import DEFAULT_DB
@@ -29,7 +41,7 @@ def filters_from_options(author, deny_author, task, language, search, limit, max
         task_categories=list(task or []),
         languages=list(language or []),
         search=search,
-        limit=unlimited_if_zero("--limit", limit),
+        limit=None if (lim := unlimited_if_zero("--limit", limit)) is None else int(lim),
     )
 
 

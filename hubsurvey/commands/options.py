@@ -7,12 +7,11 @@ Defaults come from the dataclasses the options fill (:class:`CrawlFilters`, :cla
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
 from hubsurvey.core.errors import UsageError
-from hubsurvey.core.store import DEFAULT_DB
 
 #: where ``run`` and ``report`` write the report unless told otherwise
 DEFAULT_REPORT_DIR = Path("out")
@@ -21,16 +20,16 @@ FORMATS = ("table", "json", "csv")
 
 Db = Annotated[Path, typer.Option("--db", help="Results DB")]
 ReadDb = Annotated[Path, typer.Option("--db", help="Results DB (opened read-only)")]
-Format = Annotated[Optional[str], typer.Option("--format", help="Output format: table, json or csv [default: table]")]
+Format = Annotated[str | None, typer.Option("--format", help="Output format: table, json or csv [default: table]")]
 Json = Annotated[bool, typer.Option("--json", help="Same as --format json")]
 
 # --- the crawl's filters (CrawlFilters) -------------------------------------------------------------
-Authors = Annotated[Optional[List[str]], typer.Option("--author", help="Only these authors (repeatable)")]
-DenyAuthors = Annotated[Optional[List[str]], typer.Option("--deny-author", help="Never these authors (repeatable)")]
-Tasks = Annotated[Optional[List[str]], typer.Option("--task", help="task_categories filter (repeatable)")]
-Languages = Annotated[Optional[List[str]], typer.Option("--language", help="language filter (repeatable)")]
-Search = Annotated[Optional[str], typer.Option("--search", help="Dataset name contains")]
-Limit = Annotated[Optional[int], typer.Option("--limit", help="List at most N datasets (0: no limit)")]
+Authors = Annotated[list[str] | None, typer.Option("--author", help="Only these authors (repeatable)")]
+DenyAuthors = Annotated[list[str] | None, typer.Option("--deny-author", help="Never these authors (repeatable)")]
+Tasks = Annotated[list[str] | None, typer.Option("--task", help="task_categories filter (repeatable)")]
+Languages = Annotated[list[str] | None, typer.Option("--language", help="language filter (repeatable)")]
+Search = Annotated[str | None, typer.Option("--search", help="Dataset name contains")]
+Limit = Annotated[int | None, typer.Option("--limit", help="List at most N datasets (0: no limit)")]
 MaxRows = Annotated[int, typer.Option("--max-rows", help="Keep datasets with fewer rows than this")]
 AllowGated = Annotated[bool, typer.Option("--allow-gated", help="Also keep gated datasets (needs HF_TOKEN)")]
 
@@ -39,13 +38,13 @@ Rate = Annotated[float, typer.Option("--rate", help="Max API requests per second
 FileRate = Annotated[float, typer.Option("--file-rate", help="Max file requests per second (0: unpaced)")]
 
 # --- the run (RunOptions) ---------------------------------------------------------------------------
-Workers = Annotated[Optional[int], typer.Option("--workers", help="Local worker processes (default: one per core)")]
-MaxHours = Annotated[Optional[float], typer.Option("--max-hours", help="Stop taking new jobs after this long (0: no limit)")]
-Dask = Annotated[Optional[str], typer.Option("--dask", help="Run jobs on a Dask cluster: tcp://scheduler:8786")]
+Workers = Annotated[int | None, typer.Option("--workers", help="Local worker processes (default: one per core)")]
+MaxHours = Annotated[float | None, typer.Option("--max-hours", help="Stop taking new jobs after this long (0: no limit)")]
+Dask = Annotated[str | None, typer.Option("--dask", help="Run jobs on a Dask cluster: tcp://scheduler:8786")]
 JobTimeout = Annotated[float, typer.Option("--job-timeout", help="Seconds one job may take (local workers)")]
 MemoryMb = Annotated[int, typer.Option("--memory-mb", help="Memory ceiling of one local worker, MB")]
 ReportDir = Annotated[Path, typer.Option("--report-dir", help="Where the refreshed report goes")]
-Roles = Annotated[Optional[Path], typer.Option("--roles", help="Roles override file (TOML)")]
+Roles = Annotated[Path | None, typer.Option("--roles", help="Roles override file (TOML)")]
 
 
 # --- validation: one line and exit 2 ---------------------------------------------------------------

@@ -6,15 +6,38 @@ import json
 import logging
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from hubsurvey.commands.crawl import filters_from_options, hub_client
 from hubsurvey.commands.options import (
-    DEFAULT_REPORT_DIR, AllowGated, Authors, Dask, Db, DenyAuthors, FileRate, Format, Json, JobTimeout,
-    Languages, Limit, MaxHours, MaxRows, MemoryMb, Rate, ReadDb, ReportDir, Roles, Search, Tasks, Workers,
-    at_least, output_format, positive, unlimited_if_zero,
+    DEFAULT_REPORT_DIR,
+    AllowGated,
+    Authors,
+    Dask,
+    Db,
+    DenyAuthors,
+    FileRate,
+    Format,
+    JobTimeout,
+    Json,
+    Languages,
+    Limit,
+    MaxHours,
+    MaxRows,
+    MemoryMb,
+    Rate,
+    ReadDb,
+    ReportDir,
+    Roles,
+    Search,
+    Tasks,
+    Workers,
+    at_least,
+    output_format,
+    positive,
+    unlimited_if_zero,
 )
 from hubsurvey.core.errors import ExitCode, UsageError
 from hubsurvey.core.hub import DEFAULT_FILE_RATE, DEFAULT_RATE
@@ -39,11 +62,11 @@ def _summary_lines(summary) -> list[str]:
     return lines
 
 
-RetryFailed = Annotated[Optional[list[str]], typer.Option(
+RetryFailed = Annotated[list[str] | None, typer.Option(
     "--retry-failed", help="Queue failed jobs of this error class again (repeatable; 'all' for every class)")]
 
 
-def _retry_classes(values: Optional[list[str]]) -> Optional[tuple[str, ...]]:
+def _retry_classes(values: list[str] | None) -> tuple[str, ...] | None:
     """``--retry-failed``: None (not given), () for every class ('all'), else the classes."""
     if values is None:
         return None
@@ -135,10 +158,10 @@ def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = Fa
 
 
 def demo(
-    db: Annotated[Optional[Path], typer.Option("--db", help=f"Results DB [default: {DEMO_DIR / 'results.duckdb'}]")] = None,
-    report_dir: Annotated[Optional[Path], typer.Option("--report-dir", help=f"Report folder [default: {DEMO_DIR / 'report'}]")] = None,
+    db: Annotated[Path | None, typer.Option("--db", help=f"Results DB [default: {DEMO_DIR / 'results.duckdb'}]")] = None,
+    report_dir: Annotated[Path | None, typer.Option("--report-dir", help=f"Report folder [default: {DEMO_DIR / 'report'}]")] = None,
     workers: Workers = RunOptions.workers,
-    hub_dir: Annotated[Optional[Path], typer.Option("--hub-dir", help="Where to generate the mini-hub (default: a temp folder, removed at the end)")] = None,
+    hub_dir: Annotated[Path | None, typer.Option("--hub-dir", help="Where to generate the mini-hub (default: a temp folder, removed at the end)")] = None,
 ) -> None:
     """Generate a mini-hub, serve it on loopback and survey it (no network; never touches real results).
 

@@ -19,6 +19,7 @@ Exit codes (documented in the README and ``hubsurvey --help``):
 
 from __future__ import annotations
 
+import contextlib
 import os
 from enum import IntEnum
 
@@ -154,17 +155,13 @@ def scrub_exception(exc: BaseException, secrets: tuple[str | None, ...] = ()) ->
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        try:
+        with contextlib.suppress(AttributeError, TypeError):  # exotic exception types
             current.args = tuple(scrub(a, secrets) if isinstance(a, str) else a for a in current.args)
-        except (AttributeError, TypeError):  # pragma: no cover - exotic exception types
-            pass
         for attr in ("server_message", "message"):
             value = getattr(current, attr, None)
             if isinstance(value, str):
-                try:
+                with contextlib.suppress(AttributeError, TypeError):  # a read-only attribute
                     setattr(current, attr, scrub(value, secrets))
-                except (AttributeError, TypeError):  # pragma: no cover - read-only attribute
-                    pass
         current = current.__cause__ or current.__context__
     return exc
 

@@ -17,9 +17,10 @@ without a label column. The method, in words, with a worked example: ``docs/meth
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 #: The method whose figures this registry declares, and the version of their definitions.
 LLE_METHOD = "lle-2024"

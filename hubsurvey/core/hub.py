@@ -27,15 +27,16 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx2
 from huggingface_hub import HfApi, hf_hub_download
-from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
+from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, OfflineModeIsEnabled
 from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from hubsurvey.core.errors import (
@@ -286,7 +287,7 @@ class HubClient:
     ):
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
         token = os.environ.get("HF_TOKEN") if token is None else token
-        self._token = token or None
+        self._token: str | None = token if isinstance(token, str) and token else None
         register_secret(self._token)
         self._api = HfApi(endpoint=self.endpoint, token=self._token if self._token else False)
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()

@@ -34,9 +34,10 @@ import json
 import logging
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -189,7 +190,7 @@ class RoleOverrides:
         self._table = dict(table or {})
 
     @classmethod
-    def load(cls, path: str | Path | None) -> "RoleOverrides":
+    def load(cls, path: str | Path | None) -> RoleOverrides:
         if path is None:
             return cls()
         try:

@@ -12,15 +12,16 @@ import json
 import os
 import socket
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
-from enum import Enum
-from typing import Any, Mapping
+from enum import StrEnum
+from typing import Any
 
 from hubsurvey import __version__
 from hubsurvey.core.store import Store, insert, now
 
 
-class RunStatus(str, Enum):
+class RunStatus(StrEnum):
     """A run's status; the values are the strings stored in ``runs.status``."""
 
     RUNNING = "running"

@@ -11,10 +11,11 @@ Every write of results is one transaction, so an interrupted write leaves nothin
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
-from datetime import datetime, timezone
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import duckdb
 
@@ -203,7 +204,7 @@ def _figure_columns_ddl(existing: set[str]) -> list[str]:
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Store:
@@ -238,7 +239,7 @@ class Store:
     def close(self) -> None:
         self.con.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -373,7 +374,10 @@ class Store:
 
 
 # Opening a file never installs nor loads an extension (see Store.__init__).
-_OPEN_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_OPEN_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
 
 # Errors of the disk or file system during a write (a full disk fails the COMMIT with a
 # TransactionException or an IOException; after some failures DuckDB invalidates the DB: Fatal).
@@ -401,10 +405,8 @@ def _first_line(exc: BaseException) -> str:
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
     """Roll back if a transaction is still open (a failed COMMIT may already have ended it)."""
-    try:
+    with suppress(duckdb.Error):
         con.execute("ROLLBACK")
-    except duckdb.Error:
-        pass
 
 
 def quote_ident(name: str) -> str:
