@@ -15,7 +15,7 @@ from typing import Any
 
 from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, columns
 from hubsurvey.analysis.findings import findings
-from hubsurvey.analysis.render import DEFINITIONS, environment, provenance
+from hubsurvey.analysis.render import DEFINITIONS, environment, provenance, shared_tables
 from hubsurvey.analysis.report import KEY_LABELS, REPORT_MD
 from hubsurvey.core.store import Store
 
@@ -131,4 +131,5 @@ def render_card(
         "p": public_provenance(provenance(store, overview)),
         "key_labels": KEY_LABELS,
     }
+    context["tables"] = shared_tables(found, context["p"], KEY_LABELS)
     return environment().get_template("card.md.j2").render(context)

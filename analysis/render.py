@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -125,4 +126,81 @@ def provenance(store: Store, overview: Mapping[str, Any]) -> dict[str, Any]:
         "run": run,
         # the crawl's filters: the newest crawl run's arguments, else the newest run's
         "filters": (crawl or run or {}).get("args"),
+    }
+
+
+# --- the tables the report, its HTML twin and the dataset card share ---------------------------------
+# Each table is built once, here, as plain text cells; templates/_tables.md.j2 and _tables.html.j2
+# only lay a table out (and escape it for their format).
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+    numeric: tuple[bool, ...]  # right-aligned columns
+
+
+def overview_table(o: Mapping[str, Any]) -> Table:
+    """What was measured: the counts every other table is a part of."""
+    rows = [
+        ("result rows (the unit of every percentage)", num(o["measurement_rows"])),
+        ("datasets", num(o["datasets"])),
+        ("(dataset, config) pairs", num(o["configs"])),
+        ("rows with a label column (text+label figures not NR)", num(o["rows_with_label"])),
+        ("rows with a train split", num(o["rows_with_train"])),
+        ("rows with a validation split", num(o["rows_with_validation"])),
+        ("datasets crawled / eligible / excluded",
+         f"{o['crawled_datasets']} / {o['eligible_datasets']} / {o['excluded_datasets']}"),
+        ("jobs / done / failed", f"{o['jobs']} / {o['jobs_done']} / {o['jobs_failed']}"),
+    ]
+    return Table(("", "count"), rows, (False, True))
+
+
+def splits_table(splits: list[Mapping[str, Any]], key_labels: Mapping[str, str]) -> Table:
+    """Aggregate findings 1 and 2: rows with a leak and with a duplicate, per split and key."""
+    header = ("split", "key", "≥1 leak to test", "of", "%", "≥1 duplicate", "of", "%")
+    rows = [
+        (r["split"], key_labels[r["key"]], num(r["with_leak"]), num(r["leak_denominator"]), pct(r["pct_with_leak"]),
+         num(r["with_duplicate"]), num(r["duplicate_denominator"]), pct(r["pct_with_duplicate"]))
+        for r in splits
+    ]
+    return Table(header, rows, (False, False, True, True, True, True, True, True))
+
+
+def provenance_table(p: Mapping[str, Any], o: Mapping[str, Any]) -> Table:
+    """Where the results come from: dates, versions, the latest run and its filters, the counts."""
+    run = p.get("run")
+    rows = [
+        ("date (newest measurement)", p["date"]),
+        ("rows measured from", when(p["first_measured_at"])),
+        ("method", str(p["methods"])),
+        ("measured by", f"hubsurvey {p['tool_versions']}"),
+        ("files built by", f"hubsurvey {p['generator_version']}"),
+    ]
+    if run:
+        rows += [
+            ("latest run", f"{run['command']} ({run['status']}), started {when(run['started_at'])}, "
+                           f"finished {when(run.get('finished_at'))}"),
+            ("crawl filters (arguments of the newest crawl run, else of the latest run)", yaml_str(p["filters"])),
+        ]
+    else:
+        rows += [("latest run", "none recorded: rows come from one-off audits"),
+                 ("crawl filters", "none (no crawl recorded)")]
+    rows += [
+        ("result rows / datasets / configs", f"{o['measurement_rows']} / {o['datasets']} / {o['configs']}"),
+        ("rows with a label column / with a validation split", f"{o['rows_with_label']} / {o['rows_with_validation']}"),
+        ("datasets crawled / eligible / excluded",
+         f"{o['crawled_datasets']} / {o['eligible_datasets']} / {o['excluded_datasets']}"),
+        ("jobs / done / failed", f"{o['jobs']} / {o['jobs_done']} / {o['jobs_failed']}"),
+    ]
+    return Table(("", ""), rows, (False, False))
+
+
+def shared_tables(found: Mapping[str, Any], p: Mapping[str, Any], key_labels: Mapping[str, str]) -> dict[str, Table]:
+    o = found["overview"][0]
+    return {
+        "overview": overview_table(o),
+        "splits": splits_table(found["splits"], key_labels),
+        "provenance": provenance_table(p, o),
     }

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hubsurvey.analysis.findings import DEFAULT_TOP_N, findings
-from hubsurvey.analysis.render import DEFINITIONS, environment, provenance
+from hubsurvey.analysis.render import DEFINITIONS, environment, provenance, shared_tables
 from hubsurvey.core.store import Store
 
 REPORT_MD = "REPORT.md"
@@ -46,7 +46,7 @@ def report_context(
     found = findings(store, top_n=top_n)
     overview = found["overview"][0]
     top = found["top_test_biased"]
-    return {
+    context: dict[str, Any] = {
         "title": TITLE,
         "f": found,
         "o": overview,
@@ -60,6 +60,8 @@ def report_context(
         "verdict_rules": found["verdict_rules"],
         "verdicts": found["dataset_verdict"],
     }
+    context["tables"] = shared_tables(found, context["p"], KEY_LABELS)
+    return context
 
 
 def render_markdown(context: dict[str, Any]) -> str:

@@ -302,6 +302,6 @@ def test_report_written_at_the_end_of_a_run_shows_its_final_state(tmp_path):
         md_path, html_path = render_report(store, tmp_path / "b", final_run=final)
         other = render_report(store, tmp_path / "c", final_run={**final, "run_id": "run-other"})[0].read_text()
     md, html = md_path.read_text(), html_path.read_text()
-    assert "(running)" not in md and "`run` (done)" in md and f"finished {started + timedelta(hours=2):%Y-%m-%d %H:%M} UTC" in md
+    assert "(running)" not in md and "| latest run | run (done)" in md and f"finished {started + timedelta(hours=2):%Y-%m-%d %H:%M} UTC" in md
     assert "(done)" in html and "(running)" not in html
     assert "(running)" in other  # another run's state is never applied
