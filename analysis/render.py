@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -137,7 +137,7 @@ def provenance(store: Store, overview: Mapping[str, Any]) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Table:
     header: tuple[str, ...]
-    rows: list[tuple[str, ...]]
+    rows: Sequence[tuple[str, ...]]
     numeric: tuple[bool, ...]  # right-aligned columns
 
 
