@@ -21,7 +21,6 @@ import json
 import os
 import socket
 import time
-import uuid
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
@@ -30,7 +29,6 @@ from typing import Any, Callable
 
 from filelock import FileLock, Timeout
 
-from hubsurvey import __version__
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobStatus, QueuedJob
 from hubsurvey.core.runs import Runs, RunStatus, new_run_id
@@ -270,7 +268,7 @@ def status(db: str | Path) -> dict[str, Any]:
     holder = _read_holder(db) if _holder_alive(db) else ""
     try:
         store = Store(db, read_only=True)
-    except StoreError as e:
+    except StoreError:
         if holder:
             raise StoreError(f"{db} is in use by a running survey{holder}") from None
         raise

@@ -9,9 +9,9 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import duckdb
 import pytest
@@ -137,7 +137,7 @@ def test_a_killed_run_is_marked_interrupted_by_status_and_counts_are_json_once(t
         store.con.execute("CHECKPOINT")
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    proc = subprocess.run([sys.executable, "-c", script])
+    proc = subprocess.run([sys.executable, "-c", script], check=False)
     assert proc.returncode == -9
     with Store(db, read_only=True) as store:
         assert store.query("SELECT status FROM runs WHERE command = 'run'")[1] == [("running",)]
@@ -192,7 +192,7 @@ def test_crawl_and_audit_record_their_runs(tmp_path):
 def _tmpfs(path: Path, options: str) -> Iterator[Path]:
     """A real small (or read-only) file system; skipped where mounting is not allowed."""
     path.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, check=False)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
     try:

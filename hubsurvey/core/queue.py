@@ -15,9 +15,10 @@ retried by the next run, and ``retry_failed`` puts failures of the given classes
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable
+from typing import Any
 
 from hubsurvey.core.splits import SPLIT_ALIASES
 from hubsurvey.core.store import Store, insert, now
@@ -55,11 +56,11 @@ class JobOutcome:
 
     @classmethod
     def success(cls, rows: list[dict[str, Any]], *, seconds: float, measure_seconds: float = 0.0,
-                download_seconds: float = 0.0) -> "JobOutcome":
+                download_seconds: float = 0.0) -> JobOutcome:
         return cls(True, rows, seconds=seconds, measure_seconds=measure_seconds, download_seconds=download_seconds)
 
     @classmethod
-    def failure(cls, error_class: str, message: str, *, transient: bool = False, traceback: str | None = None) -> "JobOutcome":
+    def failure(cls, error_class: str, message: str, *, transient: bool = False, traceback: str | None = None) -> JobOutcome:
         return cls(False, error_class=error_class, message=message, transient=transient, traceback=traceback)
 
     @property

@@ -12,9 +12,10 @@ import json
 import os
 import socket
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
 from hubsurvey import __version__
 from hubsurvey.core.store import Store, insert, now
