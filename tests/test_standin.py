@@ -27,7 +27,8 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import disable_progress_bars, parse_ratelimit_headers
 
 from hubsurvey_standin import Faults, Scope, StandinHub
-from hubsurvey_standin.minihub import CANONICAL_SPLITS, generate_minihub
+from hubsurvey.core.splits import SPLIT_ALIASES
+from hubsurvey_standin.minihub import generate_minihub
 from hubsurvey_standin.reference import lle_reference
 
 disable_progress_bars()
@@ -484,7 +485,7 @@ def test_cli_serve_and_generate(tmp_path):
 def _read_splits(folder: Path) -> dict[str, list[dict]]:
     """Rows of every split of one config folder, keyed by canonical split name (from paths: a
     pyarrow 26 process may abort at exit after a failed read from an in-memory file object)."""
-    return {CANONICAL_SPLITS[d.name]: [row for f in sorted(d.glob("*.parquet")) for row in pq.read_table(f).to_pylist()]
+    return {SPLIT_ALIASES[d.name]: [row for f in sorted(d.glob("*.parquet")) for row in pq.read_table(f).to_pylist()]
             for d in sorted(folder.iterdir())}
 
 
