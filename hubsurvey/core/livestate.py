@@ -7,9 +7,9 @@ file, not even read-only. A survey run holds its DB for hours, so it publishes t
   started) and its live progress (phase, jobs done, failed and pending, rows, jobs/s, rows/s, ETA,
   updated_at). It is rewritten atomically (a temp file, then ``os.replace``) at most once a second.
   A holder whose process is gone (``kill -9``) is reported as interrupted, never as running.
-- ``<db>.snapshot``, the **read snapshot**: a copy of the DB taken right after a ``CHECKPOINT``
-  (so the file alone is complete and consistent), written to a temp file and moved into place with
-  ``os.replace``. It is refreshed at most every few seconds while results come in (more rarely when
+- ``<db>.snapshot``, the **read snapshot**: a copy of the DB made by DuckDB between two of the
+  coordinator's transactions (``ATTACH`` + ``COPY FROM DATABASE``: one consistent state), written to
+  a temp file and moved into place with ``os.replace``. It is refreshed at most every few seconds while results come in (more rarely when
   the DB is so large that copying it takes long) and once after the last job; a normal end of the run
   (done, timed out, failed, Ctrl-C) removes it. A run killed with ``kill -9`` leaves both files;
   readers then ignore them (the holder's process is gone) and the next run replaces them.
@@ -24,10 +24,10 @@ helpers both sides share. It imports nothing from the store (the store imports i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
-import shutil
 import socket
 import time
 from datetime import UTC, datetime
@@ -123,6 +123,25 @@ def live_snapshot(db: str | Path) -> tuple[Path, dict[str, Any]] | None:
 
 # --- the writing side (the run's coordinator) -------------------------------------------------------
 
+_SNAPSHOT_ALIAS = "hubsurvey_read_snapshot"
+
+
+def _copy_database(con: duckdb.DuckDBPyConnection, target: Path) -> None:
+    """Copy the connection's DB (tables, views, data) into a new DuckDB file ``target``.
+
+    DuckDB's own ``COPY FROM DATABASE``, not a copy of the file: DuckDB holds its file with a POSIX
+    (fcntl) lock, and *any* close of that file by this process, such as ``shutil.copyfile``
+    reading it, would silently drop the lock and let another process open the DB meanwhile.
+    """
+    source = con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+    path = str(target).replace("'", "''")
+    con.execute(f"ATTACH '{path}' AS {_SNAPSHOT_ALIAS}")
+    try:
+        con.execute(f'COPY FROM DATABASE "{source.replace(chr(34), chr(34) * 2)}" TO {_SNAPSHOT_ALIAS}')
+        con.execute(f"CHECKPOINT {_SNAPSHOT_ALIAS}")  # the file alone holds everything: no WAL beside it
+    finally:
+        con.execute(f"DETACH DATABASE {_SNAPSHOT_ALIAS}")
+
 class LiveRun:
     """The holder file and the read snapshot of one run, kept by its coordinator.
 
@@ -185,8 +204,8 @@ class LiveRun:
     def snapshot(self, con: duckdb.DuckDBPyConnection, *, force: bool = False) -> None:
         """Checkpoint the DB and copy it to ``<db>.snapshot`` if results changed and it is time.
 
-        Call it between transactions only (the coordinator is the single writer, so nothing else
-        writes during the copy). The copy goes to a temp file first: a reader opens either the old
+        Call it between transactions only (the coordinator is the single writer, so the copy is
+        one committed state). The copy goes to a temp file first: a reader opens either the old
         snapshot or the new one.
         """
         if not self._dirty and not force:
@@ -197,11 +216,14 @@ class LiveRun:
         target = snapshot_path(self.db)
         tmp = target.with_name(target.name + ".tmp")
         try:
-            con.execute("CHECKPOINT")  # everything in the file itself: the copy needs no WAL
-            shutil.copyfile(self.db, tmp)
+            for stale in (tmp, Path(f"{tmp}.wal")):
+                stale.unlink(missing_ok=True)
+            _copy_database(con, tmp)
             os.replace(tmp, target)
         except Exception as e:  # a read snapshot is a courtesy: never stop the run for it
             log.warning("cannot write the read snapshot %s: %s", target, str(e).splitlines()[0] if str(e) else e)
+            with contextlib.suppress(Exception):
+                con.execute(f"DETACH DATABASE IF EXISTS {_SNAPSHOT_ALIAS}")
             tmp.unlink(missing_ok=True)
             self._snapshot_due = time.monotonic() + 60
             return
