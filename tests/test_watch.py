@@ -121,7 +121,7 @@ def test_a_running_survey_can_be_watched(slow_hub, shared_datasets, tmp_path):
         assert again["rows"] >= live["rows"]
 
         assert run.poll() is None, "the run ended before every command was tried: slow the stand-in down"
-        out, err = run.communicate(timeout=600)
+        _out, err = run.communicate(timeout=600)
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
