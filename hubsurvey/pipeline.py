@@ -13,13 +13,15 @@
 - **Incremental**: a job is ``dataset@sha/config``; a dataset whose sha changed gets new jobs,
   the others are skipped.
 - **Bounded**: ``max_hours`` stops taking new jobs in time; what is left stays pending.
+- **Watchable**: while it runs, the coordinator keeps its live progress in ``<db>.run.json`` and a
+  read snapshot of the DB in ``<db>.snapshot`` (:class:`hubsurvey.core.livestate.LiveRun`), which
+  ``status``, ``sql``, ``report`` and ``export`` read while the run holds the DB.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from collections import deque
 from collections.abc import Callable
@@ -30,6 +32,8 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from hubsurvey.core import livestate
+from hubsurvey.core.errors import DbLockedError
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobStatus, QueuedJob
 from hubsurvey.core.runs import Runs, RunStatus, new_run_id
@@ -121,24 +125,19 @@ def acquire_lock(db: str | Path) -> FileLock:
     return lock
 
 
-def _write_holder(holder: Path, run_id: str) -> None:
-    """Who holds the lock, for the message a refused second run prints."""
+def _start_live(db: str | Path, run_id: str) -> livestate.LiveRun:
+    """The holder file (who holds the lock, and the run's live progress) and the read snapshot."""
+    live = livestate.LiveRun(db, run_id)
     try:
-        holder.write_text(json.dumps({"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(), "started_at": now().isoformat()}))
+        live.start()
     except OSError as e:
-        raise StoreError(f"cannot write {holder}: {e.strerror or e}") from None
-
-
-def _holder_file(db: str | Path) -> Path:
-    return Path(f"{db}.run.json")
+        raise StoreError(f"cannot write {livestate.holder_path(db)}: {e.strerror or e}") from None
+    return live
 
 
 def _read_holder(db: str | Path) -> str:
-    try:
-        info = json.loads(_holder_file(db).read_text())
-        return f" ({info['run_id']}, pid {info['pid']} on {info['host']}, since {info['started_at']})"
-    except (OSError, ValueError, KeyError):
-        return ""
+    info = livestate.read_holder(db)
+    return f" ({livestate.describe_holder(info)})" if info else ""
 
 
 # --- the queue --------------------------------------------------------------------------------------
@@ -173,20 +172,25 @@ def run_survey(
     run_id = new_run_id("run")
     summary = RunSummary(run_id)
     lock = acquire_lock(db)
-    holder = _holder_file(db)
+    live = None
     try:
-        _write_holder(holder, run_id)
-        with Store(db) as store:
+        live = _start_live(db, run_id)
+        with _open_writer(db) as store:
             runs = Runs(store)
             runs.mark_interrupted()  # runs that were killed: their process is gone
             runs.start("run", args or {}, run_id=run_id)
+            live.progress(phase="crawling" if options.crawl else "queueing")
+            live.snapshot(store.con, force=True)  # readers can read the DB at once
             queue = JobQueue(store, max_attempts=options.max_attempts)
             try:
                 if options.crawl:
                     summary.crawl = crawl(store, client, filters, run_id=run_id).as_json()
                 specs = [_spec(job, run_id) for job in queue.enqueue(run_id, options.retry_failed)]
                 summary.queued = len(specs)
-                _execute(queue, client, specs, options, summary, deadline, progress, started)
+                live.progress(phase="measuring", pending=len(specs), force=True)
+                live.snapshot(store.con, force=True)
+                _execute(queue, client, specs, options, summary, deadline, progress, started, live=live)
+                live.progress(phase="reporting", force=True)
                 summary.status = (RunStatus.TIMED_OUT if summary.left_pending else RunStatus.DONE).value
                 if options.report_dir is not None:
                     final_run = {"run_id": run_id, "status": summary.status, "finished_at": now()}  # the report shows how the run ended
@@ -200,12 +204,27 @@ def run_survey(
                     queue.requeue_stale()
                     runs.finish(run_id, summary.status, summary.counts())
     finally:
-        holder.unlink(missing_ok=True)
+        if live is not None:
+            live.close()  # after the DB is closed: a reader that finds no snapshot then opens the DB
         lock.release()
     return summary
 
 
-def _execute(queue: JobQueue, client, specs, options, summary, deadline, progress, started) -> None:
+def _open_writer(db: str | Path, wait_s: float = 30.0) -> Store:
+    """The DB read-write, waiting up to ``wait_s`` for readers that hold it (a ``status`` or a
+    ``sql`` that opened it just before the run started) to let go."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return Store(db)
+        except DbLockedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _execute(queue: JobQueue, client, specs, options, summary, deadline, progress, started,
+             live: livestate.LiveRun | None = None) -> None:
     from hubsurvey.survey.executors import make_executor
 
     if not specs:
@@ -247,9 +266,15 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
                     elapsed = time.perf_counter() - started
                     progress({"done": summary.done + summary.failed, "ok": summary.done, "failed": summary.failed,
                               "total": summary.queued, "rows_per_s": round(summary.rows / elapsed, 2) if elapsed else 0})
+            if live:  # between transactions: at most once a second (progress), every few (snapshot)
+                live.tick(queue.store.con, done=summary.done, failed=summary.failed, rows=summary.rows,
+                          pending=len(todo) + len(inflight))
     finally:
         executor.close()
     summary.left_pending = len(todo)
+    if live:  # the last job's results, for readers while the report renders
+        live.progress(done=summary.done, failed=summary.failed, rows=summary.rows, pending=len(todo), force=True)
+        live.snapshot(queue.store.con, force=True)
 
 
 def _refresh_report(store: Store, out_dir: Path, final_run: dict[str, Any] | None = None) -> list[Path]:
@@ -261,23 +286,24 @@ def _refresh_report(store: Store, out_dir: Path, final_run: dict[str, Any] | Non
 # --- status -------------------------------------------------------------------------------------------
 
 def status(db: str | Path) -> dict[str, Any]:
-    """A summary of the DB: last run, queue by status, failures by class, measured rows.
+    """A summary of the DB: last run, queue by status, failures by class, measured rows, and the
+    live progress of a run in progress.
 
-    A run left ``running`` by a process that is gone (``kill -9``) is marked ``interrupted`` first.
+    While a run holds the DB, the figures come from its read snapshot (``snapshot`` says which run
+    and when) and ``live`` holds its progress from the holder file (at most a second old). A run
+    left ``running`` by a process that is gone (``kill -9``) is marked ``interrupted`` first, and
+    its leftover holder file is reported under ``interrupted``, never as a run in progress.
     """
-    holder = _read_holder(db) if _holder_alive(db) else ""
-    try:
-        store = Store(db, read_only=True)
-    except StoreError:
-        if holder:
-            raise StoreError(f"{db} is in use by a running survey{holder}") from None
-        raise
-    with store:
-        stale = bool(Runs(store).stale())
-    if stale:  # repair needs a write: the DB is free, since a read-only open succeeded
+    info = livestate.read_holder(db)
+    alive = livestate.holder_alive(info)
+    store = Store.open_for_reading(db)
+    if store.snapshot_of is None and Runs(store).stale():
+        store.close()  # repair needs a write: the DB is free, since a read-only open of it succeeded
         with Store(db) as writer:
             Runs(writer).mark_interrupted()
-    with Store(db, read_only=True) as store:
+        store = Store.open_for_reading(db)
+    with store:
+        snapshot = store.snapshot_of
         last = store.records("SELECT run_id, command, status, started_at, finished_at, counts FROM runs ORDER BY started_at DESC LIMIT 1")
         queue = dict(store.query("SELECT status, count(*) FROM jobs GROUP BY status ORDER BY status")[1])
         failures = store.records(
@@ -288,9 +314,13 @@ def status(db: str | Path) -> dict[str, Any]:
         measured = store.query("SELECT count(*), count(DISTINCT dataset_id) FROM current_measurements")[1][0]
     if last and isinstance(last[0]["counts"], str):  # a JSON column reads back as text: decode it once
         last[0]["counts"] = json.loads(last[0]["counts"])
+    live = livestate.read_holder(db) if alive else None  # the freshest progress, read last
     return {
         "db": str(db),
-        "running": holder or None,
+        "running": f" ({livestate.describe_holder(live)})" if live else None,
+        "live": live,
+        "interrupted": info if info and not alive else None,
+        "snapshot": {"run_id": snapshot["run_id"], "taken_at": snapshot["snapshot_at"]} if snapshot else None,
         "last_run": last[0] if last else None,
         "queue": queue,
         "failures": failures,
@@ -298,15 +328,3 @@ def status(db: str | Path) -> dict[str, Any]:
         "measurements": {"rows": measured[0], "datasets": measured[1]},
     }
 
-
-def _holder_alive(db: str | Path) -> bool:
-    """Whether the run named in ``<db>.run.json`` is still alive (a killed run leaves the file)."""
-    try:
-        info = json.loads(_holder_file(db).read_text())
-    except (OSError, ValueError):
-        return False
-    if info.get("host") != socket.gethostname():
-        return True  # another host's process: cannot tell, believe the file
-    import psutil
-
-    return bool(info.get("pid")) and psutil.pid_exists(int(info["pid"]))

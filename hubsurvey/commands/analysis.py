@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hubsurvey.commands.options import DEFAULT_REPORT_DIR, Format, ReadDb, at_least, output_format
+from hubsurvey.commands.options import DEFAULT_REPORT_DIR, Format, ReadDb, at_least, output_format, say_snapshot
 from hubsurvey.core.errors import BadInputError, StoreError, UsageError
 from hubsurvey.core.store import DEFAULT_DB, Store
 
@@ -35,29 +35,22 @@ SAFE_CONFIG = {
 def open_results(db: Path, *, safe: bool = False) -> Store:
     """The results DB, read-only; a missing, empty or foreign file is one line and exit 3.
 
-    Never creates the file. With ``safe`` the connection has file access and extensions off.
+    Never creates the file. With ``safe`` the connection has file access and extensions off. While
+    a survey run holds the DB, its read snapshot is opened instead, and one stderr line says so
+    (:meth:`Store.open_for_reading`).
     """
-    import duckdb
-
     path = Path(db)
     if not path.is_file():
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
     if path.stat().st_size == 0:
         raise StoreError(f"{db}: empty file, not a results DB (run `hubsurvey run` or `hubsurvey audit` first)")
-    if safe:
-        store = Store.__new__(Store)
-        store.path = str(path)
-        try:
-            store.con = duckdb.connect(store.path, read_only=True, config=dict(SAFE_CONFIG))
-        except duckdb.Error as e:
-            raise StoreError(f"cannot open {db}: {str(e).splitlines()[0]}") from None
-        version = store._check_version()
-    else:
-        store = Store(path, read_only=True)
-        version = store._check_version()
+    store = Store.open_for_reading(path, config=dict(SAFE_CONFIG) if safe else None)
+    version = store._check_version()
     if version == 0:
         store.close()
         raise StoreError(f"{db}: holds no hubsurvey results (run `hubsurvey run` or `hubsurvey audit` first)")
+    if store.snapshot_of is not None:
+        say_snapshot(store.snapshot_of["run_id"], store.snapshot_of["snapshot_at"])
     return store
 
 

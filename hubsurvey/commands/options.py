@@ -73,3 +73,8 @@ def output_format(fmt: str | None, as_json: bool = False) -> str:
     if as_json and fmt not in (None, "json"):
         raise UsageError(f"--json and --format {fmt} contradict each other")
     return "json" if as_json else (fmt or "table")
+
+
+def say_snapshot(run_id: str, taken_at: str) -> None:
+    """The one stderr line of a read command that read a running survey's snapshot, not the DB."""
+    typer.echo(f"note: the DB is held by the running survey {run_id}; read its snapshot taken at {taken_at}", err=True)

@@ -37,6 +37,7 @@ from hubsurvey.commands.options import (
     at_least,
     output_format,
     positive,
+    say_snapshot,
     unlimited_if_zero,
 )
 from hubsurvey.core.errors import ExitCode, UsageError
@@ -138,10 +139,18 @@ def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = Fa
     last = info["last_run"]
     if last and isinstance(last.get("counts"), str):
         last["counts"] = json.loads(last["counts"])  # a JSON column: print it as an object, not a string
+    if info["snapshot"]:
+        say_snapshot(info["snapshot"]["run_id"], info["snapshot"]["taken_at"])
     if fmt == "json":
         typer.echo(json.dumps(info, default=str, indent=1))
         return
     typer.echo(f"db: {info['db']}" + (f"  (a run is in progress{info['running']})" if info["running"] else ""))
+    if info["live"]:
+        typer.echo("progress: " + live_line(info["live"]))
+    if info["interrupted"]:
+        gone = info["interrupted"]
+        typer.echo(f"interrupted: run {gone.get('run_id')} (pid {gone.get('pid')} on {gone.get('host')}) is no longer "
+                   f"running; its process is gone (killed?). The next run resumes its pending jobs.")
     if last:
         counts = last["counts"] or {}
         typer.echo(f"last run: {last['run_id']} {last['status']}, started {last['started_at']}, finished {last['finished_at']}")
@@ -155,6 +164,20 @@ def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = Fa
         typer.echo("failures by class:")
         for f in info["failures"]:
             typer.echo(f"  {f['error_class']}: {f['jobs']}  e.g. {f['example']}")
+
+
+def live_line(live: dict[str, Any]) -> str:
+    """A running survey's progress in one line: phase, done, failed, pending, rates, ETA."""
+    from datetime import timedelta
+
+    parts = [f"{live.get('run_id')} {live.get('phase')}", f"done {live.get('done')}", f"failed {live.get('failed')}",
+             f"pending {'?' if live.get('pending') is None else live['pending']}", f"rows {live.get('rows')}"]
+    if live.get("jobs_per_s"):
+        parts.append(f"{live['jobs_per_s'] * 60:.1f} jobs/min, {live.get('rows_per_s') or 0:.1f} rows/s")
+    if live.get("eta_s") is not None:
+        parts.append(f"ETA {timedelta(seconds=int(live['eta_s']))}")
+    parts.append(f"updated {live.get('updated_at')}")
+    return ", ".join(parts)
 
 
 def demo(

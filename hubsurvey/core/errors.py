@@ -86,6 +86,11 @@ class StoreError(HubsurveyError):
     error_class = "store"
 
 
+class DbLockedError(StoreError):
+    """Another process holds the DB: DuckDB allows one writer and, meanwhile, no other process
+    (read-only included). The message names the survey run holding it when there is one."""
+
+
 class HubError(HubsurveyError):
     """The Hub cannot be used: unreachable, or it refused a request the whole command needs."""
 

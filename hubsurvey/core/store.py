@@ -11,6 +11,7 @@ Every write of results is one transaction, so an interrupted write leaves nothin
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -19,8 +20,8 @@ from typing import Any
 
 import duckdb
 
-from hubsurvey.core import figures
-from hubsurvey.core.errors import StoreError
+from hubsurvey.core import figures, livestate
+from hubsurvey.core.errors import DbLockedError, StoreError
 
 DEFAULT_DB = "results.duckdb"
 
@@ -215,14 +216,21 @@ class Store:
     another tool, a newer schema, a lock held elsewhere, a read-only folder, a full disk.
     """
 
-    def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False):
+    def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False,
+                 config: Mapping[str, str | bool | int | float | list[str]] | None = None):
         self.path = str(path)
         self._depth = 0  # nesting of transaction(): only the outermost one commits
+        #: the holder info of the run whose read snapshot this store reads (None: the DB itself)
+        self.snapshot_of: dict[str, Any] | None = None
         _refuse_foreign_file(self.path)
         try:
             # Never load or install an extension to read a file: a SQLite file passed as --db would
             # otherwise make DuckDB download the sqlite scanner.
-            self.con = duckdb.connect(self.path, read_only=read_only, config=_OPEN_CONFIG)
+            self.con = duckdb.connect(self.path, read_only=read_only, config={**_OPEN_CONFIG, **(config or {})})
+        except duckdb.IOException as e:
+            if _LOCKED in str(e):
+                raise _locked_error(self.path) from None
+            raise StoreError(f"cannot open {self.path}: {_first_line(e)}") from None
         except duckdb.Error as e:
             raise StoreError(f"cannot open {self.path}: {_first_line(e)}") from None
         except OSError as e:
@@ -235,6 +243,41 @@ class Store:
         except BaseException:
             self.con.close()
             raise
+
+    @classmethod
+    def open_for_reading(cls, path: str | Path, *, config: Mapping[str, str | bool | int | float | list[str]] | None = None,
+                         wait_s: float = 5.0) -> Store:
+        """The DB read-only, or, while a survey run holds it, that run's read snapshot.
+
+        The one way every read command opens the DB (see :mod:`hubsurvey.core.livestate`). The
+        snapshot is chosen only when the DB is locked by a live run that has published one; then
+        ``store.snapshot_of`` holds the run's holder info (``run_id``, ``snapshot_at``, progress), so
+        the command can say what it read. When the run ends between the two opens (its snapshot is
+        removed), the DB is tried again, for up to ``wait_s`` seconds. Neither file is ever written.
+        """
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return cls(path, read_only=True, config=config)
+            except DbLockedError as locked:
+                live = livestate.live_snapshot(path)
+                if live is not None:
+                    snapshot, info = live
+                    try:
+                        store = cls(snapshot, read_only=True, config=config)
+                    except StoreError:
+                        if time.monotonic() > deadline:
+                            raise
+                    else:
+                        store.snapshot_of = info
+                        return store
+                holder = livestate.read_holder(path)
+                if not livestate.holder_alive(holder):
+                    raise locked from None  # another command writes to it (audit, crawl): no snapshot
+                if time.monotonic() > deadline:
+                    raise _locked_error(path, holder, "it has not published a read snapshot yet; "
+                                        "try again in a few seconds") from None
+            time.sleep(0.2)
 
     def close(self) -> None:
         self.con.close()
@@ -372,6 +415,18 @@ class Store:
         names, rows = self.query(sql, params)
         return [dict(zip(names, row)) for row in rows]
 
+
+def _locked_error(path: str | Path, holder: dict[str, Any] | None = None, hint: str | None = None) -> DbLockedError:
+    """The one line for a locked DB: the running survey that holds it, when one does."""
+    holder = holder if holder is not None else livestate.read_holder(path)
+    if livestate.holder_alive(holder):
+        assert holder is not None
+        hint = hint or "try again when it ends (status, sql, report and export read its snapshot meanwhile)"
+        return DbLockedError(f"{path} is in use by the running survey {livestate.describe_holder(holder)}: {hint}")
+    return DbLockedError(f"{path} is locked by another process (a command writing to it); try again when it ends")
+
+
+_LOCKED = "Could not set lock on file"
 
 # Opening a file never installs nor loads an extension (see Store.__init__).
 _OPEN_CONFIG: dict[str, str | bool | int | float | list[str]] = {
