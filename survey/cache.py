@@ -10,6 +10,8 @@ reserves the job's size (known from the crawl's tree listing) and makes room for
   this job's bytes <= max_bytes``. Downloads only add a job's own files (at most its reservation),
   so that sum bounds the cache at every moment; when it cannot be met the download waits for a
   job to finish (its files are then deleted, or evictable);
+- each job reserves its files' bytes plus :data:`METADATA_BYTES` for huggingface_hub's own small
+  files (``CACHEDIR.TAG``, refs, locks);
 - a job larger than the whole budget fails alone with :class:`TooLargeForCacheError`
   (``too_large_for_cache``) rather than take the cache over its budget.
 
@@ -28,6 +30,8 @@ from hubsurvey.core.errors import TooLargeForCacheError
 log = logging.getLogger(__name__)
 
 GB = 10**9
+#: what huggingface_hub writes beside a job's files (CACHEDIR.TAG, refs, locks): reserved with each job
+METADATA_BYTES = 4096
 #: re-check the cache at least this often while a download waits for room (seconds)
 WAIT_STEP = 1.0
 
@@ -50,6 +54,7 @@ class CacheBudget:
 
     def admit(self, job_id: str, dataset_id: str, nbytes: int) -> None:
         """Reserve ``nbytes`` for the job's download; wait for room, evicting unused files first."""
+        nbytes += METADATA_BYTES
         if nbytes > self.max_bytes:
             raise TooLargeForCacheError(
                 f"{dataset_id}: its files take {nbytes / GB:.3f} GB, more than the cache budget of "
