@@ -19,7 +19,15 @@ from typing import Any
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.survey.cache import CacheBudget
-from hubsurvey.survey.jobs import MEMORY_EXIT_CODE, JobSpec, discard_downloads, download, error_outcome, job_bytes, run_job
+from hubsurvey.survey.jobs import (
+    MEMORY_EXIT_CODE,
+    JobSpec,
+    discard_downloads,
+    download,
+    error_outcome,
+    job_bytes,
+    run_job,
+)
 
 
 def _set(outer: Future, result: JobOutcome) -> None:
