@@ -5,8 +5,10 @@ Stages for each listed dataset, cheapest first:
 1. the listing's metadata (gated, private, disabled, size_categories and modality tags): no request;
 2. incremental skip: a dataset whose sha equals the sha it was resolved at keeps its earlier
    resolution: no request;
-3. resolution: one tree listing of ``refs/convert/parquet`` (configs, splits, files) and one
-   ranged read of a test file's Parquet footer (HF features: is it text?). Row counts come from the
+3. resolution: the commit ``refs/convert/parquet`` points at (one call: it is recorded as
+   ``parquet_sha``, and everything below, and later the job's downloads, use that commit, so a
+   branch update in between cannot mix revisions), one tree listing of it (configs, splits, files
+   and their bytes) and one ranged read of a test file's Parquet footer (HF features: is it text?). Row counts come from the
    card's ``dataset_info`` split sizes when it states every split and agrees with that footer;
    otherwise from every file's footer, stopping as soon as the total passes ``max_rows``.
 
@@ -47,6 +49,7 @@ class Resolution:
     reason: str | None  # exclusion reason, or None when eligible
     configs: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     total_rows: int | None = None
+    parquet_sha: str | None = None  # the Parquet-branch commit resolved (downloads are pinned to it)
 
 
 @dataclass
@@ -120,7 +123,14 @@ def resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Map
 
 
 def _resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None) -> Resolution:
-    files = client.parquet_tree(dataset_id)
+    sha = client.parquet_sha(dataset_id)  # pin the branch: every read below, and the job's downloads, use this commit
+    resolution = _resolve_at(client, dataset_id, filters, card, sha)
+    resolution.parquet_sha = sha
+    return resolution
+
+
+def _resolve_at(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None, sha: str) -> Resolution:
+    files = client.parquet_tree(dataset_id, revision=sha)
     if not files:
         return Resolution(rules.NO_PARQUET_EXPORT)
     layout: dict[str, dict[str, list[Any]]] = {}
@@ -131,13 +141,15 @@ def _resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Ma
     for splits in layout.values():
         for fs in splits.values():
             fs.sort(key=lambda f: f.path)
-    listing = {c: {s: {"files": [f.path for f in fs]} for s, fs in sp.items()} for c, sp in layout.items()}
+    # "bytes": what the split's files take on disk, so a job can reserve its room in the cache budget
+    listing = {c: {s: {"files": [f.path for f in fs], "bytes": sum(f.size for f in fs)} for s, fs in sp.items()}
+               for c, sp in layout.items()}
     tested = [(c, s) for c, sp in layout.items() for s in sp if _is_test(s)]
     if not tested:
         return Resolution(rules.NO_TEST_SPLIT, listing)
     # One footer of a test split: the features (is it text?) and a check of the card's sizes.
     probe_config, probe_split = tested[0]
-    probe = client.parquet_footer(dataset_id, layout[probe_config][probe_split][0].path)
+    probe = client.parquet_footer(dataset_id, layout[probe_config][probe_split][0].path, revision=sha)
     text_found = _is_text(probe)
     stated = card_split_rows(card)
     card_covers = all(s in stated.get(c, {}) for c, sp in layout.items() for s in sp)
@@ -155,7 +167,7 @@ def _resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Ma
             for split in sorted(splits, key=lambda n: not _is_test(n)):
                 rows = 0
                 for f in splits[split]:
-                    meta = probe if f.path == probe_files[0].path else client.parquet_footer(dataset_id, f.path)
+                    meta = probe if f.path == probe_files[0].path else client.parquet_footer(dataset_id, f.path, revision=sha)
                     rows += meta.num_rows
                     if not text_found and _is_test(split):
                         text_found = _is_text(meta)
@@ -231,7 +243,7 @@ def _crawl(
     calls0, files0 = client.calls, client.file_calls
     known = {
         r["dataset_id"]: r
-        for r in store.records("SELECT dataset_id, first_seen, resolved_sha, status, exclusion_reason, total_rows, configs FROM datasets")
+        for r in store.records("SELECT dataset_id, first_seen, resolved_sha, status, exclusion_reason, total_rows, configs, parquet_sha FROM datasets")
     }
     summary = CrawlSummary()
     listing = client.list_datasets(expand=EXPAND, **filters.listing_kwargs())
@@ -262,6 +274,7 @@ def _crawl(
                 "total_rows": resolution.total_rows if resolution else None,
                 "configs": resolution.configs if resolution and resolution.configs else None,
                 "resolved_sha": resolved_sha,
+                "parquet_sha": resolution.parquet_sha if resolution else None,
                 "first_seen": prior["first_seen"] if prior else seen,
                 "last_seen": seen,
                 "run_id": run_id,
@@ -290,7 +303,8 @@ def _crawl(
                 decided(meta, reason, None, None)
             elif prior and prior["resolved_sha"] and prior["resolved_sha"] == meta["sha"]:
                 configs = json.loads(prior["configs"]) if isinstance(prior["configs"], str) else prior["configs"]
-                decided(meta, prior["exclusion_reason"], Resolution(prior["exclusion_reason"], configs or {}, prior["total_rows"]), meta["sha"])
+                decided(meta, prior["exclusion_reason"], Resolution(prior["exclusion_reason"], configs or {}, prior["total_rows"], prior["parquet_sha"]),
+                        meta["sha"])
             else:
                 yield meta
 

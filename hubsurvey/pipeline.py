@@ -12,7 +12,10 @@
   all go through :class:`hubsurvey.core.queue.JobQueue`.
 - **Incremental**: a job is ``dataset@sha/config``; a dataset whose sha changed gets new jobs,
   the others are skipped.
-- **Bounded**: ``max_hours`` stops taking new jobs in time; what is left stays pending.
+- **Bounded**: ``max_hours`` stops taking new jobs in time; what is left stays pending. The disk
+  too: downloads go to the survey's own cache (``cache_dir``), which never holds more than
+  ``max_cache_gb`` (:class:`hubsurvey.survey.cache.CacheBudget`; local executor), and a job's
+  files are deleted once it is measured unless ``keep_cache``.
 - **Watchable**: while it runs, the coordinator keeps its live progress in ``<db>.run.json`` and a
   read snapshot of the DB in ``<db>.snapshot`` (:class:`hubsurvey.core.livestate.LiveRun`), which
   ``status``, ``sql``, ``report`` and ``export`` read while the run holds the DB.
@@ -59,6 +62,9 @@ class RunOptions:
     # failed jobs to queue again: None none (transient failures are always retried), () every
     # class, else the error classes given (``run --retry-failed CLASS``)
     retry_failed: tuple[str, ...] | None = None
+    cache_dir: Path | None = None  # the survey's download cache (None: the Hub client's, HUBSURVEY_CACHE_DIR)
+    max_cache_gb: float = 20.0  # the cache never holds more; a job larger than this fails (too_large_for_cache)
+    keep_cache: bool = False  # keep each job's files after measuring (default: delete them)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +78,9 @@ class RunOptions:
             "report_dir": str(self.report_dir) if self.report_dir else None,
             "crawl": self.crawl,
             "retry_failed": list(self.retry_failed) if self.retry_failed is not None else None,
+            "cache_dir": str(self.cache_dir) if self.cache_dir else None,
+            "max_cache_gb": self.max_cache_gb,
+            "keep_cache": self.keep_cache,
         }
 
 
@@ -149,7 +158,8 @@ def enqueue(store: Store, run_id: str, max_attempts: int, retry_failed: tuple[st
 
 
 def _spec(job: QueuedJob, run_id: str) -> JobSpec:
-    return JobSpec(job.job_id, job.dataset_id, job.revision_sha, job.config, job.n_configs, job.files, run_id=run_id)
+    return JobSpec(job.job_id, job.dataset_id, job.revision_sha, job.config, job.n_configs, job.files, run_id=run_id,
+                   parquet_sha=job.parquet_sha, bytes=job.bytes)
 
 
 # --- the run ----------------------------------------------------------------------------------------
@@ -167,6 +177,8 @@ def run_survey(
     from hubsurvey.crawler.crawl import crawl
 
     options = options or RunOptions()
+    if options.cache_dir is not None:
+        client.cache_dir = Path(options.cache_dir)  # the client downloads (prefetch) into the run's cache
     started = time.perf_counter()
     deadline = started + options.max_hours * 3600 if options.max_hours else None
     run_id = new_run_id("run")
@@ -225,6 +237,7 @@ def _open_writer(db: str | Path, wait_s: float = 30.0) -> Store:
 
 def _execute(queue: JobQueue, client, specs, options, summary, deadline, progress, started,
              live: livestate.LiveRun | None = None) -> None:
+    from hubsurvey.survey.cache import GB, CacheBudget
     from hubsurvey.survey.executors import make_executor
 
     if not specs:
@@ -235,9 +248,12 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
         spec.roles_file = options.roles_file
         spec.endpoint = client.endpoint
         spec.cache_dir = str(client.cache_dir) if client.cache_dir else None
+        spec.keep_cache = options.keep_cache
         spec.engine_options = {"threads": engine_threads, "memory_limit": f"{int(options.memory_mb * 0.6)}MB"}
         todo.append(spec)
-    executor = make_executor(client, dask=options.dask, workers=options.workers, job_timeout=options.job_timeout, memory_mb=options.memory_mb)
+    budget = CacheBudget(client.cache_dir, int(options.max_cache_gb * GB))
+    executor = make_executor(client, dask=options.dask, workers=options.workers, job_timeout=options.job_timeout,
+                             memory_mb=options.memory_mb, budget=budget)
     inflight: dict[Future, JobSpec] = {}
     try:
         while todo or inflight:

@@ -2,8 +2,10 @@
 
 - ``LocalExecutor``: a pool of worker processes on this machine (pebble, for per-job timeouts and
   killing a stuck worker), fed by a small thread pool in the coordinator that downloads the next
-  jobs' files while the workers measure (prefetch).
-- ``DaskExecutor``: a dask.distributed cluster; its workers download and measure themselves.
+  jobs' files while the workers measure (prefetch). With a :class:`~hubsurvey.survey.cache.CacheBudget`,
+  each download first reserves its room, so the cache never goes over the budget.
+- ``DaskExecutor``: a dask.distributed cluster; its workers download and measure themselves (each
+  job deletes its files after measuring unless ``keep_cache``; the budget is not coordinated there).
 
 Results always come back to the coordinator, the only process that writes to DuckDB.
 """
@@ -16,7 +18,16 @@ from typing import Any
 
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobOutcome
-from hubsurvey.survey.jobs import MEMORY_EXIT_CODE, JobSpec, download, error_outcome, run_job
+from hubsurvey.survey.cache import CacheBudget
+from hubsurvey.survey.jobs import (
+    MEMORY_EXIT_CODE,
+    JobSpec,
+    discard_downloads,
+    download,
+    error_outcome,
+    job_bytes,
+    run_job,
+)
 
 
 def _set(outer: Future, result: JobOutcome) -> None:
@@ -38,7 +49,8 @@ class LocalExecutor(_Executor):
 
     name = "local"
 
-    def __init__(self, client: HubClient, *, workers: int | None = None, job_timeout: float = 1800.0, memory_mb: int = 4096):
+    def __init__(self, client: HubClient, *, workers: int | None = None, job_timeout: float = 1800.0, memory_mb: int = 4096,
+                 budget: CacheBudget | None = None):
         import multiprocessing
 
         from pebble import ProcessPool
@@ -47,6 +59,7 @@ class LocalExecutor(_Executor):
         self.client = client
         self.job_timeout = job_timeout
         self.memory_mb = memory_mb
+        self.budget = budget
         # forkserver, not fork: forking a coordinator that runs threads (downloads, a Dask client,
         # tqdm) can hand the child a lock held by a thread that does not exist there, and hang it.
         # The server preloads the job module once, so workers start without re-importing DuckDB.
@@ -59,6 +72,28 @@ class LocalExecutor(_Executor):
     def submit(self, spec: JobSpec) -> Future:
         outer: Future = Future()
         where = f"{spec.dataset_id} [{spec.config}]"
+        fetched: list[JobSpec] = []
+        if self.budget is not None:
+            # When the job ends, however it ends: its files go (a killed worker could not delete
+            # them) unless kept, and its room in the budget is given back.
+            def ended(_f: Future) -> None:
+                for local in fetched:
+                    discard_downloads(local)
+                if self.budget is not None:
+                    self.budget.release(spec.job_id)
+
+            outer.add_done_callback(ended)
+
+        def fetch(spec: JobSpec) -> JobSpec:
+            if self.budget is None:
+                return download(spec, self.client)
+            self.budget.admit(spec.job_id, spec.dataset_id, job_bytes(spec, self.client))
+            try:
+                local = download(spec, self.client)  # a failed download's partial files are evictable once it ends
+            finally:
+                self.budget.downloaded(spec.job_id)
+            fetched.append(local)
+            return local
 
         def measured(inner: Future) -> None:
             from concurrent.futures import TimeoutError as FutureTimeout
@@ -88,7 +123,7 @@ class LocalExecutor(_Executor):
             job = {**local.as_dict(), "memory_mb": self.memory_mb}
             self._pool.schedule(run_job, args=(job,), timeout=self.job_timeout).add_done_callback(measured)
 
-        self._downloads.submit(download, spec, self.client).add_done_callback(downloaded)
+        self._downloads.submit(fetch, spec).add_done_callback(downloaded)
         return outer
 
     def close(self) -> None:
@@ -132,8 +167,9 @@ class DaskExecutor(_Executor):
             self._client.close()
 
 
-def make_executor(client: HubClient, *, dask: Any = None, workers: int | None = None, job_timeout: float = 1800.0, memory_mb: int = 4096) -> LocalExecutor | DaskExecutor:
+def make_executor(client: HubClient, *, dask: Any = None, workers: int | None = None, job_timeout: float = 1800.0,
+                  memory_mb: int = 4096, budget: CacheBudget | None = None) -> LocalExecutor | DaskExecutor:
     if dask:
         return DaskExecutor(dask)
-    return LocalExecutor(client, workers=workers, job_timeout=job_timeout, memory_mb=memory_mb)
+    return LocalExecutor(client, workers=workers, job_timeout=job_timeout, memory_mb=memory_mb, budget=budget)
 

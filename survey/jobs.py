@@ -40,6 +40,7 @@ class JobSpec:
     cache_dir: str | None = None  # the survey's download cache (None: HubClient's default)
     parquet_sha: str | None = None  # the Parquet branch commit to download (None: resolved once, at download)
     keep_cache: bool = False  # keep the downloaded files after measuring (default: delete them)
+    bytes: int | None = None  # the files' total size, from the crawl (None: unknown; see job_bytes)
     roles_file: str | None = None
     run_id: str | None = None
     memory_mb: int | None = None  # the worker exits if its resident memory passes this during the job
@@ -63,6 +64,16 @@ def download(spec: JobSpec, client: HubClient) -> JobSpec:
         for split, paths in spec.files.items()
     }
     return JobSpec(**{**spec.as_dict(), "local_files": local, "parquet_sha": sha})
+
+
+def job_bytes(spec: JobSpec, client: HubClient) -> int:
+    """The job's files' total size: from the crawl, else from one tree listing of its commit
+    (a dataset resolved by an older hubsurvey, which did not keep sizes)."""
+    if spec.bytes is not None:
+        return spec.bytes
+    sha = spec.parquet_sha or client.parquet_sha(spec.dataset_id)
+    sizes = {f.path: f.size for f in client.parquet_tree(spec.dataset_id, revision=sha)}
+    return sum(sizes.get(path, 0) for paths in spec.files.values() for path in paths)
 
 
 def discard_downloads(spec: JobSpec) -> None:

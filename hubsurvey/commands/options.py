@@ -45,6 +45,11 @@ JobTimeout = Annotated[float, typer.Option("--job-timeout", help="Seconds one jo
 MemoryMb = Annotated[int, typer.Option("--memory-mb", help="Memory ceiling of one local worker, MB")]
 ReportDir = Annotated[Path, typer.Option("--report-dir", help="Where the refreshed report goes")]
 Roles = Annotated[Path | None, typer.Option("--roles", help="Roles override file (TOML)")]
+CacheDir = Annotated[Path | None, typer.Option(
+    "--cache-dir", help="The survey's download cache [default: $HUBSURVEY_CACHE_DIR or ~/.cache/hubsurvey/hub]")]
+MaxCacheGb = Annotated[float, typer.Option(
+    "--max-cache-gb", help="The cache never holds more than this many GB; a larger job fails (too_large_for_cache)")]
+KeepCache = Annotated[bool, typer.Option("--keep-cache", help="Keep each job's downloaded files after measuring")]
 
 
 # --- validation: one line and exit 2 ---------------------------------------------------------------

@@ -15,6 +15,7 @@ from hubsurvey.commands.options import (
     DEFAULT_REPORT_DIR,
     AllowGated,
     Authors,
+    CacheDir,
     Dask,
     Db,
     DenyAuthors,
@@ -22,8 +23,10 @@ from hubsurvey.commands.options import (
     Format,
     JobTimeout,
     Json,
+    KeepCache,
     Languages,
     Limit,
+    MaxCacheGb,
     MaxHours,
     MaxRows,
     MemoryMb,
@@ -80,6 +83,7 @@ def _run_options(**options: Any) -> RunOptions:
     options["max_hours"] = unlimited_if_zero("--max-hours", options.get("max_hours"))
     positive("--job-timeout", options.get("job_timeout"))
     positive("--memory-mb", options.get("memory_mb"))
+    positive("--max-cache-gb", options.get("max_cache_gb"))
     return RunOptions(**options)
 
 
@@ -112,6 +116,9 @@ def run(
     report_dir: ReportDir = DEFAULT_REPORT_DIR,
     roles: Roles = None,
     retry_failed: RetryFailed = None,
+    cache_dir: CacheDir = RunOptions.cache_dir,
+    max_cache_gb: MaxCacheGb = RunOptions.max_cache_gb,
+    keep_cache: KeepCache = RunOptions.keep_cache,
     rate: Rate = DEFAULT_RATE,
     file_rate: FileRate = DEFAULT_FILE_RATE,
     db: Db = Path(DEFAULT_DB),
@@ -120,11 +127,13 @@ def run(
     filters = filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated)
     options = _run_options(workers=workers, max_hours=max_hours, dask=dask, job_timeout=job_timeout,
                            memory_mb=memory_mb, report_dir=report_dir, roles_file=str(roles) if roles else None,
-                           retry_failed=_retry_classes(retry_failed))
+                           retry_failed=_retry_classes(retry_failed), cache_dir=cache_dir,
+                           max_cache_gb=max_cache_gb, keep_cache=keep_cache)
     client = hub_client(rate, file_rate)
     args = {"filters": filters.as_json(), "workers": workers, "max_hours": options.max_hours, "dask": dask,
             "job_timeout": job_timeout, "memory_mb": memory_mb, "report_dir": str(report_dir), "db": str(db),
-            "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate}
+            "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate,
+            "cache_dir": str(cache_dir) if cache_dir else None, "max_cache_gb": max_cache_gb, "keep_cache": keep_cache}
     _survey(db, client, filters, options, args)
 
 

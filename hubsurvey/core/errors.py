@@ -117,6 +117,13 @@ class HubTimeoutError(HubError):
     transient = True
 
 
+class TooLargeForCacheError(HubError):
+    """One job's files are larger than the whole cache budget (``--max-cache-gb``): the job fails
+    alone rather than let the cache go over its budget; a larger budget measures it."""
+
+    error_class = "too_large_for_cache"
+
+
 class InternalError(HubsurveyError):
     """A bug: anything that is not a known data, store or Hub error."""
 

@@ -81,6 +81,8 @@ class QueuedJob:
     config: str
     n_configs: int
     files: dict[str, list[str]]  # split (as the dataset names it) -> paths on the Parquet branch
+    parquet_sha: str | None = None  # the Parquet-branch commit the crawl resolved: the files to download
+    bytes: int | None = None  # the files' total size (None: not known, from a crawl before sizes were kept)
 
 
 class JobQueue:
@@ -101,7 +103,7 @@ class JobQueue:
         and, with ``retry_failed``, failures of those classes (an empty collection: every class).
         """
         datasets = self.store.records(
-            "SELECT dataset_id, sha, configs FROM datasets WHERE status = 'eligible' AND sha IS NOT NULL ORDER BY dataset_id"
+            "SELECT dataset_id, sha, configs, parquet_sha FROM datasets WHERE status = 'eligible' AND sha IS NOT NULL ORDER BY dataset_id"
         )
         jobs: list[QueuedJob] = []
         with self.store.transaction() as con:
@@ -111,7 +113,10 @@ class JobQueue:
             for d in datasets:
                 configs = json.loads(d["configs"]) if isinstance(d["configs"], str) else (d["configs"] or {})
                 for config, splits in sorted(configs.items()):
-                    files = {s: v["files"] for s, v in splits.items() if SPLIT_ALIASES.get(s.lower())}
+                    kept = {s: v for s, v in splits.items() if SPLIT_ALIASES.get(s.lower())}
+                    files = {s: v["files"] for s, v in kept.items()}
+                    sizes = [v.get("bytes") for v in kept.values()]
+                    size = sum(sizes) if all(isinstance(b, int) for b in sizes) else None
                     if not any(SPLIT_ALIASES.get(s.lower()) == "test" for s in files):
                         continue
                     job_id = f"{d['dataset_id']}@{d['sha']}/{config}"
@@ -119,10 +124,11 @@ class JobQueue:
                     if status is None:
                         insert(con, "jobs", {"job_id": job_id, "dataset_id": d["dataset_id"], "revision_sha": d["sha"],
                                              "config": config, "status": JobStatus.PENDING.value, "attempts": 0,
-                                             "queued_at": now(), "run_id": run_id})
+                                             "queued_at": now(), "run_id": run_id, "parquet_sha": d["parquet_sha"]})
                     elif status != JobStatus.PENDING:
                         continue  # done, or failed for good
-                    jobs.append(QueuedJob(job_id, d["dataset_id"], d["sha"], config, len(configs), files))
+                    jobs.append(QueuedJob(job_id, d["dataset_id"], d["sha"], config, len(configs), files,
+                                          d["parquet_sha"], size))
             self.supersede()
         return jobs
 
@@ -172,11 +178,13 @@ class JobQueue:
         finished = now()
         with self.store.transaction() as con:
             if outcome.ok:
-                self.store.replace_measurements(job.dataset_id, job.revision_sha, job.config, outcome.rows)
+                # every row says which Parquet-branch commit it measured (the one the files came from)
+                rows = [{**row, "parquet_sha": outcome.parquet_sha} for row in outcome.rows] if outcome.parquet_sha else outcome.rows
+                self.store.replace_measurements(job.dataset_id, job.revision_sha, job.config, rows)
                 con.execute(
                     "UPDATE jobs SET status = $st, attempts = attempts + 1, error_class = NULL, error_message = NULL, "
-                    "transient = NULL, finished_at = $t, seconds = $s WHERE job_id = $j",
-                    {"st": JobStatus.DONE.value, "t": finished, "s": outcome.seconds, "j": job.job_id},
+                    "transient = NULL, finished_at = $t, seconds = $s, parquet_sha = coalesce($p, parquet_sha) WHERE job_id = $j",
+                    {"st": JobStatus.DONE.value, "t": finished, "s": outcome.seconds, "p": outcome.parquet_sha, "j": job.job_id},
                 )
                 return JobStatus.DONE
             status = JobStatus.PENDING if outcome.retryable and tries < self.max_attempts else JobStatus.FAILED

@@ -114,6 +114,13 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN pid INTEGER;
     ALTER TABLE runs ADD COLUMN host VARCHAR;
     """,
+    # 4: the commit of the Parquet branch (refs/convert/parquet) that was resolved, downloaded and
+    # measured, beside the main sha: a branch update between crawl and download cannot mix revisions.
+    """
+    ALTER TABLE datasets ADD COLUMN parquet_sha VARCHAR;
+    ALTER TABLE jobs ADD COLUMN parquet_sha VARCHAR;
+    ALTER TABLE measurements ADD COLUMN parquet_sha VARCHAR;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -141,6 +148,7 @@ PROVENANCE_COLUMNS: dict[str, str] = {
     "tool_version": "hubsurvey version that measured the row",
     "measured_at": "when the row was measured (UTC)",
     "run_id": "the survey run that measured it (NR: a one-off audit)",
+    "parquet_sha": "the commit of the Hub's Parquet branch (refs/convert/parquet) whose files were measured (NR: not from the Hub)",
 }
 
 
