@@ -32,6 +32,7 @@ FINDINGS: dict[str, str] = {
     "failures": "findings_failures",
     "verdict_rules": "findings_verdict_rules",
     "dataset_verdict": "findings_dataset_verdict",
+    "mixed_revisions": "findings_mixed_revisions",
 }
 
 DEFAULT_TOP_N = 20

@@ -335,3 +335,33 @@ SELECT d.*,
                   ORDER BY r.ord LIMIT 1) END AS verdict
 FROM per_dataset d
 ORDER BY d.worst_text_test_biased DESC NULLS LAST, d.dataset_id;
+
+
+-- view: findings_mixed_revisions
+-- Datasets partially re-measured: the current rows of one dataset come from more than one revision.
+-- current_measurements keeps each (dataset, config) at its own newest measured revision, so when a
+-- re-measure at a new sha stored only some configs (a config failed at the new sha, --max-hours cut
+-- the run, the run was killed, `audit --config`), the other configs keep their older rows. One row
+-- per such dataset:
+--   revisions            distinct revision_sha among the dataset's current rows (> 1)
+--   configs              distinct configs among them
+--   newest_revision      the revision of the dataset's most recently measured row
+--   stale_configs        the configs not at newest_revision (comma-separated, sorted)
+--   oldest_measured_at / newest_measured_at   the measured_at range of the dataset's current rows
+WITH per_dataset AS (
+    SELECT dataset_id,
+           count(DISTINCT revision_sha)                                   AS revisions,
+           count(DISTINCT config)                                         AS configs,
+           arg_max(revision_sha, (measured_at, revision_sha))             AS newest_revision,
+           min(measured_at)                                               AS oldest_measured_at,
+           max(measured_at)                                               AS newest_measured_at
+    FROM current_measurements
+    GROUP BY dataset_id
+    HAVING count(DISTINCT revision_sha) > 1
+)
+SELECT d.dataset_id, d.revisions, d.configs, d.newest_revision,
+       (SELECT string_agg(DISTINCT c.config, ', ' ORDER BY c.config) FROM current_measurements c
+        WHERE c.dataset_id = d.dataset_id AND c.revision_sha <> d.newest_revision) AS stale_configs,
+       d.oldest_measured_at, d.newest_measured_at
+FROM per_dataset d
+ORDER BY d.dataset_id;
