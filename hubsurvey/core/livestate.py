@@ -87,20 +87,10 @@ def holder_alive(info: dict[str, Any] | None) -> bool:
         return False
     if info.get("host") != socket.gethostname():
         return True
-    import psutil
+    from hubsurvey.core.runs import process_alive
 
-    try:
-        process = psutil.Process(int(info["pid"]))
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return False
-        created = info.get("process_started")
-        if created is not None and abs(process.create_time() - float(created)) > 1:
-            return False
-    except psutil.NoSuchProcess:
-        return False
-    except psutil.Error:  # no permission to look: assume it is alive
-        return True
-    return True
+    created = info.get("process_started")
+    return process_alive(int(info["pid"]), created_at=float(created) if created is not None else None)
 
 
 def describe_holder(info: dict[str, Any]) -> str:
