@@ -18,6 +18,7 @@ Every listed dataset is written to the ``datasets`` table as eligible or exclude
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections import Counter, deque
@@ -246,7 +247,10 @@ def _crawl(
         for r in store.records("SELECT dataset_id, first_seen, resolved_sha, status, exclusion_reason, total_rows, configs, parquet_sha FROM datasets")
     }
     summary = CrawlSummary()
-    listing = client.list_datasets(expand=EXPAND, **filters.listing_kwargs())
+    # Several authors: one server-side listing each, one after the other (never the whole Hub).
+    listing = itertools.chain.from_iterable(
+        client.list_datasets(expand=EXPAND, **query) for query in filters.listing_queries()
+    )
     batch: list[dict[str, Any]] = []
 
     def decided(meta: dict[str, Any], reason: str | None, resolution: Resolution | None, resolved_sha: str | None) -> None:

@@ -42,6 +42,14 @@ class CrawlFilters:
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def listing_queries(self) -> list[dict[str, Any]]:
+        """The listings to request: one per author when authors are given (the Hub filters by one
+        author server-side), else one; each with the other server-side filters."""
+        base = self.listing_kwargs()
+        if len(self.authors) <= 1:
+            return [base]
+        return [{**base, "author": author} for author in dict.fromkeys(self.authors)]
+
     def listing_kwargs(self) -> dict[str, Any]:
         """The filters the Hub applies server-side (fewer pages to fetch)."""
         kwargs: dict[str, Any] = {}

@@ -211,3 +211,22 @@ def test_card_sizes_are_used_only_when_a_footer_confirms_them(shared_datasets, t
     splits = json.loads(row["configs"])["default"]
     assert {s: v["rows"] for s, v in splits.items()} == {"train": 5452, "test": 500}
     assert {v["rows_from"] for v in splits.values()} == {rows_from}
+
+
+def test_several_authors_are_listed_server_side_one_listing_each(minihub, tmp_path, monkeypatch):
+    """--author A --author B: one listing per author (the Hub filters), never the whole Hub."""
+    truth = expected(minihub)
+    authors = sorted({k.split("/")[0] for k in truth})[:2]
+    queries = []
+    original = HubClient.list_datasets
+
+    def spy(self, **kwargs):
+        queries.append(kwargs.get("author"))
+        return original(self, **kwargs)
+
+    monkeypatch.setattr(HubClient, "list_datasets", spy)
+    with StandinHub(minihub) as hub:
+        _, got = run_crawl(hub, tmp_path / "r.duckdb", CrawlFilters(authors=authors))
+    assert queries == authors
+    listed = {k for k, v in truth.items() if v != "error:private" and k.split("/")[0] in authors}
+    assert set(got) == listed and len(authors) == 2
