@@ -218,16 +218,17 @@ def crawl(
     filters = filters or CrawlFilters()
     runs = Runs(store)
     run_id = runs.start("crawl", {"filters": filters.as_json()})
-    status, summary = RunStatus.FAILED, None
+    status, summary, failure = RunStatus.FAILED, None, None
     try:
         summary = _crawl(store, client, filters, run_id=run_id, workers=workers, progress=progress)
         status = RunStatus.DONE
         return summary
-    except KeyboardInterrupt:
-        status = RunStatus.INTERRUPTED
+    except BaseException as e:
+        status = RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED
+        failure = e
         raise
     finally:
-        runs.finish(run_id, status, summary.as_json() if summary else {})
+        runs.finish(run_id, status, summary.as_json() if summary else {}, error=failure)
 
 
 def _crawl(

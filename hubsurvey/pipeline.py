@@ -194,6 +194,7 @@ def run_survey(
             live.progress(phase="crawling" if options.crawl else "queueing")
             live.snapshot(store.con, force=True)  # readers can read the DB at once
             queue = JobQueue(store, max_attempts=options.max_attempts)
+            failure: BaseException | None = None
             try:
                 if options.crawl:
                     summary.crawl = crawl(store, client, filters, run_id=run_id).as_json()
@@ -209,12 +210,13 @@ def run_survey(
                     summary.report = [str(p) for p in _refresh_report(store, options.report_dir, final_run)]
             except BaseException as e:
                 summary.status = (RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED).value
+                failure = e  # recorded with the run: its error class and one line
                 raise
             finally:
                 summary.seconds = time.perf_counter() - started
                 with store.transaction():
                     queue.requeue_stale()
-                    runs.finish(run_id, summary.status, summary.counts())
+                    runs.finish(run_id, summary.status, summary.counts(), error=failure)
     finally:
         if live is not None:
             live.close()  # after the DB is closed: a reader that finds no snapshot then opens the DB

@@ -158,3 +158,16 @@ def test_a_gated_download_is_a_gated_job_not_an_error(minihub, tmp_path):
             client.download(gated, "default/test/0000.parquet", "refs/convert/parquet")
     outcome = error_outcome(raised.value, f"{gated} [default]")
     assert outcome.error_class == "gated" and outcome.transient is False
+
+
+@pytest.mark.parametrize("command", ["crawl", "run"])
+def test_an_offline_crawl_or_run_is_recorded_failed_with_its_error_class(tmp_path, monkeypatch, command):
+    endpoint = f"http://127.0.0.1:{_closed_port()}"
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    db = tmp_path / "r.duckdb"
+    result = runner.invoke(app, [command, "--db", str(db), "--report-dir", str(tmp_path / "out")][: 3 if command == "crawl" else 5])
+    assert result.exit_code == ExitCode.HUB, result.output
+    with Store(db, read_only=True) as store:
+        (run,) = store.records("SELECT command, status, error_class, error_message FROM runs")
+    assert run["command"] == command and run["status"] == "failed" and run["error_class"] == "offline"
+    assert run["error_message"].startswith(f"cannot reach {endpoint}: ")

@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from hubsurvey import __version__
+from hubsurvey.core.errors import HubsurveyError, one_line
 from hubsurvey.core.store import Store, insert, now
 
 
@@ -54,12 +55,24 @@ class Runs:
                                  "pid": os.getpid(), "host": socket.gethostname()})
         return run_id
 
-    def finish(self, run_id: str, status: RunStatus | str, counts: Mapping[str, Any] | None = None) -> None:
-        """Set the final status and counts (stored as one JSON value) of a run."""
+    def finish(
+        self,
+        run_id: str,
+        status: RunStatus | str,
+        counts: Mapping[str, Any] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Set the final status and counts (stored as one JSON value) of a run, and why it failed."""
+        error_class = error_message = None
+        if error is not None and not isinstance(error, KeyboardInterrupt):
+            error_class = error.error_class if isinstance(error, HubsurveyError) else "internal"
+            error_message = one_line(error)[:500]
         with self.store.transaction() as con:
             con.execute(
-                "UPDATE runs SET status = $s, finished_at = $t, counts = $c WHERE run_id = $r",
-                {"s": str(status), "t": now(), "c": json.dumps(dict(counts or {}), default=str), "r": run_id},
+                "UPDATE runs SET status = $s, finished_at = $t, counts = $c, error_class = $ec, error_message = $em "
+                "WHERE run_id = $r",
+                {"s": str(status), "t": now(), "c": json.dumps(dict(counts or {}), default=str), "r": run_id,
+                 "ec": error_class, "em": error_message},
             )
 
     def stale(self) -> list[str]:

@@ -121,6 +121,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE jobs ADD COLUMN parquet_sha VARCHAR;
     ALTER TABLE measurements ADD COLUMN parquet_sha VARCHAR;
     """,
+    # 5: why a run failed: its error class (offline, hub, store, internal...) and one-line message.
+    """
+    ALTER TABLE runs ADD COLUMN error_class VARCHAR;
+    ALTER TABLE runs ADD COLUMN error_message VARCHAR;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
