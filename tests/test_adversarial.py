@@ -125,6 +125,7 @@ def test_a_hostile_hub_gives_the_figures_or_one_line(minihub, tmp_path, monkeypa
         _clean_failure(result, {int(c) for c in expected})
 
 
+@pytest.mark.slow
 def test_a_huge_retry_after_is_capped_by_max_wait(minihub):
     """A 429 asking for 10^6 s does not stall the client: it waits at most ``max_wait``."""
     faults = Faults(rate_limit_every=2, rate_limit_secs=1_000_000, scope=Scope(categories=frozenset({"info"})))
@@ -140,6 +141,7 @@ def test_a_huge_retry_after_is_capped_by_max_wait(minihub):
 # --- odd names: dataset ids, config names, a file escaping its folder ----------------------------
 
 @pytest.mark.parametrize("target", ["../../etc/passwd-like", "org/ds/../../x", "org/ds?x=1#y", "org/ds\nname", "org/" + "x" * 300])
+@pytest.mark.slow
 def test_an_odd_dataset_id_is_refused_in_one_line(minihub, tmp_path, monkeypatch, target):
     monkeypatch.chdir(tmp_path)
     before = set(tmp_path.parent.iterdir())
@@ -153,6 +155,7 @@ def test_an_odd_dataset_id_is_refused_in_one_line(minihub, tmp_path, monkeypatch
 
 @pytest.mark.parametrize("config", ["../../x", "..", "/etc", "default/../../x", "a\x00b"])
 @pytest.mark.parametrize("where", ["hub", "folder"])
+@pytest.mark.slow
 def test_a_config_name_with_path_traversal_is_refused(minihub, tmp_path, monkeypatch, config, where):
     monkeypatch.chdir(tmp_path)
     before = set(tmp_path.parent.iterdir())
@@ -216,6 +219,7 @@ DATA_CASES: dict[str, tuple[Callable[[], dict[str, object]], object]] = {
 
 
 @pytest.mark.parametrize("case", list(DATA_CASES))
+@pytest.mark.slow
 def test_a_hostile_dataset_gives_the_figures_or_one_line(tmp_path, monkeypatch, case):
     make, expected = DATA_CASES[case]
     splits = make()

@@ -40,6 +40,7 @@ def found(planted_db):
         return findings(store, top_n=2)
 
 
+@pytest.mark.slow
 def test_planted_figures(planted_db):
     """The inputs really have the hand-computed figures (else every expectation below is moot)."""
     with Store(planted_db, read_only=True) as store:
@@ -151,6 +152,7 @@ def test_failures(found):
     ]
 
 
+@pytest.mark.slow
 def test_findings_on_an_empty_store(tmp_path):
     with Store(tmp_path / "empty.duckdb") as store:
         found = findings(store)
@@ -177,6 +179,7 @@ def test_parse_sql_refuses_two_statements_in_a_view():
 # --- hubsurvey sql ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sql_table_csv_json(planted_db):
     q = "SELECT dataset_id, text_leaks_validation_wrt_test AS v FROM current_measurements ORDER BY dataset_id"
     table = runner.invoke(app, ["sql", q, "--db", str(planted_db)])
@@ -193,6 +196,7 @@ def test_sql_table_csv_json(planted_db):
         {"dataset_id": "acme/delta", "v": 0}, {"dataset_id": "acme/gamma", "v": 2}]
 
 
+@pytest.mark.slow
 def test_sql_sees_findings_views_and_json_handles_timestamps(planted_db):
     r = runner.invoke(app, ["sql", "SELECT pct_with_leak FROM findings_splits WHERE split = 'validation' AND key = 'text'",
                             "--db", str(planted_db), "--format", "json"])
@@ -204,6 +208,7 @@ def test_sql_sees_findings_views_and_json_handles_timestamps(planted_db):
 
 
 @pytest.mark.parametrize("query", ["SELECT * FROM no_such_table", "DELETE FROM measurements", "SELEC 1"])
+@pytest.mark.slow
 def test_sql_errors_are_one_line_exit_2(planted_db, query):
     r = runner.invoke(app, ["sql", query, "--db", str(planted_db)])
     assert r.exit_code == 2
@@ -273,6 +278,7 @@ def test_lle_compat_of_planted(planted_db, tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_lle_compat_reproduces_published_conll2003(shared_datasets, tmp_path):
     db = tmp_path / "conll.duckdb"
     outcome = audit(str(shared_datasets / "eriktks__conll2003"), db=db)

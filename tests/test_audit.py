@@ -165,6 +165,7 @@ def _bad_cases(tmp_path: Path) -> dict[str, tuple[Path, str]]:
 
 
 @pytest.mark.parametrize("case", ["no test split", "truncated parquet", "schemas disagree", "zero-row test", "unsupported types"])
+@pytest.mark.slow
 def test_bad_input_is_one_line_naming_dataset_config_and_cause(tmp_path, good, case):
     db = tmp_path / "r.duckdb"
     assert runner.invoke(app, ["audit", str(good), "--db", str(db)]).exit_code == 0
@@ -233,6 +234,7 @@ def test_nr_is_null_in_tables_and_NR_in_the_view(tmp_path):
     assert lle["text_test_biased"] == "100.0%" and lle["difference_annotation_in_train_and_validation_splits"] == "0.0"
 
 
+@pytest.mark.slow
 def test_lle_view_formats_the_published_row(tmp_path, shared_datasets):
     db = tmp_path / "r.duckdb"
     audit(str(shared_datasets / "eriktks__conll2003"), db=db)
@@ -241,6 +243,7 @@ def test_lle_view_formats_the_published_row(tmp_path, shared_datasets):
     assert ";".join(rows[0]) == "conll2003(ner_tags);78;25;1350;180;269;10.049%;73;23;1348;179;266;9.818%;7.0"
 
 
+@pytest.mark.slow
 def test_measuring_again_replaces_and_never_duplicates(tmp_path, good):
     db = tmp_path / "r.duckdb"
     audit(str(good), db=db)

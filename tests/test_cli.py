@@ -90,6 +90,7 @@ def test_stages_keep_no_cli_code():
     ["crawl", "--limit", "-3"], ["audit", "--examples", "-1"], ["report", "--top", "0"], ["sql", "SELECT 1", "--format", "xml"],
     ["status", "--format", "yaml"], ["--log-level", "LOUD", "status"],
 ])
+@pytest.mark.slow
 def test_out_of_range_values_are_one_line_exit_2(tmp_path, args):
     db = tmp_path / "r.duckdb"
     result = runner.invoke(app, [*args, "--db", str(db)])
@@ -132,6 +133,7 @@ def test_a_folder_typo_is_one_line_and_never_goes_to_the_hub(tmp_path, monkeypat
 @pytest.mark.parametrize("command", [["sql", "SELECT 1"], ["report", "--out", "rep"], ["export", "--out", "exp"],
                                      ["status"]])
 @pytest.mark.parametrize("kind", ["missing", "zero bytes", "empty duckdb"])
+@pytest.mark.slow
 def test_an_empty_or_missing_db_is_one_line_exit_3(tmp_path, monkeypatch, command, kind):
     monkeypatch.chdir(tmp_path)
     db = tmp_path / "e.duckdb"
@@ -166,6 +168,7 @@ def test_sql_reads_the_query_from_stdin(results_db):
     "LOAD httpfs",
     "SELECT 1; COPY measurements TO '{tmp}/x.csv'",
 ])
+@pytest.mark.slow
 def test_sql_cannot_touch_files(results_db, tmp_path, query):
     result = runner.invoke(app, ["sql", query.format(tmp=tmp_path), "--db", str(results_db)])
     assert one_error_line(result, 2).startswith("error: ")
@@ -173,6 +176,7 @@ def test_sql_cannot_touch_files(results_db, tmp_path, query):
     assert not (tmp_path / "x.csv").exists() and not (tmp_path / "other.duckdb").exists() and not (tmp_path / "dump").exists()
 
 
+@pytest.mark.slow
 def test_sql_allow_files_lifts_the_restriction(results_db, tmp_path):
     out = tmp_path / "x.csv"
     result = runner.invoke(app, ["sql", f"COPY (SELECT 42 AS answer) TO '{out}'", "--db", str(results_db), "--allow-files"])
@@ -182,6 +186,7 @@ def test_sql_allow_files_lifts_the_restriction(results_db, tmp_path):
 
 # --- audit output --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_audit_json_examples_are_in_the_json(tmp_path, good):
     plain = runner.invoke(app, ["audit", str(good), "--json", "--db", str(tmp_path / "a.duckdb")])
     with_examples = runner.invoke(app, ["audit", str(good), "--json", "--examples", "2", "--db", str(tmp_path / "b.duckdb")])
@@ -227,6 +232,7 @@ def test_survey_progress_off_a_tty_logs_done_failed_pending_rate_and_eta(caplog)
 
 # --- demo ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_demo_writes_only_into_its_own_folder(tmp_path):
     work, tmp = tmp_path / "survey", tmp_path / "tmp"
     work.mkdir()

@@ -53,6 +53,7 @@ def run_crawl(hub: StandinHub, db: Path, filters: CrawlFilters | None = None, **
         return summary, outcomes(store)
 
 
+@pytest.mark.slow
 def test_reasons_on_the_minihub_match_the_planted_truth(minihub, tmp_path):
     with StandinHub(minihub) as hub:
         summary, got = run_crawl(hub, tmp_path / "r.duckdb")
@@ -73,6 +74,7 @@ def test_reasons_on_the_minihub_match_the_planted_truth(minihub, tmp_path):
     assert all("test" in splits or any(s in splits for s in ("test",)) for splits in configs.values() if splits)
 
 
+@pytest.mark.slow
 def test_private_dataset_is_listed_with_a_token_and_excluded(minihub, tmp_path, monkeypatch):
     with StandinHub(minihub, valid_tokens={"hf_secret_token_123"}) as hub:
         _, got = run_crawl(hub, tmp_path / "r.duckdb", token="hf_secret_token_123")
@@ -131,6 +133,7 @@ def test_transient_faults_are_retried_and_the_crawl_matches_a_clean_one(minihub,
     assert faulty == clean
 
 
+@pytest.mark.slow
 def test_permanent_fault_is_recorded_and_the_crawl_goes_on(minihub, tmp_path):
     truth = expected(minihub)
     victim = sorted(k for k, v in truth.items() if v == "eligible")[0]
@@ -152,6 +155,7 @@ def test_gated_files_are_not_retried(minihub, tmp_path):
         assert hub.stats()["resolve_get"] == 1
 
 
+@pytest.mark.slow
 def test_incremental_recrawl_makes_no_resolve_calls_for_unchanged_datasets(minihub, tmp_path):
     db = tmp_path / "r.duckdb"
     with StandinHub(minihub) as hub:
@@ -172,6 +176,7 @@ def test_incremental_recrawl_makes_no_resolve_calls_for_unchanged_datasets(minih
         ]
 
 
+@pytest.mark.slow
 def test_token_never_reaches_the_db_or_the_output(minihub, tmp_path, monkeypatch):
     token = "hf_SuperSecretToken987654321"
     db = tmp_path / "r.duckdb"
@@ -199,6 +204,7 @@ def _card_root(tmp_path: Path, shared: Path, test_rows: int | None) -> Path:
 
 
 @pytest.mark.parametrize("test_rows,rows_from,file_requests", [(500, "card, checked", 1), (499, "footers", 2), (None, "footers", 2)])
+@pytest.mark.slow
 def test_card_sizes_are_used_only_when_a_footer_confirms_them(shared_datasets, tmp_path, test_rows, rows_from, file_requests):
     with StandinHub(_card_root(tmp_path, shared_datasets, test_rows)) as hub:
         _summary, got = run_crawl(hub, tmp_path / "r.duckdb")
@@ -213,6 +219,7 @@ def test_card_sizes_are_used_only_when_a_footer_confirms_them(shared_datasets, t
     assert {v["rows_from"] for v in splits.values()} == {rows_from}
 
 
+@pytest.mark.slow
 def test_several_authors_are_listed_server_side_one_listing_each(minihub, tmp_path, monkeypatch):
     """--author A --author B: one listing per author (the Hub filters), never the whole Hub."""
     truth = expected(minihub)

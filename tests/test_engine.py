@@ -168,6 +168,7 @@ def test_datasetdict_api_matches_arrow_api():
 
 
 @pytest.mark.parametrize("dataset, config", [("eriktks__conll2003", "conll2003"), ("dair-ai__emotion", "split")])
+@pytest.mark.slow
 def test_real_hash_collisions_fall_back_to_exact_values(shared_datasets, monkeypatch, dataset, config):
     """A weak hash (4 values) collides for real; the engine must detect it and group by the values."""
     from hubsurvey.survey.metrics import Engine

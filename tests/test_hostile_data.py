@@ -285,6 +285,7 @@ MEASURED = [
 
 @pytest.mark.parametrize("factory,text", [pytest.param(f, t, id=i) for i, f, t in MEASURED])
 @pytest.mark.parametrize("path", ["folder", "hub", "memory"])
+@pytest.mark.slow
 def test_hostile_dataset_is_measured_exactly(tmp_path, factory, text, path):
     splits = {k: v for k, v in factory().items() if v is not None}
     if path == "memory":

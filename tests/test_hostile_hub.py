@@ -47,6 +47,7 @@ def _closed_port() -> int:
 # --- 1. a Hub that accepts connections and never answers ------------------------------------
 
 @pytest.mark.parametrize("command", ["crawl", "audit"])
+@pytest.mark.slow
 def test_a_hub_that_never_answers_fails_cleanly_in_bounded_time(minihub, tmp_path, monkeypatch, command):
     _fast_timeouts(monkeypatch)
     hang = Faults(hang_every=1, scope=Scope(categories=frozenset({"list", "tree"})))
@@ -68,6 +69,7 @@ def test_a_hub_that_never_answers_fails_cleanly_in_bounded_time(minihub, tmp_pat
 
 @pytest.mark.parametrize("endpoint", ["closed-port", "http://does-not-exist.invalid"])
 @pytest.mark.parametrize("command", ["crawl", "audit"])
+@pytest.mark.slow
 def test_an_unreachable_hub_is_given_up_within_5_s(tmp_path, monkeypatch, endpoint, command):
     if endpoint == "closed-port":
         endpoint = f"http://127.0.0.1:{_closed_port()}"
@@ -85,6 +87,7 @@ def test_an_unreachable_hub_is_given_up_within_5_s(tmp_path, monkeypatch, endpoi
 # --- 3. a refused or failing listing, and a Hub that echoes the Authorization header -----------
 
 @pytest.mark.parametrize("status", [401, 500])
+@pytest.mark.slow
 def test_a_failed_listing_is_one_line_exit_4_and_never_shows_the_token(minihub, tmp_path, monkeypatch, status):
     _fast_timeouts(monkeypatch)
     monkeypatch.setenv("HF_TOKEN", TOKEN)
@@ -99,6 +102,7 @@ def test_a_failed_listing_is_one_line_exit_4_and_never_shows_the_token(minihub, 
     assert TOKEN not in result.output
 
 
+@pytest.mark.slow
 def test_errors_stored_from_an_echoing_hub_never_hold_the_token(minihub, tmp_path, monkeypatch):
     """The Parquet-branch tree and the file reads fail with the header echoed: nothing stored or
     printed holds the token (scanned with SQL, every text column of every table)."""
@@ -131,6 +135,7 @@ def test_errors_stored_from_an_echoing_hub_never_hold_the_token(minihub, tmp_pat
 
 # --- 4. gated repos with a token that has no access ------------------------------------------------
 
+@pytest.mark.slow
 def test_gated_repos_without_access_are_recorded_as_gated(minihub, tmp_path):
     from hubsurvey.core.hub import HubClient
     from hubsurvey.crawler.crawl import crawl
@@ -161,6 +166,7 @@ def test_a_gated_download_is_a_gated_job_not_an_error(minihub, tmp_path):
 
 
 @pytest.mark.parametrize("command", ["crawl", "run"])
+@pytest.mark.slow
 def test_an_offline_crawl_or_run_is_recorded_failed_with_its_error_class(tmp_path, monkeypatch, command):
     endpoint = f"http://127.0.0.1:{_closed_port()}"
     monkeypatch.setenv("HF_ENDPOINT", endpoint)

@@ -150,6 +150,7 @@ def test_corrupt_data_is_still_unreadable(tmp_path):
 
 
 @pytest.mark.parametrize("bad", [b"[1, 2, 3]", b"{not json", b'{"info": ["x"]}'])
+@pytest.mark.slow
 def test_audit_measures_every_config_when_one_has_malformed_metadata(tmp_path, bad):
     root = two_configs(tmp_path / "org__two", bad)
     outcome = audit(str(root))
@@ -181,6 +182,7 @@ def test_audit_goes_on_after_a_config_that_breaks_and_names_it(tmp_path, monkeyp
 # --- a job's downloads: pinned to the Parquet branch commit, deleted after measuring ---------------
 
 @pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.slow
 def test_a_jobs_files_are_pinned_and_deleted_after_measuring_unless_kept(tmp_path, keep):
     from hubsurvey.survey.jobs import JobSpec, run_job
     from hubsurvey_standin import StandinHub, generate_minihub

@@ -80,6 +80,7 @@ def test_a_partial_re_measure_keeps_both_configs_and_the_finding_names_the_datas
     assert r.exit_code == 0 and DATASET in r.stdout, r.output
 
 
+@pytest.mark.slow
 def test_a_folder_audit_never_displaces_the_hub_rows(tmp_path):
     db = tmp_path / "r.duckdb"
     folder = _two_config_folder(tmp_path)

@@ -45,6 +45,7 @@ def _no_matplotlib(monkeypatch):
 # --- 1. a bare install: no matplotlib --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_without_matplotlib_is_written_with_one_warning(planted_db, tmp_path, monkeypatch, caplog):
     _no_matplotlib(monkeypatch)
     with caplog.at_level(logging.WARNING), Store(planted_db, read_only=True) as store:
@@ -57,6 +58,7 @@ def test_report_without_matplotlib_is_written_with_one_warning(planted_db, tmp_p
     assert "1. Leaks and duplicates per split" in html
 
 
+@pytest.mark.slow
 def test_report_command_without_matplotlib_exits_0(planted_db, tmp_path, monkeypatch):
     _no_matplotlib(monkeypatch)
     r = runner.invoke(app, ["report", "--out", str(tmp_path / "r"), "--db", str(planted_db)])
@@ -77,6 +79,7 @@ def _db_with_tag(root, tag: str):
 
 
 @pytest.mark.parametrize("tag", ["task_categories:$x^$", "task_categories:a$b", "task_categories:$\\frac{$", "task_categories:\\$x^$"])
+@pytest.mark.slow
 def test_a_math_like_tag_does_not_break_the_report(tmp_path, tag):
     pytest.importorskip("matplotlib")
     db = _db_with_tag(tmp_path, tag)
@@ -160,6 +163,7 @@ def test_overwrite_of_a_folder_from_before_manifests(planted_db, tmp_path):
 HOSTILE = ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
 
 
+@pytest.mark.slow
 def test_csv_cells_from_the_hub_cannot_be_formulas(tmp_path):
     from hubsurvey.analysis.export import csv_cell, export_results
 
@@ -211,6 +215,7 @@ def verdict_db(tmp_path_factory):
     return db
 
 
+@pytest.mark.slow
 def test_verdict_view_applies_the_stated_thresholds(verdict_db):
     from hubsurvey.analysis.findings import create_views
 
@@ -228,6 +233,7 @@ def test_verdict_view_applies_the_stated_thresholds(verdict_db):
     ]
 
 
+@pytest.mark.slow
 def test_report_has_a_verdict_for_every_dataset_with_the_rule_and_the_csv_link(verdict_db, planted_db, tmp_path):
     with Store(verdict_db, read_only=True) as store:
         md_path, html_path = render_report(store, tmp_path / "v")
@@ -258,6 +264,7 @@ def _figure_of(monkeypatch, draw, *args):
     return draw(*args)
 
 
+@pytest.mark.slow
 def test_bias_chart_draws_thresholds_at_their_values(planted_db, monkeypatch):
     from hubsurvey.analysis import charts
     from hubsurvey.analysis.findings import findings
@@ -272,6 +279,7 @@ def test_bias_chart_draws_thresholds_at_their_values(planted_db, monkeypatch):
     assert drawn and all(xs == thresholds for xs in drawn)  # at 0.1 … 90, not at 0, 1, 2 …
 
 
+@pytest.mark.slow
 def test_leak_panel_has_no_test_bar(planted_db, monkeypatch):
     from hubsurvey.analysis import charts
     from hubsurvey.analysis.findings import findings
@@ -287,6 +295,7 @@ def test_leak_panel_has_no_test_bar(planted_db, monkeypatch):
 # --- 8. a report written by a run shows the run's final state ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_written_at_the_end_of_a_run_shows_its_final_state(tmp_path):
     from datetime import timedelta
 

@@ -59,6 +59,7 @@ def test_git_blob_sha1_matches_git():
     assert git_blob_sha1(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
 
+@pytest.mark.slow
 def test_dry_run_prints_the_plan_and_builds_the_folder(planted_db, tmp_path):
     out = tmp_path / "folder"
     r = runner.invoke(app, ["publish", "--repo", "me/lle-results", "--db", str(planted_db), "--out", str(out)])
@@ -189,6 +190,7 @@ def test_license_and_pretty_name_options(planted_db, tmp_path):
     assert (data["license"], data["pretty_name"]) == ("mit", "My results")
 
 
+@pytest.mark.slow
 def test_push_deletes_the_files_it_no_longer_produces_in_the_same_commit(planted_db, hub, tmp_path):
     from huggingface_hub import HfApi
 
@@ -216,6 +218,7 @@ def test_push_deletes_the_files_it_no_longer_produces_in_the_same_commit(planted
     assert r.exit_code == 0 and "unchanged" in r.stdout and len(hub.commits(repo)) == before + 1
 
 
+@pytest.mark.slow
 def test_each_publish_builds_in_a_fresh_temp_folder_removed_afterwards(planted_db, tmp_path, monkeypatch):
     import tempfile
 

@@ -40,6 +40,7 @@ def _split_rows(folder, split):
     return pq.read_table(folder / "default" / split / "0000.parquet").to_pylist()
 
 
+@pytest.mark.slow
 def test_a_new_figure_is_measured_stored_and_exported(tmp_path, with_dummy_figure):
     folder = write_sample(tmp_path / "org__sample")
     db = tmp_path / "r.duckdb"

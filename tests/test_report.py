@@ -24,6 +24,9 @@ from hubsurvey.analysis.report import render_report
 from hubsurvey.cli import app
 from hubsurvey.core.store import Store, insert
 
+# End-to-end over a planted DB: the fast tier leaves this module out.
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 XSS = "<script>alert(1)</script>"
 XSS_TAG = "<img src=x onerror=alert(2)>"
@@ -69,6 +72,7 @@ def _count_colour(image, colour: tuple[int, int, int], tolerance: int = 6) -> in
 # --- REPORT.md ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_markdown_tables_carry_hand_computed_values_and_denominators(report_dir):
     md = (report_dir / "REPORT.md").read_text()
     # findings_splits (see test_analysis.test_splits): train text 2 of 4, validation text 2 of 3 ...
@@ -136,6 +140,7 @@ def test_html_is_self_contained(report_dir):
     assert len(sources) == 3 and all(s.startswith("data:image/png;base64,") for s in sources)
 
 
+@pytest.mark.slow
 def test_charts_are_pngs_drawn_in_the_series_colours(report_dir):
     from PIL import Image
 
@@ -209,6 +214,7 @@ def test_card_parses_and_has_the_required_yaml(planted_db):
     assert 'Denominator ("of")' in body and "| train | text | 2 | 4 | 50.00% |" in body
 
 
+@pytest.mark.slow
 def test_card_escapes_a_hostile_pretty_name_in_yaml(planted_db):
     from huggingface_hub import DatasetCard
 
@@ -239,6 +245,7 @@ def test_card_takes_filters_from_the_newest_crawl_run(tmp_path):
     assert SECRET not in text and "hf_token" not in text
 
 
+@pytest.mark.slow
 def test_card_cites_lle_and_shows_no_local_path(tmp_path):
     from datetime import timedelta
 
@@ -261,6 +268,7 @@ def test_card_cites_lle_and_shows_no_local_path(tmp_path):
     assert "https://huggingface.co/datasets/lbourdois/LLE" in text
 
 
+@pytest.mark.slow
 def test_card_task_categories_come_from_the_measured_datasets_only(tmp_path):
     from huggingface_hub import DatasetCard
 

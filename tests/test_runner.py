@@ -195,6 +195,7 @@ def test_incremental_only_the_changed_dataset_is_measured_again(minihub, tmp_pat
         assert store.query("SELECT revision_sha FROM current_measurements WHERE dataset_id = $d LIMIT 1", {"d": target})[1][0][0] == "e" * 40
 
 
+@pytest.mark.slow
 def test_a_second_run_on_the_same_db_is_refused(minihub, tmp_path):
     db = tmp_path / "l.duckdb"
     lock = acquire_lock(db)

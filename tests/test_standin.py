@@ -31,6 +31,9 @@ from hubsurvey_standin import Faults, Scope, StandinHub
 from hubsurvey_standin.minihub import generate_minihub
 from hubsurvey_standin.reference import lle_reference
 
+# End-to-end against a served stand-in: the fast tier leaves this module out.
+pytestmark = pytest.mark.slow
+
 disable_progress_bars()
 
 FILLER = 5000
@@ -122,6 +125,7 @@ def test_full_listing_of_100k_is_fast(tmp_path):
 # ---------------------------------------------------------------- metadata, refs, tree, parquet API
 
 
+@pytest.mark.slow
 def test_dataset_info_and_refs(hub, api):
     info = api.dataset_info("mini-nlp/toy_ner")
     assert [s.rfilename for s in info.siblings] == [".gitattributes", "README.md"]
@@ -189,6 +193,7 @@ def test_download_from_shared_datasets(shared_datasets, tmp_path):
         assert path.parent.parent.parent.name == export_sha  # cached under snapshots/<X-Repo-Commit>
 
 
+@pytest.mark.slow
 def test_download_and_ranges(hub, minihub, tmp_path):
     disk = (minihub / "mini-lab__question_types/default/train/0000.parquet").read_bytes()
     path = _download(hub, "mini-lab/question_types", "default/train/0000.parquet", tmp_path)
@@ -374,6 +379,7 @@ configs:
 """
 
 
+@pytest.mark.slow
 def test_publish_round_trip(hub, tmp_path):
     api = HfApi(endpoint=hub.url, token=TOKEN)
     url = api.create_repo("me/results", repo_type="dataset")
@@ -432,6 +438,7 @@ def results_yaml_repo(hub):
     ("---\nconfigs:\n- data_files: data/*.parquet\n---\n", "config_name"),
     ("---\nsize_categories: n<1K\n---\n", "size_categories"),
 ])
+@pytest.mark.slow
 def test_validate_yaml_rejects(hub, card, message):
     api = HfApi(endpoint=hub.url, token=TOKEN)
     with pytest.raises(ValueError, match=message):
@@ -458,6 +465,7 @@ def test_set_sha_moves_main_and_export(hub, api, tmp_path):
     assert httpx2.post(f"{hub.url}/_standin/set_sha", json={"dataset_id": "no/such", "sha": "3" * 40}).status_code == 404
 
 
+@pytest.mark.slow
 def test_http_controls(hub):
     base = f"{hub.url}/_standin"
     httpx2.get(f"{hub.url}/api/datasets/mini-nlp/toy_ner")

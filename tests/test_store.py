@@ -121,6 +121,7 @@ def test_job_status_values_are_the_stored_strings():
 
 # --- the runs API ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_killed_run_is_marked_interrupted_by_status_and_counts_are_json_once(tmp_path):
     db = tmp_path / "r.duckdb"
     with Store(db) as store:
@@ -164,6 +165,7 @@ def test_a_live_run_is_not_marked_interrupted(tmp_path):
         assert store.query("SELECT status, pid FROM runs WHERE run_id = $r", {"r": run_id})[1] == [("running", os.getpid())]
 
 
+@pytest.mark.slow
 def test_crawl_and_audit_record_their_runs(tmp_path):
     from hubsurvey.crawler.crawl import crawl
     from hubsurvey.survey.audit import audit
