@@ -248,7 +248,7 @@ def _no_library_download_retries() -> None:
         return  # another huggingface_hub: leave it as it is
     once = functools.partial(current, _nb_retries=0)
     once.hubsurvey_no_retries = True  # type: ignore[attr-defined]
-    file_download.http_get = once
+    file_download.http_get = once  # type: ignore[assignment]
 
 
 def _hub_error(exc: BaseException, what: str, token: str | None) -> BaseException:
