@@ -225,30 +225,6 @@ def install_timeouts(connect: float, read: float) -> None:
         )
 
     set_client_factory(factory)
-    _no_library_download_retries()
-
-
-def _no_library_download_retries() -> None:
-    """Turn off huggingface_hub's own resume-and-retry loop inside a file download.
-
-    It retries a failed download up to 5 times by itself, inside each of our attempts, so a file
-    server that accepts and never answers kept a job for attempts × 6 × the read timeout (about
-    30 minutes with the defaults). Our client already retries transient failures, with backoff and
-    a bound; one retry loop is enough. Applied only where the library has that parameter.
-    """
-    import functools
-    import inspect
-
-    import huggingface_hub.file_download as file_download
-
-    current = file_download.http_get
-    if getattr(current, "hubsurvey_no_retries", False):
-        return
-    if "_nb_retries" not in inspect.signature(current).parameters:
-        return  # another huggingface_hub: leave it as it is
-    once = functools.partial(current, _nb_retries=0)
-    once.hubsurvey_no_retries = True  # type: ignore[attr-defined]
-    file_download.http_get = once  # type: ignore[assignment]
 
 
 def _hub_error(exc: BaseException, what: str, token: str | None) -> BaseException:
