@@ -67,7 +67,7 @@ def _config_error(exc: Exception, where: str) -> HubsurveyError:
 
         error: HubsurveyError = HubError(f"{where}: {text}")
     else:
-        error = InternalError(f"{where}: internal error (a bug in hubsurvey, please report it): {text}")
+        error = InternalError.of(where, exc)
     error.__cause__ = exc
     return error
 

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hubsurvey.core.errors import HubsurveyError, scrub
+from hubsurvey.core.errors import HubsurveyError, InternalError, scrub
 from hubsurvey.core.hub import HubClient, default_cache_dir, delete_files, is_transient
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.roles import RoleOverrides
@@ -98,8 +98,7 @@ def error_outcome(exc: BaseException, where: str) -> JobOutcome:
         if isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in ("huggingface_hub", "httpx2"):
             error_class = name
         else:
-            error_class = "internal"
-            message = f"{where}: internal error (a bug in hubsurvey, please report it): {name}: {text[0] if text else ''}"
+            error_class, message = "internal", str(InternalError.of(where, exc))
     return JobOutcome.failure(error_class, scrub(message)[:500], transient=is_transient(exc))
 
 

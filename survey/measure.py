@@ -90,9 +90,7 @@ def measure_config(
         if is_data_error(e):  # corrupt or unreadable files, values DuckDB cannot convert
             raise UnreadableDataError(f"{data.where()}: {type(e).__name__}: {first}") from None
         # Anything else is a bug in hubsurvey, not bad data: keep the traceback (chained).
-        raise InternalError(
-            f"{data.where()}: internal error (a bug in hubsurvey, please report it): {type(e).__name__}: {first}"
-        ) from e
+        raise InternalError.of(data.where(), e) from e
     measured_at = now()
     rows = []
     for m in measurements:

@@ -130,6 +130,14 @@ class InternalError(HubsurveyError):
     exit_code = ExitCode.INTERNAL
     error_class = "internal"
 
+    @classmethod
+    def of(cls, where: str, exc: BaseException) -> InternalError:
+        """The bug ``exc`` met at ``where``, in one line; the original is chained (its traceback kept)."""
+        first = (str(exc).strip().splitlines() or [""])[0]
+        error = cls(f"{where}: internal error (a bug in hubsurvey, please report it): {type(exc).__name__}: {first}".rstrip(": "))
+        error.__cause__ = exc
+        return error
+
 
 def exit_code_of(exc: BaseException) -> ExitCode:
     return exc.exit_code if isinstance(exc, HubsurveyError) else ExitCode.INTERNAL
