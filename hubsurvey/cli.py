@@ -22,7 +22,7 @@ import click
 import typer
 
 from hubsurvey import __version__
-from hubsurvey.commands.options import Db, Format, Json, Roles, at_least, output_format
+from hubsurvey.commands.options import Db, Examples, Format, Json, Roles, at_least, output_format
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
 from hubsurvey.core.store import DEFAULT_DB
@@ -127,19 +127,34 @@ def render_row(row: dict[str, Any]) -> str:
         lines.append(f"  {f.title:26}{cells[0]:>12}{cells[1]:>14}")
     for rf in figures.ROW_FIGURES:
         lines.append(f"  {rf.title:26}{figures.published(row[rf.name], rf.fmt):>12}")
-    return "\n".join(lines)
+    exact = render_exact(row)
+    return "\n".join([*lines, exact] if exact else lines)
 
 
-def render_examples(examples: dict[str, list[dict[str, Any]]]) -> str:
-    lines = []
-    for kind in ("leaked", "duplicated"):
-        lines.append(f"  top {kind} examples (rows per split):")
-        if not examples.get(kind):
-            lines.append("    (none)")
-        for ex in examples.get(kind, []):
-            counts = " ".join(f"{s}={n}" for s, n in ex["counts"].items() if n)
-            text = json.dumps(ex["text"], ensure_ascii=False, default=str)
-            lines.append(f"    [{counts}] {text[:160]}")
+def exact_json(row: dict[str, Any]) -> dict[str, Any]:
+    """The exact figures of one row as JSON: {"method", "raw": {...}, "normalized": {...}} (NR: null)."""
+    out: dict[str, Any] = {"method": figures.EXACT_METHOD}
+    for column in figures.figure_columns(figures.EXACT_METHOD):
+        assert column.profile is not None
+        stem = column.name.removeprefix(column.profile.name + "_")
+        out.setdefault(column.profile.name, {})[stem] = figures.json_value(row.get(column.name), column.fmt)
+    return out
+
+
+def render_exact(row: dict[str, Any]) -> str:
+    """The exact figures under the LLE block: count (percent of the split's rows) per profile."""
+    if not (row.get("methods") or {}).get(figures.EXACT_METHOD) if isinstance(row.get("methods"), dict) else False:
+        return ""
+    profiles = figures.PROFILES
+    lines = [f"  {'exact (rows, each once)':34}" + "".join(f"{p.name:>18}" for p in profiles)]
+    for f in figures.PROFILE_FIGURES:
+        cells = []
+        for profile in profiles:
+            cell = figures.published(row.get(f.name(profile)), figures.Format.COUNT)
+            if f.percent and row.get(f"{profile.name}_{f.percent[0]}") is not None:
+                cell += f" ({figures.published(row[f'{profile.name}_{f.percent[0]}'], figures.Format.PERCENT)})"
+            cells.append(cell)
+        lines.append(f"  {f.title:34}" + "".join(f"{c:>18}" for c in cells))
     return "\n".join(lines)
 
 
@@ -163,16 +178,17 @@ def _audit_csv(rows: list[dict[str, Any]]) -> str:
 def audit(
     target: Annotated[str | None, typer.Argument(help="Hub id (owner/name) or local folder; default: the generated sample")] = None,
     config: Annotated[str | None, typer.Option("--config", help="Measure only this config")] = None,
-    examples: Annotated[int, typer.Option("--examples", help="Also print the top N leaked and duplicated examples")] = 0,
+    examples: Examples = figures.DEFAULT_EXAMPLES,
     fmt: Format = None,
     as_json: Json = False,
     db: Db = Path(DEFAULT_DB),
     roles: Roles = None,
 ) -> None:
-    """Measure a dataset's leaks and duplicates (LLE method), store and print them.
+    """Measure a dataset's leaks and duplicates (LLE and exact methods), store and print them.
 
-    --format json (or --json) prints only a JSON array, one object per row; with --examples N each
-    object also has an "examples" key.
+    Prints the LLE figures, then the exact figures (raw and normalized profiles). --format json
+    (or --json) prints only a JSON array, one object per row: the LLE keys, and the exact figures
+    under "exact". The examples behind the counts are stored; `hubsurvey show` prints them.
     """
     from hubsurvey.survey.audit import audit as run_audit
 
@@ -189,13 +205,7 @@ def audit(
     except _hub_errors() as e:
         raise BadInputError(f"{target}: {one_line(e)}") from None
     if fmt == "json":
-        objs = []
-        for result in outcome.results:
-            for r in result.rows:
-                obj = lle_json(r)
-                if examples:
-                    obj["examples"] = result.examples
-                objs.append(obj)
+        objs = [{**lle_json(r), "exact": exact_json(r)} for r in outcome.rows]
         typer.echo(json.dumps(objs, ensure_ascii=False, indent=1, default=str))
     elif fmt == "csv":
         sys.stdout.write(_audit_csv(outcome.rows))
@@ -203,11 +213,10 @@ def audit(
         for result in outcome.results:
             for row in result.rows:
                 typer.echo(render_row(row))
-            if examples:
-                typer.echo(render_examples(result.examples))
             typer.echo("")
         if outcome.results:
-            typer.echo(f"stored {len(outcome.rows)} row(s) in {db}")
+            shown = f"; examples: hubsurvey show {outcome.dataset_id} --db {db}" if examples else ""
+            typer.echo(f"stored {len(outcome.rows)} row(s) in {db}{shown}")
     for error in outcome.errors:
         typer.echo(f"error: {error}", err=True)
     if outcome.errors:
@@ -219,7 +228,7 @@ def _commands() -> list[Callable[..., Any]]:
     from hubsurvey.commands import analysis, crawl, survey
 
     return [audit, crawl.crawl, survey.run, survey.status, survey.demo,
-            analysis.sql, analysis.report, analysis.export, analysis.publish]
+            analysis.show, analysis.sql, analysis.report, analysis.export, analysis.publish]
 
 
 #: the one place commands are registered, each inside the error handler

@@ -21,6 +21,7 @@ from hubsurvey.core.errors import (
 from hubsurvey.core.roles import RoleOverrides, check_name
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import Store
+from hubsurvey.core.figures import DEFAULT_EXAMPLES
 from hubsurvey.survey.measure import ConfigResult, measure_config
 from hubsurvey.survey.sources import FolderSource, open_source
 
@@ -76,7 +77,7 @@ def audit(
     target: str,
     *,
     config: str | None = None,
-    examples: int = 0,
+    examples: int = DEFAULT_EXAMPLES,
     db: str | Path | None = None,
     roles_file: str | Path | None = None,
     dataset_id: str | None = None,
@@ -113,7 +114,7 @@ def audit(
                 outcome.failed(_config_error(e, f"{source.dataset_id} [{name}]"))
                 continue
             if store is not None:
-                store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows)
+                store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows, result.examples)
             outcome.results.append(result)
         status = RunStatus.DONE if outcome.results or not outcome.errors else RunStatus.FAILED
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ from hubsurvey.core.errors import HubsurveyError, InternalError, scrub
 from hubsurvey.core.hub import HubClient, default_cache_dir, delete_files, is_transient
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.roles import RoleOverrides
+from hubsurvey.core.figures import DEFAULT_EXAMPLES
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.survey.sources import config_from_files
 
@@ -45,6 +46,7 @@ class JobSpec:
     run_id: str | None = None
     memory_mb: int | None = None  # the worker exits if its resident memory passes this during the job
     engine_options: dict[str, Any] = field(default_factory=dict)
+    examples: int = DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,6 +123,7 @@ def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
             overrides=RoleOverrides.load(spec.roles_file),
             run_id=spec.run_id,
             engine_options=spec.engine_options,
+            examples=spec.examples,
         )
     except Exception as exc:  # every failure becomes data for the coordinator
         outcome = error_outcome(exc, where)
@@ -133,6 +136,7 @@ def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
         discard_downloads(spec)
     return JobOutcome.success(
         result.rows,
+        examples=result.examples,
         seconds=time.perf_counter() - started,
         measure_seconds=result.seconds,
         download_seconds=download_seconds,

@@ -6,17 +6,23 @@ worker). It returns plain data; only the caller writes to the results DB.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from hubsurvey import __version__
 from hubsurvey.core.errors import InternalError, SurveyError, UnreadableDataError
-from hubsurvey.core.figures import LLE_METHOD, LLE_METHOD_VERSION
+from hubsurvey.core.figures import DEFAULT_EXAMPLES, EXACT_METHOD, EXACT_METHOD_VERSION, LLE_METHOD, LLE_METHOD_VERSION, METHODS
 from hubsurvey.core.roles import ColumnRoles, RoleOverrides, resolve_roles
 from hubsurvey.core.store import now
 from hubsurvey.survey.metrics import Engine
 from hubsurvey.survey.sources import ConfigData, check_config
+
+
+#: A key value is cut to this many characters (strings) or elements (lists) in the examples table.
+EXAMPLE_VALUE_CHARS = 200
+EXAMPLE_VALUE_ITEMS = 50
 
 
 @dataclass
@@ -28,7 +34,7 @@ class ConfigResult:
     revision_sha: str
     roles: ColumnRoles
     rows: list[dict[str, Any]]
-    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    examples: list[dict[str, Any]] = field(default_factory=list)  # rows of the examples table
     seconds: float = 0.0
 
 
@@ -70,7 +76,7 @@ def measure_config(
     n_configs: int,
     source: str,
     overrides: RoleOverrides | None = None,
-    examples: int = 0,
+    examples: int = DEFAULT_EXAMPLES,
     run_id: str | None = None,
     engine_options: dict[str, Any] | None = None,
 ) -> ConfigResult:
@@ -81,7 +87,7 @@ def measure_config(
     try:
         with Engine(data, **(engine_options or {})) as engine:
             measurements = engine.measure(roles.text_columns, roles.label_columns)
-            samples = engine.top_examples(roles.text_columns, examples) if examples else {}
+            samples = engine.examples(examples) if examples else []
             rows_by_split = engine.rows
     except SurveyError:
         raise
@@ -118,8 +124,56 @@ def measure_config(
             tool_version=__version__,
             measured_at=measured_at,
             run_id=run_id,
+            methods=dict(METHODS),
         )
         rows.append(row)
+    stored = [example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in samples]
     return ConfigResult(
-        data.dataset_id, data.config, data.revision_sha or "", roles, rows, samples, time.perf_counter() - started
+        data.dataset_id, data.config, data.revision_sha or "", roles, rows, stored, time.perf_counter() - started
     )
+
+
+def example_row(data: ConfigData, example: dict[str, Any], *, measured_at: Any, run_id: str | None) -> dict[str, Any]:
+    """One row of the ``examples`` table: an engine example with its provenance, values cut short."""
+    key, key_truncated = _truncated(example["key"])
+    labels, _ = _truncated(example["labels"]) if example["labels"] is not None else (None, False)
+    return {
+        "dataset_id": data.dataset_id,
+        "revision_sha": data.revision_sha,
+        "config": data.config,
+        "label_column": example["label_column"],
+        "profile": example["profile"],
+        "kind": example["kind"],
+        "rank": example["rank"],
+        "key": _json(key),  # JSON text here: the columns keep their order
+        "key_truncated": key_truncated,
+        **{f"rows_{s}": example["rows"].get(s) for s in ("train", "validation", "test")},
+        "positions": _json(example["positions"]),
+        "labels": _json(labels) if labels is not None else None,
+        # LLE's leak and duplicate counts and the exact figures share these examples; the kinds
+        # are defined by the exact method.
+        "method": EXACT_METHOD,
+        "method_version": EXACT_METHOD_VERSION,
+        "tool_version": __version__,
+        "measured_at": measured_at,
+        "run_id": run_id,
+    }
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _truncated(value: Any) -> tuple[Any, bool]:
+    """The value with long strings and lists cut (recursively), and whether anything was cut."""
+    if isinstance(value, str):
+        return (value[:EXAMPLE_VALUE_CHARS] + "…", True) if len(value) > EXAMPLE_VALUE_CHARS else (value, False)
+    if isinstance(value, (list, tuple)):
+        items = [_truncated(v) for v in value[:EXAMPLE_VALUE_ITEMS]]
+        return [v for v, _ in items], len(value) > EXAMPLE_VALUE_ITEMS or any(cut for _, cut in items)
+    if isinstance(value, dict):
+        cut = {k: _truncated(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in cut.items()}, any(c for _, c in cut.values())
+    if isinstance(value, (bytes, bytearray)):
+        return _truncated(value.hex())
+    return value, False

@@ -16,21 +16,48 @@ and compare lists element by element, so no string conversion is needed.
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hubsurvey.core import figures as registry
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.splits import CANONICAL_SPLITS
 from hubsurvey.core.store import quote_ident
+from hubsurvey.survey import normalize
 from hubsurvey.survey.sources import ConfigData, SplitData
+
+_POSITION = "__hubsurvey_position"  # the column of row positions added to an in-memory split
+_TEXT_TYPE = re.compile(r"VARCHAR(\[\])*")  # the DuckDB types the normalized profile changes
 
 # The figures' SQL is declared in the method registry (hubsurvey.core.figures), next to their
 # definitions; the engine only builds rows_all and runs it.
+
+#: The example kinds over the text key (per profile), with the condition on a key's row counts.
+TEXT_EXAMPLE_KINDS: dict[str, str] = {
+    "leak_train_test": "n_train > 0 AND n_test > 0",
+    "leak_validation_test": "n_validation > 0 AND n_test > 0",
+    "leak_train_validation": "n_train > 0 AND n_validation > 0",
+    "duplicate_train": "n_train > 1",
+    "duplicate_validation": "n_validation > 1",
+    "duplicate_test": "n_test > 1",
+}
+#: The example kinds over (text key, label) of one label column.
+LABEL_EXAMPLE_KINDS: dict[str, str] = {
+    "label_conflict_train_test": "test_label_not_in_train",
+    "conflicting_text_train": "labels_train > 1",
+    "conflicting_text_validation": "labels_validation > 1",
+    "conflicting_text_test": "labels_test > 1",
+}
+EXAMPLE_KINDS = (*TEXT_EXAMPLE_KINDS, *LABEL_EXAMPLE_KINDS)
+EXAMPLE_POSITIONS = 10  # row positions kept per split and example
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -69,17 +96,28 @@ class Engine:
     def _register(self, name: str, split: SplitData) -> None:
         """A view ``split_<name>`` over the split's Parquet files (read by DuckDB) or Arrow table.
 
-        The dataset's column names never reach SQL: DuckDB identifiers are case-insensitive even
-        when quoted (``Text`` and ``text`` would resolve to one column), and a name may hold any
-        character. ``_stack`` renames every column by position instead.
+        Its columns are the data's, in order, then ``pos``: the row's position in the split (files
+        in their given order), which the examples report. The dataset's column names never reach
+        SQL: DuckDB identifiers are case-insensitive even when quoted (``Text`` and ``text`` would
+        resolve to one column), and a name may hold any character. ``_stack`` renames every
+        column by position instead.
         """
         view = f"split_{name}"  # canonical split names only: train, validation, test
         if split.table is not None:
-            self.con.register(f"arrow_{name}", split.table)
+            positions = pa.array(range(split.table.num_rows), pa.int64())
+            self.con.register(f"arrow_{name}", split.table.append_column(_POSITION, positions))
             self.con.execute(f"CREATE VIEW {view} AS SELECT * FROM arrow_{name}")
-        else:
-            # read_parquet takes the file list as a bound parameter: no path is pasted into SQL.
-            self.con.read_parquet(list(split.files)).create_view(view)
+            return
+        # One view per file with its row numbers, shifted by the rows of the files before it.
+        # read_parquet takes the file as a bound parameter: no path is pasted into SQL.
+        width = len(split.schema())
+        data = ", ".join(f"c{i}" for i in range(width))
+        parts, offset = [], 0
+        for k, path in enumerate(split.files):
+            self.con.read_parquet(path, file_row_number=True).create_view(f"{view}_{k}")
+            parts.append(f"SELECT {data}, frn + {offset} AS pos FROM {view}_{k} AS s({data}, frn)")
+            offset += pq.ParquetFile(path).metadata.num_rows
+        self.con.execute(f"CREATE VIEW {view} AS {' UNION ALL '.join(parts)}")
 
     def _position(self, schema: pa.Schema, column: str) -> int:
         """The index of ``column`` in the data, matched exactly; refuse a missing or repeated name."""
@@ -90,45 +128,70 @@ class Engine:
         return found[0]
 
     def _stack(self, aliases: Mapping[str, str]) -> str:
-        """SQL for ``(split, <alias>...)`` over the present splits.
+        """SQL for ``(split, pos, <alias>...)`` over the present splits.
 
         ``aliases`` maps a positional alias (``t0``, ``l0``) to the dataset's column name. Each
-        view's columns are renamed ``c0..c<n-1>`` by position (``FROM view AS s(c0, ...)``), so
-        the SQL holds no dataset name; check_config has proved every split has the same schema.
+        view's columns are renamed ``c0..c<n-1>, pos`` by position (``FROM view AS s(c0, ...)``),
+        so the SQL holds no dataset name; check_config has proved every split has the same schema.
         """
         schema = self.data.splits["test"].schema()
         picked = ", ".join(f"c{self._position(schema, column)} AS {alias}" for alias, column in aliases.items())
-        renamed = ", ".join(f"c{i}" for i in range(len(schema)))
+        renamed = ", ".join([*(f"c{i}" for i in range(len(schema))), "pos"])
         selects = []
         for name in CANONICAL_SPLITS:
             if name in self.data.splits:
-                width = len(self.con.table(f"split_{name}").columns)
+                width = len(self.con.table(f"split_{name}").columns) - 1  # without pos
                 if width != len(schema):  # never expected: DuckDB and Arrow disagree on the columns
                     raise BadInputError(
                         f"{self.data.where(self.data.splits[name].source_name)}: "
                         f"DuckDB reads {width} columns where Arrow has {len(schema)}"
                     )
-                selects.append(f"SELECT '{name}' AS split, {picked} FROM split_{name} AS s({renamed})")
+                selects.append(f"SELECT '{name}' AS split, pos, {picked} FROM split_{name} AS s({renamed})")
         return " UNION ALL ".join(selects)
 
     def _load(self, text_columns: Sequence[str], label_columns: Sequence[str]) -> None:
-        """rows_all(split, t*, l*, h_text, h_l*): the key columns and their 64-bit hashes, one pass."""
+        """rows_all(split, pos, t*, l*, h_text, h_l*, h_ntext, h_nl*): keys and their hashes, one pass.
+
+        ``h_ntext`` / ``h_nl*`` hash the ``normalized`` profile of the text values (label raw). The
+        normalized values themselves are not kept (they would double the memory): where they are
+        needed (the collision check, an exact fallback) they are computed again from ``t*``.
+        """
         aliases = {f"t{i}": c for i, c in enumerate(text_columns)}
         aliases.update({f"l{j}": c for j, c in enumerate(label_columns)})
-        text = ", ".join(f"t{i}" for i in range(len(text_columns)))
-        h = self.hash_sql
-        hashed = [f"{h.format(text)} AS h_text"] + [f"{h.format(f'{text}, l{j}')} AS h_l{j}" for j in range(len(label_columns))]
         stacked = self._stack(aliases)
+        sql_types = {r[0]: r[1] for r in self.con.execute(f"DESCRIBE {stacked}").fetchall()}
+        self.raw_text = [f"t{i}" for i in range(len(text_columns))]
+        self.normalized_text = [self._normalizer(i, sql_types[f"t{i}"]) for i in range(len(text_columns))]
+        h = self.hash_sql
+        hashed = []
+        for prefix, values in (("h_", self.raw_text), ("h_n", self.normalized_text)):
+            text = ", ".join(values)
+            hashed.append(f"{h.format(text)} AS {prefix}text")
+            hashed += [f"{h.format(f'{text}, l{j}')} AS {prefix}l{j}" for j in range(len(label_columns))]
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE rows_all AS SELECT *, {', '.join(hashed)} FROM ({stacked})")
-        self._loaded = tuple(text_columns)
+        self._loaded = (tuple(text_columns), tuple(label_columns))
 
-    def _key(self, hash_column: str, value_columns: str) -> str:
-        """The hash when it is exact for this data, else the values themselves.
+    def _normalizer(self, i: int, sql_type: str) -> str:
+        """SQL for the ``normalized`` profile of text column ``t<i>``: a vectorized Python function
+        (``survey/normalize.py``) for strings and lists of strings; other values as they are."""
+        if not _TEXT_TYPE.fullmatch(sql_type):
+            return f"t{i}"
+        name = f"hs_normalize_{i}"
+        with contextlib.suppress(duckdb.Error):  # measured again with other columns
+            self.con.remove_function(name)
+        duck_type = duckdb.sqltype(sql_type)
+        self.con.create_function(name, normalize.normalize_array, [duck_type], duck_type, type="arrow",
+                                 null_handling="special", side_effects=False)
+        return f"{name}(t{i})"
+
+    def _key(self, hash_column: str, values: Sequence[str]) -> list[str]:
+        """The hash when it is exact for this data, else the values themselves (SQL expressions).
 
         Grouping by a 64-bit hash is several times faster than grouping by long strings, but two
         different keys could share a hash. A collision can only hide among hash groups of more
         than one row, so those (few: the duplicates and leaks) are checked against the values.
         """
+        value_columns = ", ".join(values)
         exact = self.con.execute(
             f"""
             WITH repeated AS (SELECT {hash_column} AS h FROM rows_all GROUP BY h HAVING count(*) > 1)
@@ -137,15 +200,19 @@ class Engine:
                  = (SELECT count(*) FROM repeated)
             """
         ).fetchone()[0]
-        return hash_column if exact else value_columns
+        return [hash_column] if exact else list(values)
 
-    def _figures(self, key: str, kind: registry.KeyKind) -> dict[str, Any]:
-        """The registry's key figures of one key kind, named with its prefix."""
+    def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {f"has_{s}": s in self.data.splits for s in ("train", "validation")}
-        params["rows_test"] = self.rows["test"]
-        result = self.con.execute(registry.key_figures_sql(key), params)
+        params.update(rows_test=self.rows["test"], rows_validation=self.rows.get("validation"))
+        return params
+
+    def _select(self, sql: str) -> dict[str, Any]:
+        """Run one figures SELECT; its columns are named as stored. Unused parameters are dropped."""
+        params = {k: v for k, v in self._params().items() if f"${k}" in sql}
+        result = self.con.execute(sql, params)
         names = [d[0] for d in result.description]
-        return {f"{kind.prefix}_{name}": value for name, value in zip(names, result.fetchone() or ())}
+        return dict(zip(names, result.fetchone() or ()))
 
     def _row_figures(self, figures: dict[str, Any]) -> dict[str, Any]:
         """The registry's row figures, from the key figures of the same row."""
@@ -154,55 +221,118 @@ class Engine:
         names = [d[0] for d in result.description]
         return dict(zip(names, result.fetchone() or ()))
 
+    def _text_keys(self) -> dict[registry.Profile, list[str]]:
+        return {
+            registry.RAW: self._key("h_text", self.raw_text),
+            registry.NORMALIZED: self._key("h_ntext", self.normalized_text),
+        }
+
+    def _pair_key(self, profile: registry.Profile, j: int) -> list[str]:
+        """The (text key, label ``l<j>``) key of a profile: the label is always compared raw."""
+        text = self.raw_text if profile is registry.RAW else self.normalized_text
+        return self._key(f"h_{'' if profile is registry.RAW else 'n'}l{j}", [*text, f"l{j}"])
+
     def measure(self, text_columns: Sequence[str], label_columns: Sequence[str]) -> list[Measurement]:
-        """One Measurement per label column (or one with label_column None when there is none)."""
+        """One Measurement per label column (or one with label_column None when there is none).
+
+        Per profile, one GROUP BY over the text key gives the text figures (LLE's text_ figures
+        from the raw one), and per label column one GROUP BY over (text, label) gives the label
+        figures (LLE's text_and_label_ figures from the raw one).
+        """
         text_columns, label_columns = tuple(text_columns), tuple(label_columns)
         self._load(text_columns, label_columns)
-        text_values = ", ".join(f"t{i}" for i in range(len(text_columns)))
-        text = self._figures(self._key("h_text", text_values), registry.TEXT)
+        text_keys = self._text_keys()
+        text: dict[str, Any] = {}
+        for profile, key in text_keys.items():
+            items = registry.lle_items(registry.TEXT) if profile is registry.RAW else []
+            items += registry.profile_figures_sql(profile, registry.Grain.TEXT)
+            text.update(self._select(registry.text_grain_sql(", ".join(key), items)))
+        columns = registry.figure_columns()
         if not label_columns:
             # No label column: every figure that needs one is NR.
-            figures = {c.name: text.get(c.name) for c in registry.figure_columns()}
-            return [Measurement(None, text_columns, figures)]
+            return [Measurement(None, text_columns, {c.name: text.get(c.name) for c in columns})]
         out = []
         for j, label in enumerate(label_columns):
-            with_label = self._figures(self._key(f"h_l{j}", f"{text_values}, l{j}"), registry.TEXT_AND_LABEL)
-            figures = {**text, **with_label}
+            figures = dict(text)
+            for profile, key in text_keys.items():
+                items = registry.lle_items(registry.TEXT_AND_LABEL) if profile is registry.RAW else []
+                items += registry.profile_figures_sql(profile, registry.Grain.LABEL)
+                figures.update(self._select(registry.label_grain_sql(key, self._pair_key(profile, j), items)))
             figures.update(self._row_figures(figures))
-            out.append(Measurement(label, text_columns, {c.name: figures[c.name] for c in registry.figure_columns()}))
+            out.append(Measurement(label, text_columns, {c.name: figures[c.name] for c in columns}))
         return out
 
-    def top_examples(self, text_columns: Sequence[str], limit: int = 5) -> dict[str, list[dict[str, Any]]]:
-        """The most repeated leaked and duplicated text keys, with their row counts per split."""
-        # measure() has normally loaded these text columns already
-        if getattr(self, "_loaded", None) != tuple(text_columns):
-            self._load(text_columns, ())
-        cols = ", ".join(f"k{i}" for i in range(len(text_columns)))
-        keys = ", ".join(f"t{i} AS k{i}" for i in range(len(text_columns)))
-        base = (
-            f"SELECT {cols}, "
-            + ", ".join(f"count(*) FILTER (WHERE split = '{s}') AS {s}" for s in CANONICAL_SPLITS)
-            + f" FROM (SELECT split, {keys} FROM rows_all) GROUP BY ALL"
-        )
-        leaked = self.con.execute(
-            f"SELECT * FROM ({base}) WHERE test > 0 AND (train > 0 OR validation > 0) "
-            f"ORDER BY train + validation + test DESC, {cols} LIMIT $limit",
-            {"limit": limit},
-        )
-        leaked_rows = _rows(leaked, text_columns)
-        duplicated = self.con.execute(
-            f"SELECT * FROM ({base}) WHERE train > 1 OR validation > 1 OR test > 1 "
-            f"ORDER BY greatest(train, validation, test) DESC, {cols} LIMIT $limit",
-            {"limit": limit},
-        )
-        return {"leaked": leaked_rows, "duplicated": _rows(duplicated, text_columns)}
+    # --- examples: the keys behind every count -------------------------------------------------
 
+    def examples(self, limit: int, *, positions: int = EXAMPLE_POSITIONS) -> list[dict[str, Any]]:
+        """Up to ``limit`` examples of every kind (``EXAMPLE_KINDS``), per profile and label column.
 
-def _rows(result: duckdb.DuckDBPyConnection, text_columns: Sequence[str]) -> list[dict[str, Any]]:
-    names = [d[0] for d in result.description]
-    out = []
-    for row in result.fetchall():
-        rec = dict(zip(names, row))
-        text = {c: rec.pop(f"k{i}") for i, c in enumerate(text_columns)}
-        out.append({"text": text, "counts": rec})
-    return out
+        Call after :meth:`measure`. The keys holding most rows come first. Each example: the key's
+        values (from its first test row, else its first row), its rows in each split, the first
+        ``positions`` row positions in each split and, for label kinds, the labels in each split.
+        """
+        text_columns, label_columns = self._loaded
+        out: list[dict[str, Any]] = []
+        for profile, key in self._text_keys().items():
+            out += self._examples_of(profile, key, None, None, TEXT_EXAMPLE_KINDS, text_columns, limit, positions)
+            for j, label in enumerate(label_columns):
+                out += self._examples_of(profile, key, label, j, LABEL_EXAMPLE_KINDS, text_columns, limit, positions)
+        return out
+
+    def _examples_of(self, profile: registry.Profile, key: list[str], label: str | None, j: int | None,
+                     kinds: Mapping[str, str], text_columns: Sequence[str], limit: int, positions: int) -> list[dict[str, Any]]:
+        keys = ", ".join(f"{k} AS k{i}" for i, k in enumerate(key))
+        knames = ", ".join(f"k{i}" for i in range(len(key)))
+        counts = ", ".join(f"count(*) FILTER (WHERE split = '{s}') AS n_{s}" for s in CANONICAL_SPLITS)
+        if j is None:
+            per_key = f"SELECT {keys}, {counts} FROM rows_all GROUP BY {', '.join(key)}"
+        else:
+            # per (text, label): then per text, with its labels per split and whether a test label is
+            # absent from the text's train labels (a label conflict train -> test).
+            pair = self._pair_key(profile, j)
+            per_pair = (f"SELECT {keys}, arg_min(l{j}, pos) AS label, {counts} FROM rows_all "
+                        f"GROUP BY {', '.join([*key, *pair])}")
+            labels = ", ".join(f"count(*) FILTER (WHERE n_{s} > 0) AS labels_{s}, "
+                               f"list(label ORDER BY n_{s} DESC) FILTER (WHERE n_{s} > 0) AS label_list_{s}"
+                               for s in CANONICAL_SPLITS)
+            per_key = (f"SELECT {knames}, {', '.join(f'sum(n_{s})::BIGINT AS n_{s}' for s in CANONICAL_SPLITS)}, {labels}, "
+                       f"bool_or(n_test > 0 AND n_train = 0) AND sum(n_train) > 0 AS test_label_not_in_train "
+                       f"FROM ({per_pair}) GROUP BY {knames}")
+        cases = " UNION ALL ".join(f"SELECT '{kind}' AS kind, * FROM per_key WHERE {condition}" for kind, condition in kinds.items())
+        join = " AND ".join(f"r_key.k{i} IS NOT DISTINCT FROM p.k{i}" for i in range(len(key)))
+        text_values = ", ".join(f"arg_min(t{i}, pos) AS v{i}" for i in range(len(text_columns)))
+        sql = f"""
+            WITH per_key AS ({per_key}),
+            picked AS (
+                SELECT *, row_number() OVER (PARTITION BY kind ORDER BY n_train + n_validation + n_test DESC, {knames}) AS rank
+                FROM ({cases}) QUALIFY rank <= $limit
+            ),
+            located AS (   -- the picked keys' rows: positions and first values per split
+                SELECT p.kind, p.rank, r_key.split, list(r_key.pos ORDER BY r_key.pos)[1:$positions] AS positions,
+                       {text_values}
+                FROM picked p JOIN (SELECT {keys}, split, pos, {', '.join(f't{i}' for i in range(len(text_columns)))} FROM rows_all) r_key
+                  ON {join}
+                GROUP BY p.kind, p.rank, r_key.split
+            )
+            SELECT p.*, l.split, l.positions, {', '.join(f'l.v{i}' for i in range(len(text_columns)))}
+            FROM picked p JOIN located l USING (kind, rank)
+            ORDER BY p.kind, p.rank, l.split
+        """
+        result = self.con.execute(sql, {"limit": limit, "positions": positions})
+        names = [d[0] for d in result.description]
+        examples: dict[tuple[str, int], dict[str, Any]] = {}
+        for values in result.fetchall():
+            row = dict(zip(names, values))
+            ex = examples.setdefault((row["kind"], row["rank"]), {
+                "profile": profile.name, "kind": row["kind"], "label_column": label, "rank": row["rank"],
+                "rows": {s: row[f"n_{s}"] if s in self.data.splits else None for s in CANONICAL_SPLITS},
+                "positions": {}, "values": {},
+                "labels": ({s: row[f"label_list_{s}"] or [] for s in CANONICAL_SPLITS if s in self.data.splits}
+                           if j is not None else None),
+            })
+            ex["positions"][row["split"]] = row["positions"]
+            ex["values"][row["split"]] = {c: row[f"v{i}"] for i, c in enumerate(text_columns)}
+        for ex in examples.values():  # the key as the first test row holds it, else the first split's
+            held = ex.pop("values")
+            ex["key"] = next(held[s] for s in ("test", "train", "validation") if s in held)
+        return list(examples.values())

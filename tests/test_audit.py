@@ -278,8 +278,14 @@ def test_audit_json_keys_and_types(tmp_path, good):
     result = runner.invoke(app, ["audit", str(good), "--json", "--db", str(tmp_path / "r.duckdb")])
     assert result.exit_code == 0
     (obj,) = json.loads(result.stdout)
-    assert list(obj) == [*list(LLE_JSON_KEYS), "dataset_id", "config", "label_column", "text_columns"]
+    assert list(obj) == [*list(LLE_JSON_KEYS), "dataset_id", "config", "label_column", "text_columns", "exact"]
     assert obj["text_leaks_train_wrt_test"] == 1 and isinstance(obj["text_duplication_train"], int)
+    # the exact figures, under their own key: train a b b, test a c
+    exact = obj["exact"]
+    assert exact["method"] == "exact-2026" and set(exact) == {"method", "raw", "normalized"}
+    assert exact["raw"]["test_rows_in_train"] == 1 and exact["raw"]["test_rows_in_train_pct"] == 50.0
+    assert exact["raw"]["test_rows_in_validation"] is None and exact["raw"]["test_rows_repeated"] == 0
+    assert exact["raw"]["test_rows_contaminated"] == 1 and exact["normalized"]["contaminated_test_pct"] == 50.0
     assert obj["text_test_biased"] == 50.0 and obj["text_leaks_validation_wrt_test"] is None
     assert obj["difference_annotation_in_train_and_validation_splits"] == 0.0
     assert obj["text_columns"] == ["text"] and obj["dataset_id"] == "org/good"
@@ -289,15 +295,23 @@ def test_audit_default_runs_the_sample_with_examples(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["audit", "--examples", "3"])
     assert result.exit_code == 0, result.output
-    assert "top leaked examples" in result.stdout and "9.8%" in result.stdout
-    assert (tmp_path / "results.duckdb").exists()
+    assert "exact (rows, each once)" in result.stdout and "9.8%" in result.stdout
+    assert "hubsurvey show hubsurvey/sample-reviews" in result.stdout
+    with Store(tmp_path / "results.duckdb", read_only=True) as store:
+        ranks = store.query("SELECT max(rank), count(*) FROM examples")[1][0]
+    assert ranks[0] == 3 and ranks[1] > 3  # bounded by --examples, per kind
 
 
 def test_examples_report_counts_per_split(tmp_path, good):
     (result,) = audit(str(good), examples=5).results
-    leaked = result.examples["leaked"]
-    assert leaked == [{"text": {"text": "a"}, "counts": {"train": 1, "validation": 0, "test": 1}}]
-    assert result.examples["duplicated"][0]["counts"]["train"] == 2
+    by_kind = {(e["profile"], e["kind"]): e for e in result.examples if e["label_column"] is None}
+    leaked = by_kind["raw", "leak_train_test"]
+    assert json.loads(leaked["key"]) == {"text": "a"}
+    assert (leaked["rows_train"], leaked["rows_validation"], leaked["rows_test"]) == (1, None, 1)
+    assert json.loads(leaked["positions"]) == {"test": [0], "train": [0]}
+    duplicated = by_kind["raw", "duplicate_train"]
+    assert json.loads(duplicated["key"]) == {"text": "b"} and json.loads(duplicated["positions"]) == {"train": [1, 2]}
+    assert ("raw", "duplicate_test") not in by_kind  # test a c has no duplicate
 
 
 def test_missing_target_is_bad_input(tmp_path):

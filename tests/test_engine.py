@@ -11,14 +11,14 @@ from conftest import shared_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hubsurvey.core.figures import figure_names
+from hubsurvey.core.figures import LLE_METHOD, figure_names
 from hubsurvey.core.roles import resolve_roles
 from hubsurvey.survey.api import measure
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.survey.sources import FolderSource, check_config
 from hubsurvey_standin.reference import lle_reference
 
-FIGURE_COLUMNS = figure_names()
+FIGURE_COLUMNS = figure_names(LLE_METHOD)  # the figures lle_reference computes
 
 
 def _figures(row: dict) -> dict:

@@ -19,10 +19,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from hubsurvey.core.errors import SurveyError
-from hubsurvey.core.figures import figure_names
+from hubsurvey.core.figures import LLE_METHOD, figure_names
 from hubsurvey.core.roles import features_from_arrow, infer_roles
 
-FIGURE_COLUMNS = figure_names()
+FIGURE_COLUMNS = figure_names(LLE_METHOD)  # the figures lle_reference computes
 from hubsurvey.survey.api import measure
 from hubsurvey.survey.audit import audit
 from hubsurvey.survey.measure import measure_config

@@ -173,6 +173,38 @@ def sql(
     sys.stdout.write(RENDER[fmt](names, rows).rstrip("\n") + "\n")
 
 
+def show(
+    dataset: Annotated[str, typer.Argument(help="Dataset id (owner/name), or its name when only one measured id has it")],
+    config: Annotated[str | None, typer.Option("--config", help="Only this config")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="leaks, duplicates or conflicts (or one kind, e.g. duplicate_test)")] = None,
+    profile: Annotated[str | None, typer.Option("--profile", help="raw or normalized [default: both]")] = None,
+    label: Annotated[str | None, typer.Option("--label", help="Only this label column (text-key examples are kept)")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="At most N examples of each kind")] = None,
+    fmt: Format = None,
+    db: ReadDb = Path(DEFAULT_DB),
+) -> None:
+    """Print the stored examples behind a dataset's counts (leaks, duplicates, label conflicts).
+
+    Reads the DB only: the examples were stored when the dataset was measured (--examples N on
+    audit and run). Every example gives its key (values cut at 200 characters), its rows in each
+    split, its first row positions and, for conflicts, the labels.
+    """
+    from hubsurvey.analysis.examples import find_examples, render_examples
+
+    fmt = output_format(fmt)
+    at_least("--limit", limit, 1)
+    store = open_results(db)
+    try:
+        rows = find_examples(store, dataset, config=config, kind=kind, profile=profile, label_column=label, limit=limit)
+    finally:
+        store.close()
+    if fmt == "table":
+        typer.echo(render_examples(rows))
+        return
+    names = list(rows[0]) if rows else []
+    sys.stdout.write(RENDER[fmt](names, [[r[n] for n in names] for r in rows]).rstrip("\n") + "\n")
+
+
 def report(
     out: Annotated[Path, typer.Option("--out", help="Folder for REPORT.md and report.html")] = DEFAULT_REPORT_DIR,
     db: ReadDb = Path(DEFAULT_DB),

@@ -22,6 +22,8 @@ Db = Annotated[Path, typer.Option("--db", help="Results DB")]
 ReadDb = Annotated[Path, typer.Option("--db", help="Results DB (opened read-only)")]
 Format = Annotated[str | None, typer.Option("--format", help="Output format: table, json or csv [default: table]")]
 Json = Annotated[bool, typer.Option("--json", help="Same as --format json")]
+Examples = Annotated[int, typer.Option(
+    "--examples", help="Store up to N examples of each kind behind the counts (0: none); `hubsurvey show` prints them")]
 
 # --- the crawl's filters (CrawlFilters) -------------------------------------------------------------
 Authors = Annotated[list[str] | None, typer.Option("--author", help="Only these authors (repeatable)")]

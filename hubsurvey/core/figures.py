@@ -17,7 +17,7 @@ without a label column. The method, in words, with a worked example: ``docs/meth
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -25,6 +25,17 @@ from typing import Any
 #: The method whose figures this registry declares, and the version of their definitions.
 LLE_METHOD = "lle-2024"
 LLE_METHOD_VERSION = 1
+
+#: The exact row-level method (issue "Beyond LLE, exact"): figures beside the LLE ones, never
+#: instead of them. Each is measured under both key profiles.
+EXACT_METHOD = "exact-2026"
+EXACT_METHOD_VERSION = 1
+
+#: The methods a measurement row holds, with the version of their definitions (``measurements.methods``).
+METHODS: dict[str, int] = {LLE_METHOD: LLE_METHOD_VERSION, EXACT_METHOD: EXACT_METHOD_VERSION}
+
+#: Examples stored per kind, profile and label column (``--examples`` on ``audit`` and ``run``).
+DEFAULT_EXAMPLES = 20
 
 NR = "NR"  # a figure that does not apply: NULL in tables, "NR" in exports
 
@@ -88,6 +99,61 @@ class RowFigure:
     sql_type: str = "DOUBLE"
     fmt: Format = Format.FLOAT
     method: str = LLE_METHOD
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A key profile: how the text values are taken before keys are compared."""
+
+    name: str  # the prefix of its figure columns
+    words: str
+
+
+RAW = Profile("raw", "the exact values, as LLE compares them")
+NORMALIZED = Profile(
+    "normalized",
+    "each text value Unicode NFKC-normalized, case-folded, with runs of whitespace collapsed to one "
+    "space and the ends stripped; a list value element by element; other values as they are. "
+    "The label is always compared exactly",
+)
+PROFILES = (RAW, NORMALIZED)
+
+
+class Grain(Enum):
+    """The per-key table a :class:`ProfileFigure` aggregates over."""
+
+    #: one row per distinct text key: ``n_train``, ``n_validation``, ``n_test``.
+    TEXT = "text"
+    #: one row per distinct (text key, label) of one label column: ``n_<split>`` (rows holding the
+    #: pair), ``t_<split>`` (rows holding the text, whatever their label), ``labels_<split>``
+    #: (distinct labels of the text in the split) and ``nth_label`` (1 on one row per text).
+    LABEL = "label"
+
+
+@dataclass(frozen=True)
+class ProfileFigure:
+    """A figure of the exact method, computed once per key profile (``raw_``, ``normalized_``).
+
+    ``sql`` is an aggregate over the ``grain``'s per-key table. ``percent`` names a companion
+    figure, the count as a percentage of one split's rows: (column stem, split).
+    """
+
+    stem: str
+    sql: str
+    definition: str
+    title: str
+    grain: Grain = Grain.TEXT
+    needs: tuple[str, ...] = ()  # splits that must all exist, else NR
+    needs_any: tuple[str, ...] = ()  # splits of which one must exist, else NR
+    percent: tuple[str, str] | None = None
+    method: str = EXACT_METHOD
+
+    @property
+    def needs_label(self) -> bool:
+        return self.grain is Grain.LABEL
+
+    def name(self, profile: Profile) -> str:
+        return f"{profile.name}_{self.stem}"
 
 
 # --- the LLE figures (method lle-2024): exactly as published; never change them -------------------
@@ -158,6 +224,94 @@ ROW_FIGURES: tuple[RowFigure, ...] = (
 )
 
 
+
+# --- the exact figures (method exact-2026): rows, not distinct keys; each test row counted once ----
+# An empty FILTER sums to NULL, so every count is coalesced: 0 rows is a measured 0, not NR.
+
+PROFILE_FIGURES: tuple[ProfileFigure, ...] = (
+    ProfileFigure(
+        "test_rows_in_train",
+        "coalesce(sum(n_test) FILTER (WHERE n_train > 0), 0)",
+        "test rows whose text key occurs in train",
+        "test rows in train",
+        needs=("train",),
+        percent=("test_rows_in_train_pct", "test"),
+    ),
+    ProfileFigure(
+        "test_rows_in_validation",
+        "coalesce(sum(n_test) FILTER (WHERE n_validation > 0), 0)",
+        "test rows whose text key occurs in validation",
+        "test rows in validation",
+        needs=("validation",),
+        percent=("test_rows_in_validation_pct", "test"),
+    ),
+    ProfileFigure(
+        "test_rows_in_train_or_validation",
+        "coalesce(sum(n_test) FILTER (WHERE n_train > 0 OR n_validation > 0), 0)",
+        "test rows whose text key occurs in train or in validation, each row counted once",
+        "test rows in train or validation",
+        needs_any=("train", "validation"),
+        percent=("test_rows_in_train_or_validation_pct", "test"),
+    ),
+    ProfileFigure(
+        "test_rows_repeated",
+        "coalesce(sum(n_test - 1) FILTER (WHERE n_test > 0), 0)",
+        "test rows whose text key occurs at an earlier position in test (rows − distinct keys)",
+        "test rows repeated",
+        percent=("test_rows_repeated_pct", "test"),
+    ),
+    ProfileFigure(
+        "test_rows_contaminated",
+        # Every row of a key found in train or validation counts; otherwise all but its first.
+        "coalesce(sum(CASE WHEN n_train > 0 OR n_validation > 0 THEN n_test ELSE n_test - 1 END)"
+        " FILTER (WHERE n_test > 0), 0)",
+        "test rows in train or validation, or repeating an earlier test row; each test row counted "
+        "once, so contaminated_test_pct lies in [0, 100]. Absent splits contribute nothing",
+        "test rows contaminated",
+        percent=("contaminated_test_pct", "test"),
+    ),
+    ProfileFigure(
+        "validation_rows_in_train",
+        "coalesce(sum(n_validation) FILTER (WHERE n_train > 0), 0)",
+        "validation rows whose text key occurs in train (the train↔validation leaks LLE does not measure)",
+        "validation rows in train",
+        needs=("train", "validation"),
+        percent=("validation_rows_in_train_pct", "validation"),
+    ),
+    ProfileFigure(
+        "test_rows_in_train_same_label",
+        "coalesce(sum(n_test) FILTER (WHERE n_train > 0), 0)",
+        "test rows whose text occurs in train with the same label (label compared exactly; a "
+        "sequence label as a whole)",
+        "test rows in train, same label",
+        grain=Grain.LABEL,
+        needs=("train",),
+        percent=("test_rows_in_train_same_label_pct", "test"),
+    ),
+    ProfileFigure(
+        "test_rows_in_train_conflicting_label",
+        "coalesce(sum(n_test) FILTER (WHERE t_train > 0 AND n_train = 0), 0)",
+        "test rows whose text occurs in train, but never with their label; same_label + "
+        "conflicting_label = test_rows_in_train",
+        "test rows in train, other label",
+        grain=Grain.LABEL,
+        needs=("train",),
+        percent=("test_rows_in_train_conflicting_label_pct", "test"),
+    ),
+    *(
+        ProfileFigure(
+            f"conflicting_texts_{split}",
+            f"count(*) FILTER (WHERE nth_label = 1 AND labels_{split} > 1)",
+            f"distinct texts that carry more than one label within {split}",
+            f"conflicting texts {split}",
+            grain=Grain.LABEL,
+            needs=(split,) if split != "test" else (),
+        )
+        for split in ("train", "validation", "test")
+    ),
+)
+
+
 # --- what the registry generates ---------------------------------------------------------------------
 
 
@@ -172,7 +326,9 @@ class Column:
     definition: str
     method: str
     key_kind: KeyKind | None
-    figure: KeyFigure | RowFigure
+    figure: KeyFigure | RowFigure | ProfileFigure
+    profile: Profile | None = None  # the key profile of an exact figure (None: an LLE figure, raw)
+    percent_of: str | None = None  # a percentage: the split whose rows it divides by
 
     @property
     def compat_name(self) -> str:
@@ -188,7 +344,21 @@ def figure_columns(method: str | None = None) -> list[Column]:
         for f in KEY_FIGURES
     ]
     columns += [Column(f.name, f.published_name, f.sql_type, f.fmt, f.definition, f.method, None, f) for f in ROW_FIGURES]
+    columns += [column for profile in PROFILES for f in PROFILE_FIGURES for column in _profile_columns(f, profile)]
     return [c for c in columns if method is None or c.method == method]
+
+
+def _profile_columns(figure: ProfileFigure, profile: Profile) -> list[Column]:
+    """A profile figure's count column, and its percentage column when it has one."""
+    name = figure.name(profile)
+    words = f"{figure.definition}; {profile.name} profile"
+    out = [Column(name, name, "BIGINT", Format.COUNT, words, figure.method, None, figure, profile)]
+    if figure.percent:
+        stem, split = figure.percent
+        pct = f"{profile.name}_{stem}"
+        out.append(Column(pct, pct, "DOUBLE", Format.PERCENT, f"{name} / rows_{split} × 100, in %",
+                          figure.method, None, figure, profile, split))
+    return out
 
 
 def _keyed_definition(figure: KeyFigure, kind: KeyKind) -> str:
@@ -224,12 +394,88 @@ FROM per_key
 """
 
 
-def _nr_guard(sql: str, needs: Iterable[str]) -> str:
-    needs = tuple(needs)
-    if not needs:
+def _nr_guard(sql: str, needs: Iterable[str], needs_any: Iterable[str] = ()) -> str:
+    conditions = [f"$has_{split}" for split in needs]
+    if tuple(needs_any):
+        conditions.append("(" + " OR ".join(f"$has_{split}" for split in needs_any) + ")")
+    if not conditions:
         return sql
-    condition = " AND ".join(f"$has_{split}" for split in needs)
-    return f"CASE WHEN {condition} THEN {sql} END"
+    return f"CASE WHEN {' AND '.join(conditions)} THEN {sql} END"
+
+
+def profile_figures_sql(profile: Profile, grain: Grain) -> list[str]:
+    """The SELECT items of a profile's figures of one grain (count, then percentage), named as stored.
+
+    ``$rows_<split>`` binds the split's row count; ``$has_<split>`` says which splits exist.
+    """
+    items = []
+    for f in PROFILE_FIGURES:
+        if f.grain is not grain:
+            continue
+        count = _nr_guard(f.sql, f.needs, f.needs_any)
+        items.append(f"{count} AS {f.name(profile)}")
+        if f.percent:
+            stem, split = f.percent
+            items.append(f"({count}) / ${'rows_' + split} * 100 AS {profile.name}_{stem}")
+    return items
+
+
+def text_grain_sql(key: str, items: Iterable[str]) -> str:
+    """One SELECT of ``items`` (aggregates over ``per_key``) from ``rows_all`` grouped by ``key``."""
+    select = ",\n    ".join(items)
+    return f"""
+WITH per_key AS (          -- one row per distinct key: how many rows of each split hold it
+    SELECT count(*) FILTER (WHERE split = 'train')      AS n_train,
+           count(*) FILTER (WHERE split = 'validation') AS n_validation,
+           count(*) FILTER (WHERE split = 'test')       AS n_test
+    FROM rows_all
+    GROUP BY {key}
+)
+SELECT
+    {select}
+FROM per_key
+"""
+
+
+def label_grain_sql(text_key: Sequence[str], pair_key: Sequence[str], items: Iterable[str]) -> str:
+    """One SELECT of ``items`` over the label grain: per (text key, label) of one label column.
+
+    ``n_<split>`` counts the rows holding the pair, so the LLE text+label figures are computed from
+    the same table as the label figures; the window over the text adds what the text has in each
+    split whatever its label.
+    """
+    aliases = ", ".join(f"{k} AS k{i}" for i, k in enumerate(text_key))
+    partition = ", ".join(f"k{i}" for i in range(len(text_key)))
+    group = ", ".join([*text_key, *pair_key])
+    select = ",\n    ".join(items)
+    split_sums = ",\n           ".join(
+        f"sum(n_{s}) OVER text AS t_{s}, sum((n_{s} > 0)::INTEGER) OVER text AS labels_{s}"
+        for s in ("train", "validation", "test")
+    )
+    return f"""
+WITH per_pair AS (         -- one row per distinct (text key, label)
+    SELECT {aliases},
+           count(*) FILTER (WHERE split = 'train')      AS n_train,
+           count(*) FILTER (WHERE split = 'validation') AS n_validation,
+           count(*) FILTER (WHERE split = 'test')       AS n_test
+    FROM rows_all
+    GROUP BY {group}
+), per_key AS (            -- the same rows, with what their text has in each split
+    SELECT *,
+           {split_sums},
+           row_number() OVER text AS nth_label
+    FROM per_pair
+    WINDOW text AS (PARTITION BY {partition})
+)
+SELECT
+    {select}
+FROM per_key
+"""
+
+
+def lle_items(kind: KeyKind) -> list[str]:
+    """The SELECT items of the LLE key figures of one key kind, named as stored."""
+    return [f"{_nr_guard(f.sql, f.needs)} AS {f.name(kind)}" for f in KEY_FIGURES]
 
 
 def row_figures_sql() -> str:

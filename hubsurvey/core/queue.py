@@ -54,12 +54,14 @@ class JobOutcome:
     measure_seconds: float = 0.0
     download_seconds: float = 0.0
     parquet_sha: str | None = None  # the Parquet-branch commit every file was downloaded from
+    examples: list[dict[str, Any]] = field(default_factory=list)  # rows of the examples table
 
     @classmethod
     def success(cls, rows: list[dict[str, Any]], *, seconds: float, measure_seconds: float = 0.0,
-                download_seconds: float = 0.0, parquet_sha: str | None = None) -> JobOutcome:
+                download_seconds: float = 0.0, parquet_sha: str | None = None,
+                examples: list[dict[str, Any]] | None = None) -> JobOutcome:
         return cls(True, rows, seconds=seconds, measure_seconds=measure_seconds, download_seconds=download_seconds,
-                   parquet_sha=parquet_sha)
+                   parquet_sha=parquet_sha, examples=examples or [])
 
     @classmethod
     def failure(cls, error_class: str, message: str, *, transient: bool = False, traceback: str | None = None) -> JobOutcome:
@@ -180,7 +182,7 @@ class JobQueue:
             if outcome.ok:
                 # every row says which Parquet-branch commit it measured (the one the files came from)
                 rows = [{**row, "parquet_sha": outcome.parquet_sha} for row in outcome.rows] if outcome.parquet_sha else outcome.rows
-                self.store.replace_measurements(job.dataset_id, job.revision_sha, job.config, rows)
+                self.store.replace_measurements(job.dataset_id, job.revision_sha, job.config, rows, outcome.examples)
                 con.execute(
                     "UPDATE jobs SET status = $st, attempts = attempts + 1, error_class = NULL, error_message = NULL, "
                     "transient = NULL, finished_at = $t, seconds = $s, parquet_sha = coalesce($p, parquet_sha) WHERE job_id = $j",

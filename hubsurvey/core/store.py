@@ -126,6 +126,33 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN error_class VARCHAR;
     ALTER TABLE runs ADD COLUMN error_message VARCHAR;
     """,
+    # 6: the exact method (figure columns are added from the registry): which methods a row holds,
+    # and the examples behind every count, bounded: N per kind, profile and label column.
+    """
+    ALTER TABLE measurements ADD COLUMN methods JSON;   -- {"lle-2024": 1, "exact-2026": 1}: method -> version
+
+    CREATE TABLE examples (
+        dataset_id      VARCHAR NOT NULL,
+        revision_sha    VARCHAR NOT NULL,
+        config          VARCHAR NOT NULL,
+        label_column    VARCHAR,              -- NULL: a text-key example, shared by the config's label columns
+        profile         VARCHAR NOT NULL,     -- 'raw' or 'normalized'
+        kind            VARCHAR NOT NULL,     -- leak_train_test, duplicate_test, label_conflict_train_test, ...
+        rank            INTEGER NOT NULL,     -- 1 = the key holding most rows
+        key             JSON NOT NULL,        -- {text column: value} of its first test row (else first row)
+        key_truncated   BOOLEAN NOT NULL,     -- a value was cut (200 characters, 50 list items)
+        rows_train      BIGINT,               -- rows holding the key in each split (NULL: no such split)
+        rows_validation BIGINT,
+        rows_test       BIGINT,
+        positions       JSON NOT NULL,        -- {split: [first 10 row positions, 0-based]}
+        labels          JSON,                 -- label kinds: {split: [the text's labels there]}
+        method          VARCHAR NOT NULL,
+        method_version  INTEGER NOT NULL,
+        tool_version    VARCHAR NOT NULL,
+        measured_at     TIMESTAMPTZ NOT NULL,
+        run_id          VARCHAR
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -154,6 +181,8 @@ PROVENANCE_COLUMNS: dict[str, str] = {
     "measured_at": "when the row was measured (UTC)",
     "run_id": "the survey run that measured it (NR: a one-off audit)",
     "parquet_sha": "the commit of the Hub's Parquet branch (refs/convert/parquet) whose files were measured (NR: not from the Hub)",
+    "methods": "the methods whose figures the row holds, with their versions: {\"lle-2024\": 1, \"exact-2026\": 1} "
+               "(NR: measured before the exact method; its figures are then NULL because they were not measured)",
 }
 
 
@@ -388,15 +417,17 @@ class Store:
 
     # --- measurements ---------------------------------------------------------------------------
 
-    def replace_measurements(self, dataset_id: str, revision_sha: str, config: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Store the rows of one (dataset, revision, config), replacing any earlier ones, atomically."""
+    def replace_measurements(self, dataset_id: str, revision_sha: str, config: str, rows: Sequence[Mapping[str, Any]],
+                             examples: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Store the rows (and examples) of one (dataset, revision, config), replacing earlier ones, atomically."""
+        where = {"d": dataset_id, "r": revision_sha, "c": config}
         with self.transaction() as con:
-            con.execute(
-                "DELETE FROM measurements WHERE dataset_id = $d AND revision_sha = $r AND config = $c",
-                {"d": dataset_id, "r": revision_sha, "c": config},
-            )
+            for table in ("measurements", "examples"):
+                con.execute(f"DELETE FROM {table} WHERE dataset_id = $d AND revision_sha = $r AND config = $c", where)
             for row in rows:
                 insert(con, "measurements", row)
+            if examples:
+                insert_many(con, "examples", examples)
 
     # --- datasets (the crawl's records) -----------------------------------------------------------
 
@@ -490,6 +521,20 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, row: Mapping[str, Any]) -
         f"VALUES ({', '.join('$' + f'p{i}' for i in range(len(cols)))})"
     )
     con.execute(sql, {f"p{i}": _bindable(row[c]) for i, c in enumerate(cols)})
+
+
+def insert_many(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    """INSERT rows of the same columns in one statement (through Arrow); JSON values as text."""
+    import pyarrow as pa
+
+    columns = list(rows[0])
+    batch = pa.Table.from_pylist([{c: _bindable(row[c]) for c in columns} for row in rows])
+    con.register("insert_batch", batch)
+    try:
+        names = ", ".join(quote_ident(c) for c in columns)
+        con.execute(f"INSERT INTO {quote_ident(table)} ({names}) SELECT {names} FROM insert_batch")
+    finally:
+        con.unregister("insert_batch")
 
 
 def _bindable(value: Any) -> Any:

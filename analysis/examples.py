@@ -1,0 +1,131 @@
+"""The examples behind the counts, read from the results DB (``hubsurvey show``).
+
+The survey stores, per (dataset, config), up to N examples of each kind, profile and label column
+(the ``examples`` table). This module only reads them, for the revision the findings use (the
+``current_measurements`` view): it never measures again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.store import Store
+
+#: ``show --kind``: the groups of example kinds (an exact kind name is accepted too).
+KIND_GROUPS: dict[str, tuple[str, ...]] = {
+    "leaks": ("leak_train_test", "leak_validation_test", "leak_train_validation"),
+    "duplicates": ("duplicate_train", "duplicate_validation", "duplicate_test"),
+    "conflicts": ("label_conflict_train_test", "conflicting_text_train", "conflicting_text_validation", "conflicting_text_test"),
+}
+KINDS = tuple(k for group in KIND_GROUPS.values() for k in group)
+#: What each kind shows, in words (the report, the card and ``show``).
+KIND_WORDS: dict[str, str] = {
+    "leak_train_test": "a text key in both train and test",
+    "leak_validation_test": "a text key in both validation and test",
+    "leak_train_validation": "a text key in both train and validation",
+    "duplicate_train": "a text key on more than one train row",
+    "duplicate_validation": "a text key on more than one validation row",
+    "duplicate_test": "a text key on more than one test row",
+    "label_conflict_train_test": "a text in train and test whose test label never goes with it in train",
+    "conflicting_text_train": "a text with more than one label within train",
+    "conflicting_text_validation": "a text with more than one label within validation",
+    "conflicting_text_test": "a text with more than one label within test",
+}
+
+
+def resolve_dataset(store: Store, dataset: str) -> str:
+    """The dataset id that ``dataset`` names: an exact id, or the name part of exactly one id."""
+    ids = [r[0] for r in store.query("SELECT DISTINCT dataset_id FROM current_measurements ORDER BY 1")[1]]
+    if dataset in ids:
+        return dataset
+    matches = [i for i in ids if i.rsplit("/", 1)[-1] == dataset]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise BadInputError(f"{dataset}: names several measured datasets ({', '.join(matches[:5])}); give the full id")
+    raise BadInputError(f"{dataset}: not measured in this DB (run `hubsurvey audit {dataset}` first)")
+
+
+def find_examples(
+    store: Store,
+    dataset: str,
+    *,
+    config: str | None = None,
+    kind: str | None = None,
+    profile: str | None = None,
+    label_column: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """The stored examples of one dataset's current revision, ordered by config, kind, profile and rank.
+
+    ``kind`` is a group (leaks, duplicates, conflicts) or one kind; ``limit`` caps each
+    (config, kind, profile, label column). JSON columns come back parsed.
+    """
+    if not _has_examples_table(store):
+        raise BadInputError(f"{dataset}: this DB holds no examples (measured before hubsurvey stored them); measure it again")
+    dataset_id = resolve_dataset(store, dataset)
+    kinds: Sequence[str] = KINDS
+    if kind is not None:
+        if kind in KIND_GROUPS:
+            kinds = KIND_GROUPS[kind]
+        elif kind in KINDS:
+            kinds = (kind,)
+        else:
+            raise BadInputError(f"--kind must be one of {', '.join([*KIND_GROUPS, *KINDS])}, not {kind!r}")
+    if profile is not None and profile not in ("raw", "normalized"):
+        raise BadInputError(f"--profile must be raw or normalized, not {profile!r}")
+    rows = store.records(
+        """
+        SELECT e.* FROM examples e
+        JOIN (SELECT DISTINCT dataset_id, revision_sha, config FROM current_measurements) m
+          USING (dataset_id, revision_sha, config)
+        WHERE e.dataset_id = $dataset
+          AND ($config IS NULL OR e.config = $config)
+          AND list_contains($kinds, e.kind)
+          AND ($profile IS NULL OR e.profile = $profile)
+          AND ($label IS NULL OR e.label_column = $label OR e.label_column IS NULL)
+          AND ($limit IS NULL OR e.rank <= $limit)
+        ORDER BY e.config, list_position($kinds, e.kind), e.profile DESC, e.label_column NULLS FIRST, e.rank
+        """,
+        {"dataset": dataset_id, "config": config, "kinds": list(kinds), "profile": profile, "label": label_column,
+         "limit": limit},
+    )
+    for row in rows:
+        for column in ("key", "positions", "labels"):
+            if row[column] is not None:
+                row[column] = json.loads(row[column])
+    return rows
+
+
+def _has_examples_table(store: Store) -> bool:
+    found = store.query("SELECT count(*) FROM information_schema.tables WHERE table_name = 'examples'")[1]
+    return bool(found[0][0])
+
+
+def render_examples(rows: Sequence[dict[str, Any]], width: int = 160) -> str:
+    """The examples as text: one heading per (config, kind, profile, label column), one line each."""
+    if not rows:
+        return "(no examples of that kind: its counts are 0, or nothing was stored)"
+    lines: list[str] = []
+    heading = None
+    for row in rows:
+        this = (row["config"], row["kind"], row["profile"], row["label_column"])
+        if this != heading:
+            heading = this
+            label = f"  label={row['label_column']}" if row["label_column"] else ""
+            lines.append(f"{row['dataset_id']} [{row['config']}] {row['kind']} ({row['profile']}){label}: "
+                         f"{KIND_WORDS.get(row['kind'], '')}")
+        counts = " ".join(f"{s}={row[f'rows_{s}']}" for s in ("train", "validation", "test") if row[f"rows_{s}"])
+        key = json.dumps(row["key"], ensure_ascii=False)
+        if len(key) > width:
+            key = key[: width - 1] + "…"
+        lines.append(f"  #{row['rank']:<3} rows {counts}  {key}")
+        where = "  ".join(f"{s}@{','.join(map(str, p))}" for s, p in row["positions"].items())
+        lines.append(f"       positions {where}")
+        if row["labels"] is not None:
+            labels = "  ".join(f"{s}: {json.dumps(v, ensure_ascii=False)[:60]}" for s, v in row["labels"].items() if v)
+            lines.append(f"       labels {labels}")
+    return "\n".join(lines)
