@@ -37,6 +37,7 @@ from filelock import FileLock, Timeout
 
 from hubsurvey.core import livestate
 from hubsurvey.core.errors import DbLockedError
+from hubsurvey.core.figures import DEFAULT_EXAMPLES
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobStatus, QueuedJob
 from hubsurvey.core.runs import Runs, RunStatus, new_run_id
@@ -65,6 +66,7 @@ class RunOptions:
     cache_dir: Path | None = None  # the survey's download cache (None: the Hub client's, HUBSURVEY_CACHE_DIR)
     max_cache_gb: float = 20.0  # the cache never holds more; a job larger than this fails (too_large_for_cache)
     keep_cache: bool = False  # keep each job's files after measuring (default: delete them)
+    examples: int = DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -81,6 +83,7 @@ class RunOptions:
             "cache_dir": str(self.cache_dir) if self.cache_dir else None,
             "max_cache_gb": self.max_cache_gb,
             "keep_cache": self.keep_cache,
+            "examples": self.examples,
         }
 
 
@@ -251,6 +254,7 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
         spec.endpoint = client.endpoint
         spec.cache_dir = str(client.cache_dir) if client.cache_dir else None
         spec.keep_cache = options.keep_cache
+        spec.examples = options.examples
         spec.engine_options = {"threads": engine_threads, "memory_limit": f"{int(options.memory_mb * 0.6)}MB"}
         todo.append(spec)
     budget = CacheBudget(client.cache_dir, int(options.max_cache_gb * GB))

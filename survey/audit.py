@@ -18,10 +18,10 @@ from hubsurvey.core.errors import (
     StoreError,
     scrub,
 )
+from hubsurvey.core.figures import DEFAULT_EXAMPLES
 from hubsurvey.core.roles import RoleOverrides, check_name
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import Store
-from hubsurvey.core.figures import DEFAULT_EXAMPLES
 from hubsurvey.survey.measure import ConfigResult, measure_config
 from hubsurvey.survey.sources import FolderSource, open_source
 

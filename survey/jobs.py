@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from hubsurvey.core.errors import HubsurveyError, InternalError, scrub
+from hubsurvey.core.figures import DEFAULT_EXAMPLES
 from hubsurvey.core.hub import HubClient, default_cache_dir, delete_files, is_transient
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.roles import RoleOverrides
-from hubsurvey.core.figures import DEFAULT_EXAMPLES
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.survey.sources import config_from_files
 

@@ -13,12 +13,18 @@ from typing import Any
 
 from hubsurvey import __version__
 from hubsurvey.core.errors import InternalError, SurveyError, UnreadableDataError
-from hubsurvey.core.figures import DEFAULT_EXAMPLES, EXACT_METHOD, EXACT_METHOD_VERSION, LLE_METHOD, LLE_METHOD_VERSION, METHODS
+from hubsurvey.core.figures import (
+    DEFAULT_EXAMPLES,
+    EXACT_METHOD,
+    EXACT_METHOD_VERSION,
+    LLE_METHOD,
+    LLE_METHOD_VERSION,
+    METHODS,
+)
 from hubsurvey.core.roles import ColumnRoles, RoleOverrides, resolve_roles
 from hubsurvey.core.store import now
 from hubsurvey.survey.metrics import Engine
 from hubsurvey.survey.sources import ConfigData, check_config
-
 
 #: A key value is cut to this many characters (strings) or elements (lists) in the examples table.
 EXAMPLE_VALUE_CHARS = 200

@@ -19,6 +19,7 @@ from hubsurvey.commands.options import (
     Dask,
     Db,
     DenyAuthors,
+    Examples,
     FileRate,
     Format,
     JobTimeout,
@@ -84,6 +85,7 @@ def _run_options(**options: Any) -> RunOptions:
     positive("--job-timeout", options.get("job_timeout"))
     positive("--memory-mb", options.get("memory_mb"))
     positive("--max-cache-gb", options.get("max_cache_gb"))
+    at_least("--examples", options.get("examples"), 0)
     return RunOptions(**options)
 
 
@@ -119,6 +121,7 @@ def run(
     cache_dir: CacheDir = RunOptions.cache_dir,
     max_cache_gb: MaxCacheGb = RunOptions.max_cache_gb,
     keep_cache: KeepCache = RunOptions.keep_cache,
+    examples: Examples = RunOptions.examples,
     rate: Rate = DEFAULT_RATE,
     file_rate: FileRate = DEFAULT_FILE_RATE,
     db: Db = Path(DEFAULT_DB),
@@ -128,12 +131,13 @@ def run(
     options = _run_options(workers=workers, max_hours=max_hours, dask=dask, job_timeout=job_timeout,
                            memory_mb=memory_mb, report_dir=report_dir, roles_file=str(roles) if roles else None,
                            retry_failed=_retry_classes(retry_failed), cache_dir=cache_dir,
-                           max_cache_gb=max_cache_gb, keep_cache=keep_cache)
+                           max_cache_gb=max_cache_gb, keep_cache=keep_cache, examples=examples)
     client = hub_client(rate, file_rate)
     args = {"filters": filters.as_json(), "workers": workers, "max_hours": options.max_hours, "dask": dask,
             "job_timeout": job_timeout, "memory_mb": memory_mb, "report_dir": str(report_dir), "db": str(db),
             "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate,
-            "cache_dir": str(cache_dir) if cache_dir else None, "max_cache_gb": max_cache_gb, "keep_cache": keep_cache}
+            "cache_dir": str(cache_dir) if cache_dir else None, "max_cache_gb": max_cache_gb, "keep_cache": keep_cache,
+            "examples": examples}
     _survey(db, client, filters, options, args)
 
 

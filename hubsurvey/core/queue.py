@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from hubsurvey.core import figures
 from hubsurvey.core.splits import SPLIT_ALIASES
 from hubsurvey.core.store import Store, insert, now
 
@@ -111,6 +112,7 @@ class JobQueue:
         with self.store.transaction() as con:
             self.requeue_stale()
             self.requeue_failed(retry_failed)
+            self.requeue_outdated()
             existing = {r[0]: r[1] for r in con.execute("SELECT job_id, status FROM jobs").fetchall()}
             for d in datasets:
                 configs = json.loads(d["configs"]) if isinstance(d["configs"], str) else (d["configs"] or {})
@@ -138,6 +140,23 @@ class JobQueue:
         """Jobs left ``running`` by a run that stopped go back to pending. Their attempt was never
         counted (attempts count when they end), so none is lost."""
         return self._set_status(JobStatus.PENDING, "status = $from", {"from": JobStatus.RUNNING.value})
+
+    def requeue_outdated(self) -> int:
+        """Done jobs whose rows were measured by other methods than this hubsurvey's (an older
+        version, before a method was added) go back to pending, so a rerun fills the new figures."""
+        current = figures.METHODS
+        outdated = [
+            job_id
+            for job_id, methods in self.store.query(
+                "SELECT DISTINCT dataset_id || '@' || revision_sha || '/' || config, methods::VARCHAR "
+                "FROM measurements WHERE source = 'hub'"
+            )[1]
+            if methods is None or json.loads(methods) != current
+        ]
+        if not outdated:
+            return 0
+        return self._set_status(JobStatus.PENDING, "status = $from AND list_contains($ids, job_id)",
+                                {"from": JobStatus.DONE.value, "ids": outdated})
 
     def requeue_failed(self, retry_failed: Iterable[str] | None = None) -> int:
         """Failed jobs back to pending: transient ones always (the next run retries them), and
