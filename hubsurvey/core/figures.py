@@ -596,13 +596,31 @@ def nr_rule(column: Column) -> str:
     """When a figure is NR, in words."""
     figure = column.figure
     reasons = []
-    needs = figure.needs if isinstance(figure, KeyFigure) else ()
+    needs = figure.needs if isinstance(figure, (KeyFigure, ProfileFigure)) else ()
     reasons += [f"no {split} split" for split in needs]
-    if (column.key_kind is not None and column.key_kind.needs_label) or (
-        isinstance(figure, RowFigure) and figure.needs_label
+    if isinstance(figure, ProfileFigure) and figure.needs_any:
+        reasons.append(" and no ".join(f"{split}" for split in figure.needs_any).join(("no ", " split")))
+    if (
+        (column.key_kind is not None and column.key_kind.needs_label)
+        or (isinstance(figure, RowFigure) and figure.needs_label)
+        or (isinstance(figure, ProfileFigure) and figure.needs_label)
     ):
         reasons.append("no label column")
     return "NR when " + " or ".join(reasons) if reasons else "never NR"
+
+
+def markdown_exact_sql() -> str:
+    """docs/method.md's table of the exact figures: each one's SQL beside its definition."""
+    lines = [
+        "| figure (`raw_` / `normalized_` + …) | per-key table | SQL (an aggregate over it) | NR | definition |",
+        "|---|---|---|---|---|",
+    ]
+    for f in PROFILE_FIGURES:
+        column = next(c for c in figure_columns(f.method) if c.figure is f and c.percent_of is None)
+        sql = f.sql.replace("|", "\\|")
+        pct = f"; `{f.percent[0]}` = it / rows of {f.percent[1]} × 100" if f.percent else ""
+        lines.append(f"| `{f.stem}` | {f.grain.value} | `{sql}` | {nr_rule(column)} | {f.definition}{pct} |")
+    return "\n".join(lines) + "\n"
 
 
 def markdown_figure_table() -> str:
