@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,7 @@ def measure_config(
     examples: int = DEFAULT_EXAMPLES,
     run_id: str | None = None,
     engine_options: dict[str, Any] | None = None,
+    methods: Collection[str] | None = None,
 ) -> ConfigResult:
     """Validate, infer roles, measure and build the stored rows of one config."""
     started = time.perf_counter()
@@ -92,8 +94,10 @@ def measure_config(
     roles = resolve_roles(data.features, data.dataset_id, data.config, overrides)
     try:
         with Engine(data, **(engine_options or {})) as engine:
-            measurements = engine.measure(roles.text_columns, roles.label_columns)
-            samples = engine.examples(examples) if examples else []
+            measurements = engine.measure(roles.text_columns, roles.label_columns, methods)
+            # the examples' kinds are the exact method's: measured with it only
+            wanted = examples and (methods is None or EXACT_METHOD in methods)
+            samples = engine.examples(examples) if wanted else []
             rows_by_split = engine.rows
     except SurveyError:
         raise
@@ -130,7 +134,7 @@ def measure_config(
             tool_version=__version__,
             measured_at=measured_at,
             run_id=run_id,
-            methods=dict(METHODS),
+            methods={m: v for m, v in METHODS.items() if methods is None or m in methods},
         )
         rows.append(row)
     stored = [example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in samples]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,7 +149,7 @@ class Engine:
                 selects.append(f"SELECT '{name}' AS split, pos, {picked} FROM split_{name} AS s({renamed})")
         return " UNION ALL ".join(selects)
 
-    def _load(self, text_columns: Sequence[str], label_columns: Sequence[str]) -> None:
+    def _load(self, text_columns: Sequence[str], label_columns: Sequence[str], *, normalized: bool = True) -> None:
         """rows_all(split, pos, t*, l*, h_text, h_l*, h_ntext, h_nl*): keys and their hashes, one pass.
 
         ``h_ntext`` / ``h_nl*`` hash the ``normalized`` profile of the text values (label raw). The
@@ -164,12 +164,14 @@ class Engine:
         self.normalized_text = [self._normalizer(i, sql_types[f"t{i}"]) for i in range(len(text_columns))]
         h = self.hash_sql
         hashed = []
-        for prefix, values in (("h_", self.raw_text), ("h_n", self.normalized_text)):
+        profiles = [("h_", self.raw_text)] + ([("h_n", self.normalized_text)] if normalized else [])
+        for prefix, values in profiles:
             text = ", ".join(values)
             hashed.append(f"{h.format(text)} AS {prefix}text")
             hashed += [f"{h.format(f'{text}, l{j}')} AS {prefix}l{j}" for j in range(len(label_columns))]
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE rows_all AS SELECT *, {', '.join(hashed)} FROM ({stacked})")
         self._loaded = (tuple(text_columns), tuple(label_columns))
+        self._profiles = (registry.RAW, registry.NORMALIZED) if normalized else (registry.RAW,)
 
     def _normalizer(self, i: int, sql_type: str) -> str:
         """SQL for the ``normalized`` profile of text column ``t<i>``: a vectorized Python function
@@ -222,32 +224,37 @@ class Engine:
         return dict(zip(names, result.fetchone() or ()))
 
     def _text_keys(self) -> dict[registry.Profile, list[str]]:
-        return {
-            registry.RAW: self._key("h_text", self.raw_text),
-            registry.NORMALIZED: self._key("h_ntext", self.normalized_text),
-        }
+        """The text key of each loaded profile (the hash, or the values when the hash collides)."""
+        keys = {registry.RAW: self._key("h_text", self.raw_text)}
+        if registry.NORMALIZED in self._profiles:
+            keys[registry.NORMALIZED] = self._key("h_ntext", self.normalized_text)
+        return keys
 
     def _pair_key(self, profile: registry.Profile, j: int) -> list[str]:
         """The (text key, label ``l<j>``) key of a profile: the label is always compared raw."""
         text = self.raw_text if profile is registry.RAW else self.normalized_text
         return self._key(f"h_{'' if profile is registry.RAW else 'n'}l{j}", [*text, f"l{j}"])
 
-    def measure(self, text_columns: Sequence[str], label_columns: Sequence[str]) -> list[Measurement]:
+    def measure(self, text_columns: Sequence[str], label_columns: Sequence[str],
+                methods: Collection[str] | None = None) -> list[Measurement]:
         """One Measurement per label column (or one with label_column None when there is none).
 
         Per profile, one GROUP BY over the text key gives the text figures (LLE's text_ figures
         from the raw one), and per label column one GROUP BY over (text, label) gives the label
-        figures (LLE's text_and_label_ figures from the raw one).
+        figures (LLE's text_and_label_ figures from the raw one). ``methods`` (default: all)
+        limits the figures to those methods' (the benchmark measures LLE alone with it).
         """
+        methods = set(registry.METHODS if methods is None else methods)
+        exact = registry.EXACT_METHOD in methods
         text_columns, label_columns = tuple(text_columns), tuple(label_columns)
-        self._load(text_columns, label_columns)
+        self._load(text_columns, label_columns, normalized=exact)
         text_keys = self._text_keys()
         text: dict[str, Any] = {}
         for profile, key in text_keys.items():
             items = registry.lle_items(registry.TEXT) if profile is registry.RAW else []
-            items += registry.profile_figures_sql(profile, registry.Grain.TEXT)
+            items += registry.profile_figures_sql(profile, registry.Grain.TEXT) if exact else []
             text.update(self._select(registry.text_grain_sql(", ".join(key), items)))
-        columns = registry.figure_columns()
+        columns = [c for c in registry.figure_columns() if c.method in methods]
         if not label_columns:
             # No label column: every figure that needs one is NR.
             return [Measurement(None, text_columns, {c.name: text.get(c.name) for c in columns})]
@@ -255,9 +262,13 @@ class Engine:
         for j, label in enumerate(label_columns):
             figures = dict(text)
             for profile, key in text_keys.items():
-                items = registry.lle_items(registry.TEXT_AND_LABEL) if profile is registry.RAW else []
-                items += registry.profile_figures_sql(profile, registry.Grain.LABEL)
-                figures.update(self._select(registry.label_grain_sql(key, self._pair_key(profile, j), items)))
+                pair = self._pair_key(profile, j)
+                lle = registry.lle_items(registry.TEXT_AND_LABEL) if profile is registry.RAW else []
+                if exact:
+                    items = lle + registry.profile_figures_sql(profile, registry.Grain.LABEL)
+                    figures.update(self._select(registry.label_grain_sql(key, pair, items)))
+                else:  # LLE alone needs no window over the text: group by the pair only
+                    figures.update(self._select(registry.text_grain_sql(", ".join(pair), lle)))
             figures.update(self._row_figures(figures))
             out.append(Measurement(label, text_columns, {c.name: figures[c.name] for c in columns}))
         return out
