@@ -15,8 +15,16 @@ from typing import Any
 
 from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, columns
 from hubsurvey.analysis.findings import findings
-from hubsurvey.analysis.render import DEFINITIONS, environment, provenance, shared_tables
+from hubsurvey.analysis.render import (
+    DEFINITIONS,
+    EXACT_DEFINITIONS,
+    environment,
+    profile_nr_rule,
+    provenance,
+    shared_tables,
+)
 from hubsurvey.analysis.report import KEY_LABELS, REPORT_MD
+from hubsurvey.core import figures
 from hubsurvey.core.store import Store
 
 DEFAULT_LICENSE = "cc-by-4.0"
@@ -85,6 +93,29 @@ def task_categories(store: Store) -> list[str]:
 
 
 @dataclass(frozen=True)
+class CardColumn:
+    name: str
+    method: str  # the method whose figure it is ('' for identity and provenance columns)
+    meaning: str
+
+
+def card_columns() -> list[CardColumn]:
+    """Every exported column with its method and meaning; a figure's meaning is generated from the
+    registry (its definition, its key profile for an exact figure, and when it is NR)."""
+    by_name = {c.name: c for c in figures.figure_columns()}
+    out = []
+    for name, meaning in columns().items():
+        column = by_name.get(name)
+        if column is None:
+            out.append(CardColumn(name, "", meaning))
+            continue
+        figure = column.figure
+        rule = profile_nr_rule(figure) if isinstance(figure, figures.ProfileFigure) else figures.nr_rule(column)
+        out.append(CardColumn(name, column.method, f"{column.definition}; {rule}"))
+    return out
+
+
+@dataclass(frozen=True)
 class CardFile:
     path: str
     description: str
@@ -123,8 +154,10 @@ def render_card(
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,
-        "columns": columns(),
+        "columns": card_columns(),
         "definitions": DEFINITIONS,
+        "exact_definitions": EXACT_DEFINITIONS,
+        "gain": found["normalization_gain"][0],
         "f": found,
         "o": overview,
         "a": found["annotation"][0],

@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 TEXT_COLOR = "#d1495b"
 TEXT_AND_LABEL_COLOR = "#2e86ab"
 KEY_LABELS = {"text": "text", "text_and_label": "text+label"}
+#: The key profiles of the exact method (raw vs normalized contamination chart).
+RAW_COLOR = "#6c757d"
+NORMALIZED_COLOR = "#f4a259"
 
 
 def available() -> bool:
@@ -139,13 +142,50 @@ def task_chart(by_task: Sequence[Mapping[str, Any]], limit: int = 15) -> str | N
     return _png(fig)
 
 
+def contamination_chart(raw_vs_normalized: Sequence[Mapping[str, Any]], limit: int = 20) -> str | None:
+    """Raw vs normalized contaminated test rows (%), per dataset, and the gain in points.
+
+    Left: both percentages side by side; right: their difference on its own scale (a gain of a
+    few tenths of a point is invisible beside a 0-100 % axis). The datasets shown are those that
+    gain most (then the most contaminated), at most ``limit``, in that order from the top.
+    """
+    rows = sorted(raw_vs_normalized, key=lambda r: (-_value(r["extra_pct_points"]),
+                                                    -_value(r["normalized_contaminated_test_pct"]),
+                                                    str(r["dataset_id"])))[:limit]
+    if not rows:
+        return None
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 1.2 + 0.42 * len(rows)), sharey=True,
+                                      gridspec_kw={"width_ratios": [3, 2]})
+    names = [plain(str(r["dataset_id"])[:45]) for r in rows][::-1]
+    ys = list(range(len(rows)))
+    raw = [_value(r["raw_contaminated_test_pct"]) for r in rows][::-1]
+    normalized = [_value(r["normalized_contaminated_test_pct"]) for r in rows][::-1]
+    extra = [_value(r["extra_pct_points"]) for r in rows][::-1]
+    left.barh([y + 0.2 for y in ys], normalized, height=0.4, color=NORMALIZED_COLOR, label="normalized")
+    left.barh([y - 0.2 for y in ys], raw, height=0.4, color=RAW_COLOR, label="raw")
+    left.set_yticks(ys, names, fontsize=8)
+    left.set_xlim(0, 105)
+    left.set_xlabel("contaminated test rows, % of test rows")
+    left.grid(axis="x", alpha=0.3)
+    left.legend(loc="lower right", frameon=False, fontsize=8)
+    bars = right.barh(ys, extra, height=0.6, color=NORMALIZED_COLOR)
+    right.bar_label(bars, labels=[f"+{v:.2f}" for v in extra], fontsize=8, padding=2)
+    right.set_xlim(0, max([*extra, 0.01]) * 1.35)
+    right.set_xlabel("normalized − raw (percentage points)")
+    right.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
 def charts(found: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, str | None]:
     """Every chart of the report; all None (and one warning) when matplotlib is not installed."""
     if not available():
         log.warning("matplotlib is not installed: report.html has no charts (pip install 'hubsurvey[report]')")
-        return {"splits": None, "test_bias": None, "by_task_category": None}
+        return {"splits": None, "test_bias": None, "by_task_category": None, "raw_vs_normalized": None}
     return {
         "splits": splits_chart(found["splits"]),
         "test_bias": bias_chart(found["test_bias"]),
         "by_task_category": task_chart(found["by_task_category"]),
+        "raw_vs_normalized": contamination_chart(found["raw_vs_normalized"]),
     }

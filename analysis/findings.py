@@ -30,8 +30,13 @@ FINDINGS: dict[str, str] = {
     "top_test_biased": "findings_top_test_biased",
     "by_task_category": "findings_by_task_category",
     "failures": "findings_failures",
+    "exact_configs": "findings_exact_configs",
     "verdict_rules": "findings_verdict_rules",
     "dataset_verdict": "findings_dataset_verdict",
+    "raw_vs_normalized": "findings_raw_vs_normalized",
+    "normalization_gain": "findings_normalization_gain",
+    "label_conflicts": "findings_label_conflicts",
+    "validation_leaks": "findings_validation_leaks",
     "mixed_revisions": "findings_mixed_revisions",
 }
 

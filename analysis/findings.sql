@@ -22,6 +22,12 @@ CREATE OR REPLACE TEMP MACRO pct(n, d) AS round(100.0 * n / nullif(d, 0), 2);
 -- so that every finding can be recomputed from lle.csv alone.
 CREATE OR REPLACE TEMP MACRO published_pct(x) AS round(x, 3);
 
+-- exact_measured(methods): the row was measured by the exact method, exact-2026 (EXACT_METHOD in
+-- hubsurvey/core/figures.py): its `methods` JSON names it. A row measured before that method has
+-- methods NULL (or without "exact-2026"): its exact figures are NULL because they were NOT
+-- measured, not because they are NR, so every exact finding leaves such rows out.
+CREATE OR REPLACE TEMP MACRO exact_measured(methods) AS coalesce(json_exists(methods, '$."exact-2026"'), false);
+
 
 -- view: findings_overview
 -- What was measured, in one row: the counts every other table is a part of.
@@ -32,6 +38,10 @@ CREATE OR REPLACE TEMP MACRO published_pct(x) AS round(x, 3);
 --   rows_with_train / rows_with_validation   rows whose config has that split
 --   crawled_datasets / eligible_datasets / excluded_datasets   from the crawl (datasets table)
 --   jobs / jobs_done / jobs_failed                               from the jobs table
+--   methods           every method (with its version) whose figures the rows hold: the row's
+--                     `method` and the keys of its `methods` JSON
+--   rows_exact / datasets_exact   rows (datasets with at least one row) measured by exact-2026:
+--                     the only rows the exact findings count (see exact_measured)
 SELECT
     (SELECT count(*) FROM current_measurements)                                   AS measurement_rows,
     (SELECT count(DISTINCT dataset_id) FROM current_measurements)                 AS datasets,
@@ -47,8 +57,12 @@ SELECT
     (SELECT count(*) FROM jobs WHERE status = 'failed')                           AS jobs_failed,
     (SELECT min(measured_at) FROM current_measurements)                           AS first_measured_at,
     (SELECT max(measured_at) FROM current_measurements)                           AS last_measured_at,
-    (SELECT string_agg(DISTINCT method || ' v' || method_version, ', ' ORDER BY method || ' v' || method_version)
-       FROM current_measurements)                                                 AS methods,
+    (SELECT string_agg(DISTINCT m, ', ' ORDER BY m)
+       FROM (SELECT unnest(list_concat([method || ' v' || method_version],
+                                   list_transform(json_keys(methods), lambda k: k || ' v' || (methods ->> k)))) AS m
+             FROM current_measurements))                                          AS methods,
+    (SELECT count(*) FROM current_measurements WHERE exact_measured(methods))    AS rows_exact,
+    (SELECT count(DISTINCT dataset_id) FROM current_measurements WHERE exact_measured(methods)) AS datasets_exact,
     (SELECT string_agg(DISTINCT tool_version, ', ' ORDER BY tool_version) FROM current_measurements) AS tool_versions;
 
 
@@ -259,50 +273,129 @@ ORDER BY kind DESC, count DESC, reason;
 
 
 
+-- view: findings_exact_configs
+-- The exact figures (method exact-2026, hubsurvey/core/figures.py) of every (dataset, config) of
+-- current_measurements measured by that method, one row per config. Every exact finding below reads
+-- this view, so ONLY CONFIGS MEASURED BY exact-2026 COUNT in their denominators: a row measured
+-- before the method existed (methods NULL, or without "exact-2026") has NULL exact figures because
+-- they were not measured, not because they are NR, and is left out here.
+-- The text figures repeat in each label-column row of a config: they are taken once (max of equal
+-- values). The label figures differ per label column: the config keeps its worst label column (max).
+-- Per profile p (raw: exact values, as LLE compares them; normalized: NFKC, case-folded, whitespace
+-- collapsed and stripped; see the card or docs/method.md):
+--   label_columns                       the config's label columns (0: none; label figures NR)
+--   rows_train / rows_validation / rows_test   split sizes (NULL: no such split)
+--   p_test_rows_contaminated            test rows in train or validation, or repeating an earlier
+--                                       test row, each counted once
+--   p_contaminated_test_pct             = p_test_rows_contaminated / rows_test × 100 (stored unrounded)
+--   p_validation_rows_in_train          validation rows whose text occurs in train
+--                                       (NULL = NR: no train or no validation split)
+--   p_validation_rows_in_train_pct      = p_validation_rows_in_train / rows_validation × 100
+--   p_test_rows_in_train_conflicting_label  test rows whose text occurs in train, never with their
+--                                       label (worst label column; NULL = NR: no label or no train)
+--   p_conflicting_texts                 distinct texts with more than one label within one split,
+--                                       summed over train, validation and test (NR splits as 0;
+--                                       worst label column; NULL = NR: no label column)
+SELECT
+    dataset_id,
+    config,
+    count(label_column)                                        AS label_columns,
+    max(rows_train)                                            AS rows_train,
+    max(rows_validation)                                       AS rows_validation,
+    max(rows_test)                                             AS rows_test,
+    max(raw_test_rows_contaminated)                            AS raw_test_rows_contaminated,
+    max(raw_contaminated_test_pct)                             AS raw_contaminated_test_pct,
+    max(normalized_test_rows_contaminated)                     AS normalized_test_rows_contaminated,
+    max(normalized_contaminated_test_pct)                      AS normalized_contaminated_test_pct,
+    max(raw_validation_rows_in_train)                          AS raw_validation_rows_in_train,
+    max(raw_validation_rows_in_train_pct)                      AS raw_validation_rows_in_train_pct,
+    max(normalized_validation_rows_in_train)                   AS normalized_validation_rows_in_train,
+    max(normalized_validation_rows_in_train_pct)               AS normalized_validation_rows_in_train_pct,
+    max(raw_test_rows_in_train_conflicting_label)              AS raw_test_rows_in_train_conflicting_label,
+    max(normalized_test_rows_in_train_conflicting_label)       AS normalized_test_rows_in_train_conflicting_label,
+    max(coalesce(raw_conflicting_texts_train, 0) + coalesce(raw_conflicting_texts_validation, 0)
+        + raw_conflicting_texts_test)                          AS raw_conflicting_texts,
+    max(coalesce(normalized_conflicting_texts_train, 0) + coalesce(normalized_conflicting_texts_validation, 0)
+        + normalized_conflicting_texts_test)                   AS normalized_conflicting_texts
+FROM current_measurements
+WHERE exact_measured(methods)
+GROUP BY dataset_id, config
+ORDER BY dataset_id, config;
+
+
 -- view: findings_verdict_rules
--- The verdict rule of a dataset, its thresholds written once (here): findings_dataset_verdict
--- applies it and the report prints its `rule` column. A dataset gets the first rule, in `ord`
--- order, that it meets:
---   clean       0 text leaks from train or validation to test and 0 text duplicates in test,
---               in every config (NR taken as 0)
---   minor       not clean, worst text test_biased < 1 %
---   caution     worst text test_biased >= 1 % and < 5 %
---   unreliable  worst text test_biased >= 5 %
--- worst text test_biased: the highest text_test_biased (as published, 3 decimals) among the
--- dataset's rows. The text key is used: it is the stricter one (a text+label leak or duplicate is
--- also a text one). at_least_pct / below_pct: the rule's bounds on it (NULL: no bound).
-WITH thresholds(minor_below, caution_below) AS (VALUES (1.0, 5.0))
-SELECT ord, verdict, at_least_pct, below_pct,
-       CASE WHEN verdict = 'clean'
-            THEN '0 text leaks from train or validation to test and 0 text duplicates in test'
-            ELSE 'not clean, worst text test_biased'
-                 || coalesce(' ≥ ' || printf('%g', at_least_pct) || '%', '')
-                 || CASE WHEN at_least_pct IS NOT NULL AND below_pct IS NOT NULL THEN ' and' ELSE '' END
-                 || coalesce(' below ' || printf('%g', below_pct) || '%', '') END AS rule
-FROM (
+-- The verdict rules of a dataset, their thresholds written once (here): findings_dataset_verdict
+-- applies them and the report prints their `rule` column. A dataset is judged on one basis and
+-- gets the first rule of that basis, in `ord` order, that it meets:
+--   basis 'exact-2026' (every config of the dataset was measured by the exact method):
+--     measure: worst normalized contaminated_test_pct = the highest normalized_contaminated_test_pct
+--     among the dataset's configs (%, rounded to 3 decimals as published). It counts test rows, each
+--     once: rows found in train or validation, or repeating an earlier test row, under the
+--     normalized key profile (which finds every raw match and more). Validation leaks count.
+--       clean       0 contaminated test rows (normalized profile) in every config
+--       minor       not clean, worst normalized contaminated_test_pct < 1 %
+--       caution     >= 1 % and < 5 %
+--       unreliable  >= 5 %
+--   basis 'lle-2024' (the fallback: a config of the dataset was measured before the exact method,
+--     so its exact figures are NULL, not 0, and cannot clear it): the LLE rule, as before:
+--       clean       0 text leaks from train or validation to test and 0 text duplicates in test,
+--                   in every config (NR taken as 0)
+--       minor / caution / unreliable   worst text test_biased < 1 % / >= 1 % and < 5 % / >= 5 %,
+--                   worst text test_biased being the highest text_test_biased (3 decimals) of its
+--                   rows (the text key: the stricter one).
+-- at_least_pct / below_pct: the rule's bounds on the basis' measure (NULL: no bound). Both bases
+-- share the thresholds (minor below 1 %, caution below 5 %).
+WITH thresholds(minor_below, caution_below) AS (VALUES (1.0, 5.0)),
+bases(basis, basis_ord, measure, clean_rule) AS (
+    VALUES ('exact-2026', 1, 'worst normalized contaminated_test_pct',
+            '0 contaminated test rows (normalized profile: in train or validation, or repeated in test) in every config'),
+           ('lle-2024', 2, 'worst text test_biased',
+            '0 text leaks from train or validation to test and 0 text duplicates in test')
+),
+grades AS (
     SELECT 1 AS ord, 'clean' AS verdict, NULL::DOUBLE AS at_least_pct, NULL::DOUBLE AS below_pct FROM thresholds
     UNION ALL SELECT 2, 'minor', NULL, minor_below FROM thresholds
     UNION ALL SELECT 3, 'caution', minor_below, caution_below FROM thresholds
     UNION ALL SELECT 4, 'unreliable', caution_below, NULL FROM thresholds
 )
-ORDER BY ord;
+SELECT b.basis, g.ord, g.verdict, b.measure, g.at_least_pct, g.below_pct,
+       CASE WHEN g.verdict = 'clean'
+            THEN b.clean_rule
+            ELSE 'not clean, ' || b.measure
+                 || coalesce(' ≥ ' || printf('%g', g.at_least_pct) || '%', '')
+                 || CASE WHEN g.at_least_pct IS NOT NULL AND g.below_pct IS NOT NULL THEN ' and' ELSE '' END
+                 || coalesce(' below ' || printf('%g', g.below_pct) || '%', '') END AS rule
+FROM bases b CROSS JOIN grades g
+ORDER BY b.basis_ord, g.ord;
 
 
 -- view: findings_dataset_verdict
--- "Can I trust this dataset?": one row per dataset of current_measurements, with its verdict
--- (the rule of findings_verdict_rules it meets). Per dataset, over its configs:
+-- "Can I trust this dataset?": one row per dataset of current_measurements, with its verdict (the
+-- rule of findings_verdict_rules it meets) and the basis it was judged on:
+--   verdict_basis                  'exact-2026' when every config of the dataset was measured by the
+--                                  exact method; else 'lle-2024' (the LLE fallback rule: NULL exact
+--                                  figures were not measured and never make a dataset clean)
 --   configs / rows                 distinct configs / result rows (label columns) measured
+--   configs_exact                  configs measured by exact-2026 (= configs on the exact basis)
 --   rows_test                      test rows, summed over configs
---   worst_text_test_biased         highest text_test_biased (%, 3 decimals as published)
+--   worst_normalized_contaminated_test_pct / worst_raw_contaminated_test_pct
+--                                  the highest <profile>_contaminated_test_pct among the configs
+--                                  measured by exact-2026 (%, 3 decimals; NULL: none was)
+--   normalized_test_rows_contaminated / raw_test_rows_contaminated
+--                                  contaminated test rows, summed over those configs
+--   worst_exact_config             the config with the worst normalized value (ties: first by name)
+--   worst_text_test_biased         highest text_test_biased (%, 3 decimals as published), LLE
 --   worst_config                   the config with that value (ties: first by name)
 --   text_leaks_train_wrt_test      text leaks train -> test, summed over configs
 --   text_leaks_validation_wrt_test text leaks validation -> test, summed over configs (NULL: no
 --                                  config has a validation split)
 --   text_duplication_test          text duplicates in test, summed over configs
 -- A config's text figures repeat in each of its label-column rows: they are taken once per config.
+-- Worst first: by verdict (unreliable first), then by the measure of the dataset's basis.
 WITH per_config AS (
     SELECT dataset_id, config,
            count(*)                              AS rows,
+           bool_and(exact_measured(methods))     AS exact,
            max(rows_test)                        AS rows_test,
            max(published_pct(text_test_biased))  AS text_test_biased,
            max(text_leaks_train_wrt_test)        AS text_leaks_train_wrt_test,
@@ -313,7 +406,9 @@ WITH per_config AS (
 ),
 per_dataset AS (
     SELECT dataset_id,
+           CASE WHEN bool_and(exact) THEN 'exact-2026' ELSE 'lle-2024' END       AS verdict_basis,
            count(*)                                                              AS configs,
+           count(*) FILTER (WHERE exact)                                         AS configs_exact,
            sum(rows)::BIGINT                                                     AS rows,
            sum(rows_test)::BIGINT                                                AS rows_test,
            max(text_test_biased)                                                 AS worst_text_test_biased,
@@ -323,18 +418,206 @@ per_dataset AS (
            sum(text_duplication_test)::BIGINT                                    AS text_duplication_test
     FROM per_config
     GROUP BY dataset_id
+),
+exact AS (
+    SELECT dataset_id,
+           max(published_pct(normalized_contaminated_test_pct))                  AS worst_normalized_contaminated_test_pct,
+           max(published_pct(raw_contaminated_test_pct))                         AS worst_raw_contaminated_test_pct,
+           sum(normalized_test_rows_contaminated)::BIGINT                        AS normalized_test_rows_contaminated,
+           sum(raw_test_rows_contaminated)::BIGINT                               AS raw_test_rows_contaminated,
+           first(config ORDER BY normalized_contaminated_test_pct DESC NULLS LAST, config) AS worst_exact_config
+    FROM findings_exact_configs
+    GROUP BY dataset_id
+),
+judged AS (
+    SELECT d.dataset_id, d.verdict_basis, d.configs, d.configs_exact, d.rows, d.rows_test,
+           e.worst_normalized_contaminated_test_pct, e.worst_raw_contaminated_test_pct,
+           e.normalized_test_rows_contaminated, e.raw_test_rows_contaminated, e.worst_exact_config,
+           d.worst_text_test_biased, d.worst_config,
+           d.text_leaks_train_wrt_test, d.text_leaks_validation_wrt_test, d.text_duplication_test,
+           -- the basis' measure, and whether the dataset is clean on that basis
+           CASE WHEN d.verdict_basis = 'exact-2026' THEN coalesce(e.worst_normalized_contaminated_test_pct, 0)
+                ELSE coalesce(d.worst_text_test_biased, 0) END                  AS measure,
+           CASE WHEN d.verdict_basis = 'exact-2026' THEN coalesce(e.normalized_test_rows_contaminated, 0) = 0
+                ELSE coalesce(d.text_leaks_train_wrt_test, 0) + coalesce(d.text_leaks_validation_wrt_test, 0)
+                     + coalesce(d.text_duplication_test, 0) = 0 END              AS is_clean
+    FROM per_dataset d
+    LEFT JOIN exact e ON e.dataset_id = d.dataset_id
+),
+verdicts AS (
+    SELECT j.*,
+           (SELECT r.ord FROM findings_verdict_rules r
+            WHERE r.basis = j.verdict_basis
+              AND (r.verdict = 'clean') = j.is_clean
+              AND (r.at_least_pct IS NULL OR j.measure >= r.at_least_pct)
+              AND (r.below_pct IS NULL OR j.measure < r.below_pct)
+            ORDER BY r.ord LIMIT 1) AS verdict_ord
+    FROM judged j
 )
-SELECT d.*,
-       CASE WHEN coalesce(d.text_leaks_train_wrt_test, 0) + coalesce(d.text_leaks_validation_wrt_test, 0)
-                 + coalesce(d.text_duplication_test, 0) = 0
-            THEN 'clean'
-            ELSE (SELECT r.verdict FROM findings_verdict_rules r
-                  WHERE r.verdict <> 'clean'
-                    AND (r.at_least_pct IS NULL OR coalesce(d.worst_text_test_biased, 0) >= r.at_least_pct)
-                    AND (r.below_pct IS NULL OR coalesce(d.worst_text_test_biased, 0) < r.below_pct)
-                  ORDER BY r.ord LIMIT 1) END AS verdict
-FROM per_dataset d
-ORDER BY d.worst_text_test_biased DESC NULLS LAST, d.dataset_id;
+SELECT v.dataset_id,
+       (SELECT r.verdict FROM findings_verdict_rules r WHERE r.basis = v.verdict_basis AND r.ord = v.verdict_ord) AS verdict,
+       v.verdict_basis, v.configs, v.configs_exact, v.rows, v.rows_test,
+       v.worst_normalized_contaminated_test_pct, v.worst_raw_contaminated_test_pct,
+       v.normalized_test_rows_contaminated, v.raw_test_rows_contaminated, v.worst_exact_config,
+       v.worst_text_test_biased, v.worst_config,
+       v.text_leaks_train_wrt_test, v.text_leaks_validation_wrt_test, v.text_duplication_test
+FROM verdicts v
+ORDER BY v.verdict_ord DESC, v.measure DESC, v.dataset_id;
+
+
+-- view: findings_raw_vs_normalized
+-- Raw vs normalized contamination, one row per dataset with at least one config measured by
+-- exact-2026 (those configs only; text figures once per config, from findings_exact_configs):
+-- what LLE's exact (raw) matching misses that the normalized key profile finds.
+--   configs_exact                        configs measured by exact-2026
+--   rows_test                            their test rows (the denominator of both percentages)
+--   raw_test_rows_contaminated / raw_contaminated_test_pct
+--       contaminated test rows under the raw profile, summed over those configs, and as a % of
+--       rows_test (pooled over the configs, 2 decimals; the verdict uses the worst config instead)
+--   normalized_test_rows_contaminated / normalized_contaminated_test_pct   the same, normalized
+--   extra_test_rows                      normalized − raw contaminated test rows (>= 0: a raw match
+--                                        is also a normalized one)
+--   extra_pct_points                     normalized_contaminated_test_pct − raw_contaminated_test_pct
+--                                        (unrounded difference, then rounded to 2 decimals)
+-- Most extra rows first.
+WITH per_dataset AS (
+    SELECT dataset_id,
+           count(*)                                     AS configs_exact,
+           sum(rows_test)::BIGINT                       AS rows_test,
+           sum(raw_test_rows_contaminated)::BIGINT      AS raw_test_rows_contaminated,
+           sum(normalized_test_rows_contaminated)::BIGINT AS normalized_test_rows_contaminated
+    FROM findings_exact_configs
+    GROUP BY dataset_id
+)
+SELECT dataset_id, configs_exact, rows_test,
+       raw_test_rows_contaminated,
+       pct(raw_test_rows_contaminated, rows_test)                                  AS raw_contaminated_test_pct,
+       normalized_test_rows_contaminated,
+       pct(normalized_test_rows_contaminated, rows_test)                           AS normalized_contaminated_test_pct,
+       normalized_test_rows_contaminated - raw_test_rows_contaminated              AS extra_test_rows,
+       pct(normalized_test_rows_contaminated - raw_test_rows_contaminated, rows_test) AS extra_pct_points
+FROM per_dataset
+ORDER BY extra_test_rows DESC, normalized_contaminated_test_pct DESC NULLS LAST, dataset_id;
+
+
+-- view: findings_normalization_gain
+-- What exact (raw) matching misses, in one row: the share of datasets whose normalized
+-- contamination exceeds their raw one. Unit: a dataset, over its configs measured by exact-2026
+-- (findings_raw_vs_normalized); only those datasets are in the denominator.
+--   datasets_with_more / datasets / pct_datasets_with_more
+--       datasets with normalized_test_rows_contaminated > raw_test_rows_contaminated
+--       over datasets with at least one config measured by exact-2026
+--   extra_test_rows / test_rows / extra_pct_of_test_rows
+--       normalized − raw contaminated test rows, summed over those datasets,
+--       over their test rows (pooled: the percentage points gained over all measured test rows)
+--   raw_test_rows_contaminated / normalized_test_rows_contaminated   the two totals
+--   max_extra_pct_points / max_extra_dataset
+--       the largest gain of one dataset in percentage points (findings_raw_vs_normalized's
+--       extra_pct_points) and that dataset (ties: first by id); NULL when no dataset gains
+--   median_extra_pct_points_of_gainers
+--       the median gain in percentage points among the datasets_with_more
+SELECT
+    count(*) FILTER (WHERE extra_test_rows > 0)                                  AS datasets_with_more,
+    count(*)                                                                     AS datasets,
+    pct(count(*) FILTER (WHERE extra_test_rows > 0), count(*))                   AS pct_datasets_with_more,
+    coalesce(sum(extra_test_rows), 0)::BIGINT                                    AS extra_test_rows,
+    coalesce(sum(rows_test), 0)::BIGINT                                          AS test_rows,
+    pct(sum(extra_test_rows), sum(rows_test))                                    AS extra_pct_of_test_rows,
+    coalesce(sum(raw_test_rows_contaminated), 0)::BIGINT                         AS raw_test_rows_contaminated,
+    coalesce(sum(normalized_test_rows_contaminated), 0)::BIGINT                  AS normalized_test_rows_contaminated,
+    max(extra_pct_points) FILTER (WHERE extra_test_rows > 0)                     AS max_extra_pct_points,
+    first(dataset_id ORDER BY extra_pct_points DESC, dataset_id) FILTER (WHERE extra_test_rows > 0) AS max_extra_dataset,
+    median(extra_pct_points) FILTER (WHERE extra_test_rows > 0)                  AS median_extra_pct_points_of_gainers
+FROM findings_raw_vs_normalized;
+
+
+-- view: findings_label_conflicts
+-- The share of datasets with exact label conflicts, one row per key profile (raw, then normalized;
+-- the label is always compared exactly, a sequence label as a whole). Unit: a dataset, over its
+-- configs measured by exact-2026 that have a label column (findings_exact_configs; label figures
+-- are NR without one). A dataset has a conflict when one of its label columns has:
+--   test_train: a test row whose text occurs in train but never with its label
+--               (<profile>_test_rows_in_train_conflicting_label > 0), or
+--   within:     a text with more than one label within train, validation or test
+--               (<profile>_conflicting_texts_<split> > 0).
+--   with_conflict / datasets / pct_with_conflict     either kind, over datasets with a label column
+--                                                    measured by exact-2026
+--   with_test_train_conflict / pct_with_test_train_conflict   the first kind only (same denominator)
+--   with_within_split_conflict / pct_with_within_split_conflict   the second kind only
+--   test_rows_conflicting     test rows in train with another label, summed over the datasets
+--                             (per config its worst label column)
+WITH per_dataset AS (
+    SELECT dataset_id,
+           max(raw_test_rows_in_train_conflicting_label)        AS raw_test_train,
+           max(raw_conflicting_texts)                           AS raw_within,
+           sum(raw_test_rows_in_train_conflicting_label)        AS raw_rows,
+           max(normalized_test_rows_in_train_conflicting_label) AS normalized_test_train,
+           max(normalized_conflicting_texts)                    AS normalized_within,
+           sum(normalized_test_rows_in_train_conflicting_label) AS normalized_rows
+    FROM findings_exact_configs
+    WHERE label_columns > 0
+    GROUP BY dataset_id
+),
+profiles AS (
+    SELECT 1 AS ord, 'raw' AS profile, raw_test_train AS test_train, raw_within AS within, raw_rows AS test_rows
+    FROM per_dataset
+    UNION ALL
+    SELECT 2, 'normalized', normalized_test_train, normalized_within, normalized_rows FROM per_dataset
+),
+grid(ord, profile) AS (VALUES (1, 'raw'), (2, 'normalized'))
+SELECT
+    grid.profile,
+    count(p.profile) FILTER (WHERE p.test_train > 0 OR p.within > 0)                     AS with_conflict,
+    count(p.profile)                                                                     AS datasets,
+    pct(count(p.profile) FILTER (WHERE p.test_train > 0 OR p.within > 0), count(p.profile)) AS pct_with_conflict,
+    count(p.profile) FILTER (WHERE p.test_train > 0)                                     AS with_test_train_conflict,
+    pct(count(p.profile) FILTER (WHERE p.test_train > 0), count(p.profile))              AS pct_with_test_train_conflict,
+    count(p.profile) FILTER (WHERE p.within > 0)                                         AS with_within_split_conflict,
+    pct(count(p.profile) FILTER (WHERE p.within > 0), count(p.profile))                  AS pct_with_within_split_conflict,
+    coalesce(sum(p.test_rows), 0)::BIGINT                                                AS test_rows_conflicting
+FROM grid
+LEFT JOIN profiles p ON p.ord = grid.ord
+GROUP BY grid.ord, grid.profile
+ORDER BY grid.ord;
+
+
+-- view: findings_validation_leaks
+-- The share of datasets with train↔validation leaks (which LLE does not measure), one row per key
+-- profile (raw, then normalized). Unit: a dataset, over its configs measured by exact-2026 that have
+-- both a train and a validation split (<profile>_validation_rows_in_train not NR).
+--   with_leak / datasets / pct_with_leak
+--       datasets with <profile>_validation_rows_in_train > 0 (summed over those configs)
+--       over datasets with both splits measured by exact-2026
+--   validation_rows_in_train / validation_rows / pct_validation_rows_in_train
+--       validation rows whose text occurs in train, summed over those datasets,
+--       over their validation rows (pooled)
+WITH per_dataset AS (
+    SELECT dataset_id,
+           sum(rows_validation)                     AS rows_validation,
+           sum(raw_validation_rows_in_train)        AS raw_leaks,
+           sum(normalized_validation_rows_in_train) AS normalized_leaks
+    FROM findings_exact_configs
+    WHERE raw_validation_rows_in_train IS NOT NULL
+    GROUP BY dataset_id
+),
+profiles AS (
+    SELECT 1 AS ord, 'raw' AS profile, raw_leaks AS leaks, rows_validation FROM per_dataset
+    UNION ALL
+    SELECT 2, 'normalized', normalized_leaks, rows_validation FROM per_dataset
+),
+grid(ord, profile) AS (VALUES (1, 'raw'), (2, 'normalized'))
+SELECT
+    grid.profile,
+    count(p.leaks) FILTER (WHERE p.leaks > 0)                         AS with_leak,
+    count(p.leaks)                                                    AS datasets,
+    pct(count(p.leaks) FILTER (WHERE p.leaks > 0), count(p.leaks))    AS pct_with_leak,
+    coalesce(sum(p.leaks), 0)::BIGINT                                 AS validation_rows_in_train,
+    coalesce(sum(p.rows_validation), 0)::BIGINT                       AS validation_rows,
+    pct(sum(p.leaks), sum(p.rows_validation))                         AS pct_validation_rows_in_train
+FROM grid
+LEFT JOIN profiles p ON p.ord = grid.ord
+GROUP BY grid.ord, grid.profile
+ORDER BY grid.ord;
 
 
 -- view: findings_mixed_revisions

@@ -18,13 +18,51 @@ import jinja2
 
 from hubsurvey import __version__
 from hubsurvey.core import figures
-from hubsurvey.core.figures import LLE_METHOD, LLE_METHOD_VERSION
+from hubsurvey.core.figures import EXACT_METHOD, EXACT_METHOD_VERSION, LLE_METHOD, LLE_METHOD_VERSION
 from hubsurvey.core.store import Store
 
 TEMPLATES_PACKAGE = "hubsurvey.templates"  # installed as package data
 
 #: The method's terms, as plain text: templates format them.
 DEFINITIONS: list[tuple[str, str]] = figures.terms()
+
+
+def profile_nr_rule(figure: figures.ProfileFigure) -> str:
+    """When an exact figure is NR, in words (from its declaration in the registry)."""
+    reasons = [f"no {split} split" for split in figure.needs]
+    if figure.needs_any:
+        reasons.append("no " + " and no ".join(figure.needs_any) + " split")
+    if figure.needs_label:
+        reasons.append("no label column")
+    return "NR when " + " or ".join(reasons) if reasons else "never NR"
+
+
+def exact_terms() -> list[tuple[str, str]]:
+    """The exact method (exact-2026) in words, generated from the registry: its key profiles, then
+    each figure with its NR rule and the percentage that goes with it."""
+    out = [
+        ("key profile",
+         "every exact figure is measured twice, once per key profile, and its column starts with the "
+         "profile's name: " + "; ".join(f"{p.name}_: {p.words}" for p in figures.PROFILES) + "."),
+        ("rows, each once",
+         "exact figures count rows, not distinct keys: a test row found in train and in validation, "
+         "or found in train and repeated, counts once in test_rows_contaminated."),
+    ]
+    for f in figures.PROFILE_FIGURES:
+        text = f"{f.definition}; {profile_nr_rule(f)}."
+        if f.percent:
+            stem, split = f.percent
+            text += f" {stem}: the same as a % of the {split} rows."
+        out.append((f.stem, text))
+    out.append(("methods",
+                "the methods whose figures a row holds, with their versions (JSON). A row measured before "
+                f"{figures.EXACT_METHOD} has it NULL: its exact figures are NULL because they were not "
+                "measured, not because they are NR, and the exact findings leave it out."))
+    return out
+
+
+#: The exact method's terms (profiles, figures, NR rules), as plain text.
+EXACT_DEFINITIONS: list[tuple[str, str]] = exact_terms()
 
 _MD_SPECIAL = re.compile(r"([\\`*\[\]|])")
 _SECRET_KEY = re.compile(r"token|secret|password|authorization|api[_-]?key", re.IGNORECASE)
@@ -122,6 +160,8 @@ def provenance(store: Store, overview: Mapping[str, Any]) -> dict[str, Any]:
         "tool_versions": overview.get("tool_versions") or "none",
         "method": LLE_METHOD,
         "method_version": LLE_METHOD_VERSION,
+        "exact_method": EXACT_METHOD,
+        "exact_method_version": EXACT_METHOD_VERSION,
         "generator_version": __version__,
         "run": run,
         # the crawl's filters: the newest crawl run's arguments, else the newest run's
@@ -153,6 +193,8 @@ def overview_table(o: Mapping[str, Any]) -> Table:
         ("datasets crawled / eligible / excluded",
          f"{o['crawled_datasets']} / {o['eligible_datasets']} / {o['excluded_datasets']}"),
         ("jobs / done / failed", f"{o['jobs']} / {o['jobs_done']} / {o['jobs_failed']}"),
+        (f"rows / datasets measured by the exact method ({EXACT_METHOD}; the exact findings count only these)",
+         f"{o['rows_exact']} / {o['datasets_exact']}"),
     ]
     return Table(("", "count"), rows, (False, True))
 
@@ -197,10 +239,72 @@ def provenance_table(p: Mapping[str, Any], o: Mapping[str, Any]) -> Table:
     return Table(("", ""), rows, (False, False))
 
 
+def exact_shares_table(found: Mapping[str, Any]) -> Table:
+    """The exact findings in one table: datasets with normalized-only contamination, with label
+    conflicts and with train↔validation leaks, each over the datasets measured by the exact method."""
+    g = found["normalization_gain"][0]
+    gain_rows = (f"{num(g['extra_test_rows'])} more contaminated test rows of {num(g['test_rows'])} "
+                 f"({pct(g['extra_pct_of_test_rows'])})")
+    if g["max_extra_dataset"] is not None:
+        gain_rows += f"; largest gain {points(g['max_extra_pct_points'])} points ({g['max_extra_dataset']})"
+    rows = [("normalized contamination exceeds raw", "normalized vs raw", num(g["datasets_with_more"]),
+             num(g["datasets"]), pct(g["pct_datasets_with_more"]), gain_rows)]
+    for r in found["label_conflicts"]:
+        rows.append((
+            "label conflict", r["profile"], num(r["with_conflict"]), num(r["datasets"]), pct(r["pct_with_conflict"]),
+            f"test row in train with another label: {num(r['with_test_train_conflict'])} datasets "
+            f"({pct(r['pct_with_test_train_conflict'])}), {num(r['test_rows_conflicting'])} test rows; "
+            f"text with two labels in one split: {num(r['with_within_split_conflict'])} datasets "
+            f"({pct(r['pct_with_within_split_conflict'])})",
+        ))
+    for r in found["validation_leaks"]:
+        rows.append((
+            "train↔validation leak", r["profile"], num(r["with_leak"]), num(r["datasets"]), pct(r["pct_with_leak"]),
+            f"{num(r['validation_rows_in_train'])} validation rows in train of {num(r['validation_rows'])} "
+            f"({pct(r['pct_validation_rows_in_train'])})",
+        ))
+    return Table(("finding", "profile", "datasets", "of", "%", "rows"), rows, (False, False, True, True, True, False))
+
+
+def points(value: Any) -> str:
+    """A difference of two percentages, in percentage points ('+0.12'); NULL prints as 'n/a'."""
+    return "n/a" if value is None else f"{value:+.2f}"
+
+
+def raw_vs_normalized_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """Raw vs normalized contaminated test rows, per dataset (findings_raw_vs_normalized)."""
+    header = ("dataset", "configs", "test rows", "raw: contaminated", "%", "normalized: contaminated", "%",
+              "extra rows", "extra points")
+    cells = [
+        (str(r["dataset_id"]), num(r["configs_exact"]), num(r["rows_test"]),
+         num(r["raw_test_rows_contaminated"]), pct(r["raw_contaminated_test_pct"]),
+         num(r["normalized_test_rows_contaminated"]), pct(r["normalized_contaminated_test_pct"]),
+         num(r["extra_test_rows"]), points(r["extra_pct_points"]))
+        for r in rows
+    ]
+    return Table(header, cells, (False, *([True] * 8)))
+
+
+def verdict_summary_table(verdicts: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, Any]]) -> Table:
+    """How many datasets got each verdict, on each basis (findings_dataset_verdict)."""
+    counts: dict[tuple[str, str], int] = {}
+    for r in verdicts:
+        counts[(r["verdict_basis"], r["verdict"])] = counts.get((r["verdict_basis"], r["verdict"]), 0) + 1
+    total = len(verdicts)
+    rows = [
+        (rule["verdict"], rule["basis"], num(counts.get((rule["basis"], rule["verdict"]), 0)), num(total),
+         pct(100.0 * counts.get((rule["basis"], rule["verdict"]), 0) / total if total else None))
+        for rule in rules
+    ]
+    return Table(("verdict", "basis", "datasets", "of", "%"), rows, (False, False, True, True, True))
+
+
 def shared_tables(found: Mapping[str, Any], p: Mapping[str, Any], key_labels: Mapping[str, str]) -> dict[str, Table]:
     o = found["overview"][0]
     return {
         "overview": overview_table(o),
         "splits": splits_table(found["splits"], key_labels),
         "provenance": provenance_table(p, o),
+        "exact_shares": exact_shares_table(found),
+        "verdict_summary": verdict_summary_table(found["dataset_verdict"], found["verdict_rules"]),
     }

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from hubsurvey.analysis.findings import DEFAULT_TOP_N, findings
-from hubsurvey.analysis.render import DEFINITIONS, environment, provenance, shared_tables
+from hubsurvey.analysis.render import (
+    DEFINITIONS,
+    EXACT_DEFINITIONS,
+    environment,
+    provenance,
+    raw_vs_normalized_table,
+    shared_tables,
+)
+from hubsurvey.core.figures import EXACT_METHOD
 from hubsurvey.core.store import Store
 
 REPORT_MD = "REPORT.md"
@@ -39,7 +47,7 @@ def with_final_run(p: dict[str, Any], final_run: Mapping[str, Any] | None) -> di
 def report_context(
     store: Store, top_n: int = DEFAULT_TOP_N, final_run: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Everything the report templates use (findings, provenance, definitions, verdicts).
+    """Everything the report templates use (findings, provenance, definitions, verdicts, exact findings).
 
     ``final_run``: the final state of the run writing this report (see :func:`with_final_run`).
     """
@@ -56,11 +64,18 @@ def report_context(
         "ranked": top[0]["rows_ranked"] if top else 0,
         "definitions": DEFINITIONS,
         "key_labels": KEY_LABELS,
-        # the verdict rule is defined once, in findings.sql (findings_verdict_rules)
-        "verdict_rules": found["verdict_rules"],
+        # the verdict rules are defined once, in findings.sql (findings_verdict_rules), per basis
+        "verdict_rules": [r for r in found["verdict_rules"] if r["basis"] == EXACT_METHOD],
+        "fallback_rules": [r for r in found["verdict_rules"] if r["basis"] != EXACT_METHOD],
         "verdicts": found["dataset_verdict"],
+        "exact_definitions": EXACT_DEFINITIONS,
+        "gain": found["normalization_gain"][0],
+        # the datasets whose normalized contamination exceeds the raw one, most extra rows first
+        "gainers": [r for r in found["raw_vs_normalized"] if r["extra_test_rows"] > 0][:top_n],
+        "gainers_total": sum(1 for r in found["raw_vs_normalized"] if r["extra_test_rows"] > 0),
     }
     context["tables"] = shared_tables(found, context["p"], KEY_LABELS)
+    context["tables"]["raw_vs_normalized"] = raw_vs_normalized_table(context["gainers"])
     return context
 
 

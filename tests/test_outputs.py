@@ -196,13 +196,19 @@ def _test_rows(n: int, dup: int = 0) -> list[tuple]:
 
 
 VERDICT_CASES = {
-    # dataset id: (splits, expected verdict, worst text test_biased)
-    "v/clean": ({"train": [("a", 0)], "test": _test_rows(10)}, "clean", 0.0),
-    "v/val-leak-only": ({"train": [("a", 0)], "validation": [("q1", 0)], "test": _test_rows(10)}, "minor", 0.0),
-    "v/half": ({"train": [("a", 0)], "test": _test_rows(200, dup=1)}, "minor", 0.5),
-    "v/one": ({"train": [("a", 0)], "test": _test_rows(100, dup=1)}, "caution", 1.0),
-    "v/almost-five": ({"train": [("q1", 0)], "test": _test_rows(1000, dup=48)}, "caution", 4.9),
-    "v/five": ({"train": [("a", 0)], "test": _test_rows(20, dup=1)}, "unreliable", 5.0),
+    # dataset id: (splits, expected verdict, worst text test_biased (LLE), worst normalized contaminated_test_pct)
+    # The verdict is judged on the exact figure (every case is measured by exact-2026); the LLE fallback
+    # rule is tested in test_analysis_exact.py.
+    "v/clean": ({"train": [("a", 0)], "test": _test_rows(10)}, "clean", 0.0, 0.0),
+    # a validation leak is a contaminated test row (1 of 10); LLE's test_biased leaves it out: it was
+    # 'minor' under the LLE rule
+    "v/val-leak-only": ({"train": [("a", 0)], "validation": [("q1", 0)], "test": _test_rows(10)}, "unreliable", 0.0, 10.0),
+    # only the normalized key matches train's "Q0 " to test's "q0": 1 of 200; 'clean' under the LLE rule
+    "v/case-only": ({"train": [("Q0 ", 0)], "test": _test_rows(200)}, "minor", 0.0, 0.5),
+    "v/half": ({"train": [("a", 0)], "test": _test_rows(200, dup=1)}, "minor", 0.5, 0.5),
+    "v/one": ({"train": [("a", 0)], "test": _test_rows(100, dup=1)}, "caution", 1.0, 1.0),
+    "v/almost-five": ({"train": [("q1", 0)], "test": _test_rows(1000, dup=48)}, "caution", 4.9, 4.9),
+    "v/five": ({"train": [("a", 0)], "test": _test_rows(20, dup=1)}, "unreliable", 5.0, 5.0),
 }
 
 
@@ -210,7 +216,7 @@ VERDICT_CASES = {
 def verdict_db(tmp_path_factory):
     root = tmp_path_factory.mktemp("verdicts")
     db = root / "results.duckdb"
-    for i, (dataset_id, (splits, _, _)) in enumerate(VERDICT_CASES.items()):
+    for i, (dataset_id, (splits, *_)) in enumerate(VERDICT_CASES.items()):
         audit_folder(write_folder(root / f"d{i}", dataset_id, splits), db, dataset_id=dataset_id)
     return db
 
@@ -221,15 +227,19 @@ def test_verdict_view_applies_the_stated_thresholds(verdict_db):
 
     with Store(verdict_db, read_only=True) as store:
         create_views(store)
-        rows = store.records("SELECT dataset_id, verdict, worst_text_test_biased FROM findings_dataset_verdict")
-        rules = store.records("SELECT verdict, at_least_pct, below_pct FROM findings_verdict_rules ORDER BY ord")
-    got = {r["dataset_id"]: (r["verdict"], r["worst_text_test_biased"]) for r in rows}
-    assert got == {k: (v[1], v[2]) for k, v in VERDICT_CASES.items()}
+        rows = store.records("SELECT dataset_id, verdict, verdict_basis, worst_text_test_biased,"
+                             " worst_normalized_contaminated_test_pct FROM findings_dataset_verdict")
+        rules = store.records("SELECT basis, verdict, at_least_pct, below_pct FROM findings_verdict_rules")
+    got = {r["dataset_id"]: (r["verdict"], r["worst_text_test_biased"], r["worst_normalized_contaminated_test_pct"])
+           for r in rows}
+    assert got == {k: tuple(v[1:]) for k, v in VERDICT_CASES.items()}
+    assert {r["verdict_basis"] for r in rows} == {"exact-2026"}
     assert rules == [
-        {"verdict": "clean", "at_least_pct": None, "below_pct": None},
-        {"verdict": "minor", "at_least_pct": None, "below_pct": 1.0},
-        {"verdict": "caution", "at_least_pct": 1.0, "below_pct": 5.0},
-        {"verdict": "unreliable", "at_least_pct": 5.0, "below_pct": None},
+        {"basis": basis, "verdict": "clean", "at_least_pct": None, "below_pct": None}
+        if verdict == "clean" else {"basis": basis, "verdict": verdict, "at_least_pct": low, "below_pct": high}
+        for basis in ("exact-2026", "lle-2024")
+        for verdict, low, high in (("clean", None, None), ("minor", None, 1.0), ("caution", 1.0, 5.0),
+                                   ("unreliable", 5.0, None))
     ]
 
 
@@ -239,20 +249,31 @@ def test_report_has_a_verdict_for_every_dataset_with_the_rule_and_the_csv_link(v
         md_path, html_path = render_report(store, tmp_path / "v")
     md, html = md_path.read_text(), html_path.read_text()
     section = md.split("## 7. Can I trust this dataset?")[1].split("\n## ")[0]
-    for dataset_id, (_, verdict, _) in VERDICT_CASES.items():
-        assert re.search(rf"^\| {re.escape(dataset_id)} \| {verdict} \|", section, re.MULTILINE), dataset_id
-    assert "- **minor**: not clean, worst text test_biased below 1%" in section
-    assert "- **caution**: not clean, worst text test_biased ≥ 1% and below 5%" in section
-    assert "- **unreliable**: not clean, worst text test_biased ≥ 5%" in section
-    assert "- **clean**: 0 text leaks from train or validation to test and 0 text duplicates in test" in section
+    for dataset_id, (_, verdict, *_) in VERDICT_CASES.items():
+        assert re.search(rf"^\| {re.escape(dataset_id)} \| {verdict} \| exact-2026 \|", section, re.MULTILINE), dataset_id
+    exact_rules, fallback_rules = section.split("falls back to the LLE rule")
+    assert "- **minor**: not clean, worst normalized contaminated_test_pct below 1%" in exact_rules
+    assert "- **caution**: not clean, worst normalized contaminated_test_pct ≥ 1% and below 5%" in exact_rules
+    assert "- **unreliable**: not clean, worst normalized contaminated_test_pct ≥ 5%" in exact_rules
+    assert "- **clean**: 0 contaminated test rows (normalized profile" in exact_rules
+    assert "- **minor**: not clean, worst text test_biased below 1%" in fallback_rules
+    assert "- **caution**: not clean, worst text test_biased ≥ 1% and below 5%" in fallback_rules
+    assert "- **unreliable**: not clean, worst text test_biased ≥ 5%" in fallback_rules
+    assert "- **clean**: 0 text leaks from train or validation to test and 0 text duplicates in test" in fallback_rules
+    assert "| unreliable | exact-2026 | 2 | 7 | 28.57% |" in section  # the verdict counts
     assert "[results.csv](results.csv)" in section and "Denominator" in section
     assert '<a href="results.csv">results.csv</a>' in html and "v/almost-five" in html
 
     with Store(planted_db, read_only=True) as store:
         md = render_report(store, tmp_path / "p")[0].read_text()
-    assert "| acme/gamma | unreliable | 33.333% | default | 1 | 6 | 1 | 2 | 1 |" in md
-    assert "| acme/beta | unreliable | 25.0% | default | 1 | 4 | 0 | NR | 1 |" in md
-    assert "| acme/delta | clean | 0.0% | default | 1 | 2 | 0 | 0 | 0 |" in md
+    # dataset | verdict | basis | worst normalized | worst raw | in config | contaminated normalized | raw |
+    # worst text test_biased | in config | configs | exact | test rows | text leaks train, validation | duplicates
+    # gamma: w0 in train, w1 w2 in validation, the second w4 a repeat: 4 of 6 test rows (LLE: 2 of 6)
+    assert "| acme/gamma | unreliable | exact-2026 | 66.667% | 66.667% | default | 4 | 4 | 33.333% | default | 1 | 1 | 6 | 1 | 2 | 1 |" in md
+    assert "| acme/beta | unreliable | exact-2026 | 25.0% | 25.0% | default | 1 | 1 | 25.0% | default | 1 | 1 | 4 | 0 | NR | 1 |" in md
+    # alpha: t0 t1 in train, t2 in validation: 3 of 10 (LLE's test_biased leaves the validation leak out)
+    assert "| acme/alpha | unreliable | exact-2026 | 30.0% | 30.0% | default | 3 | 3 | 20.0% | default | 1 | 1 | 10 | 2 | 1 | 0 |" in md
+    assert "| acme/delta | clean | exact-2026 | 0.0% | 0.0% | default | 0 | 0 | 0.0% | default | 1 | 1 | 2 | 0 | 0 | 0 |" in md
 
 
 def _figure_of(monkeypatch, draw, *args):

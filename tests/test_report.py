@@ -92,6 +92,25 @@ def test_markdown_tables_carry_hand_computed_values_and_denominators(report_dir)
 
 
 @pytest.mark.slow
+def test_markdown_has_the_exact_findings_with_their_denominators(report_dir):
+    md = (report_dir / "REPORT.md").read_text()
+    section = md.split("## 8. Beyond LLE")[1].split("\n## ")[0]
+    assert "4 of 4 datasets (4 of 4 result rows)" in " ".join(section.split())  # all measured by exact-2026
+    # label conflicts over alpha, beta, delta (gamma has no label): alpha's t1 (label 0 in test, 1 in
+    # train), beta's u0 (labels 0 and 1 in test)
+    assert ("| label conflict | raw | 2 | 3 | 66.67% | test row in train with another label: 1 datasets (33.33%), "
+            "1 test rows; text with two labels in one split: 1 datasets (33.33%) |") in section
+    # train↔validation leaks over alpha, gamma, delta (beta has no validation): none
+    assert "| train↔validation leak | normalized | 0 | 3 | 0.00% | 0 validation rows in train of 6 (0.00%) |" in section
+    assert "| normalized contamination exceeds raw | normalized vs raw | 0 | 4 | 0.00% |" in section
+    assert "No dataset gains." in section
+    assert "`hubsurvey show <dataset> --kind leaks|duplicates|conflicts`" in section
+    definitions = md.split("## Definitions")[1]
+    assert "- **test_rows_contaminated**: test rows in train or validation" in definitions
+    assert "normalized_: each text value Unicode NFKC-normalized" in definitions
+
+
+@pytest.mark.slow
 def test_report_is_deterministic(planted_db, report_dir, tmp_path):
     with Store(planted_db, read_only=True) as store:
         render_report(store, tmp_path)
@@ -137,7 +156,8 @@ def test_html_is_self_contained(report_dir):
     assert "<script" not in html.lower() and "<link" not in html.lower()
     assert "@import" not in html and "url(" not in html and "@font-face" not in html
     sources = re.findall(r'<img [^>]*src="([^"]*)"', html)
-    assert len(sources) == 3 and all(s.startswith("data:image/png;base64,") for s in sources)
+    # splits, test bias, task categories, raw vs normalized contamination
+    assert len(sources) == 4 and all(s.startswith("data:image/png;base64,") for s in sources)
 
 
 @pytest.mark.slow
@@ -207,7 +227,7 @@ def test_card_parses_and_has_the_required_yaml(planted_db):
     assert "2026-01-02 03:04 UTC" in body
     assert '"task_categories": \\["text-classification"\\]' in body and '"limit": 100' in body
     assert SECRET not in text and not re.search(r"^\s*\w*token\w*\s*:", front_matter(text), re.MULTILINE | re.IGNORECASE)
-    assert "| method | lle-2024 v1 |" in body and "hubsurvey 0.1.0" in body
+    assert "| method | exact-2026 v1, lle-2024 v1 |" in body and "hubsurvey 0.1.0" in body  # both methods measured
     assert "| result rows / datasets / configs | 4 / 4 / 4 |" in body
     assert "| jobs / done / failed | 6 / 3 / 3 |" in body
     # the findings table states its denominator
