@@ -187,18 +187,22 @@ def test_sql_allow_files_lifts_the_restriction(results_db, tmp_path):
 # --- audit output --------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_audit_json_examples_are_in_the_json(tmp_path, good):
-    plain = runner.invoke(app, ["audit", str(good), "--json", "--db", str(tmp_path / "a.duckdb")])
+def test_audit_json_is_the_same_with_examples_which_show_prints_from_the_db(tmp_path, good):
+    plain = runner.invoke(app, ["audit", str(good), "--json", "--examples", "0", "--db", str(tmp_path / "a.duckdb")])
     with_examples = runner.invoke(app, ["audit", str(good), "--json", "--examples", "2", "--db", str(tmp_path / "b.duckdb")])
     as_format = runner.invoke(app, ["audit", str(good), "--format", "json", "--db", str(tmp_path / "c.duckdb")])
     assert plain.exit_code == with_examples.exit_code == as_format.exit_code == 0
-    assert as_format.stdout == plain.stdout
-    (obj,) = json.loads(plain.stdout)
-    assert "examples" not in obj
-    (ex,) = json.loads(with_examples.stdout)
-    assert {k: v for k, v in ex.items() if k != "examples"} == obj
-    assert ex["examples"]["leaked"] == [{"text": {"text": "a"}, "counts": {"train": 1, "validation": 0, "test": 1}}]
-    assert ex["examples"]["duplicated"][0]["counts"]["train"] == 2
+    assert as_format.stdout == plain.stdout == with_examples.stdout  # examples go to the DB, not the JSON
+    shown = runner.invoke(app, ["show", "org/good", "--kind", "leaks", "--profile", "raw", "--format", "json",
+                                "--db", str(tmp_path / "b.duckdb")])
+    assert shown.exit_code == 0, shown.output
+    (leak,) = json.loads(shown.stdout)
+    assert (leak["kind"], leak["key"], leak["rows_train"], leak["rows_test"]) == ("leak_train_test", {"text": "a"}, 1, 1)
+    assert leak["positions"] == {"test": [0], "train": [0]}
+    none = runner.invoke(app, ["show", "org/good", "--db", str(tmp_path / "a.duckdb")])
+    assert none.exit_code == 0 and "no examples" in none.stdout
+    missing = runner.invoke(app, ["show", "org/other", "--db", str(tmp_path / "b.duckdb")])
+    assert missing.exit_code == 2 and "org/other: not measured" in missing.stderr
 
 
 def test_audit_csv(tmp_path, good):

@@ -124,10 +124,13 @@ class Grain(Enum):
 
     #: one row per distinct text key: ``n_train``, ``n_validation``, ``n_test``.
     TEXT = "text"
-    #: one row per distinct (text key, label) of one label column: ``n_<split>`` (rows holding the
-    #: pair), ``t_<split>`` (rows holding the text, whatever their label), ``labels_<split>``
-    #: (distinct labels of the text in the split) and ``nth_label`` (1 on one row per text).
+    #: one row per distinct (text key, label) of one label column: ``n_<split>``, rows holding the pair.
     LABEL = "label"
+    #: one row per distinct text key, over the pairs above: ``labels_<split>``, the distinct labels
+    #: the text carries in the split.
+    LABEL_TEXT = "label per text"
+    #: computed from the profile's other figures of the same row (``{p}`` is the profile's prefix).
+    ROW = "row"
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ class ProfileFigure:
 
     @property
     def needs_label(self) -> bool:
-        return self.grain is Grain.LABEL
+        return self.grain is not Grain.TEXT
 
     def name(self, profile: Profile) -> str:
         return f"{profile.name}_{self.stem}"
@@ -290,21 +293,22 @@ PROFILE_FIGURES: tuple[ProfileFigure, ...] = (
     ),
     ProfileFigure(
         "test_rows_in_train_conflicting_label",
-        "coalesce(sum(n_test) FILTER (WHERE t_train > 0 AND n_train = 0), 0)",
+        # test rows whose text is in train = those whose pair is in train + those whose is not
+        "{p}test_rows_in_train - {p}test_rows_in_train_same_label",
         "test rows whose text occurs in train, but never with their label; same_label + "
         "conflicting_label = test_rows_in_train",
         "test rows in train, other label",
-        grain=Grain.LABEL,
+        grain=Grain.ROW,
         needs=("train",),
         percent=("test_rows_in_train_conflicting_label_pct", "test"),
     ),
     *(
         ProfileFigure(
             f"conflicting_texts_{split}",
-            f"count(*) FILTER (WHERE nth_label = 1 AND labels_{split} > 1)",
+            f"count(*) FILTER (WHERE labels_{split} > 1)",
             f"distinct texts that carry more than one label within {split}",
             f"conflicting texts {split}",
-            grain=Grain.LABEL,
+            grain=Grain.LABEL_TEXT,
             needs=(split,) if split != "test" else (),
         )
         for split in ("train", "validation", "test")
@@ -356,7 +360,7 @@ def _profile_columns(figure: ProfileFigure, profile: Profile) -> list[Column]:
     if figure.percent:
         stem, split = figure.percent
         pct = f"{profile.name}_{stem}"
-        out.append(Column(pct, pct, "DOUBLE", Format.PERCENT, f"{name} / rows_{split} × 100, in %",
+        out.append(Column(pct, pct, "DOUBLE", Format.PERCENT, f"{name} / rows_{split} × 100, in % (NR when {split} has no rows)",
                           figure.method, None, figure, profile, split))
     return out
 
@@ -412,11 +416,12 @@ def profile_figures_sql(profile: Profile, grain: Grain) -> list[str]:
     for f in PROFILE_FIGURES:
         if f.grain is not grain:
             continue
-        count = _nr_guard(f.sql, f.needs, f.needs_any)
+        count = _nr_guard(f.sql.replace("{p}", f"{profile.name}_"), f.needs, f.needs_any)
         items.append(f"{count} AS {f.name(profile)}")
         if f.percent:
             stem, split = f.percent
-            items.append(f"({count}) / ${'rows_' + split} * 100 AS {profile.name}_{stem}")
+            # an empty split has no percentage (NR), not 0 / 0 = NaN
+            items.append(f"({count}) / nullif(${'rows_' + split}, 0) * 100 AS {profile.name}_{stem}")
     return items
 
 
@@ -437,45 +442,47 @@ FROM per_key
 """
 
 
-def label_grain_sql(text_key: Sequence[str], pair_key: Sequence[str], items: Iterable[str]) -> str:
-    """One SELECT of ``items`` over the label grain: per (text key, label) of one label column.
-
-    ``n_<split>`` counts the rows holding the pair, so the LLE text+label figures are computed from
-    the same table as the label figures; the window over the text adds what the text has in each
-    split whatever its label.
-    """
+def label_grain_sql(text_key: Sequence[str], pair_key: Sequence[str], pair_items: Iterable[str],
+                    text_items: Iterable[str]) -> str:
+    """One SELECT over the label grains of one label column: ``pair_items`` aggregate ``per_key``
+    (one row per distinct (text key, label): the LLE text+label figures come from the same table),
+    ``text_items`` aggregate ``per_text`` (one row per text key, with its labels per split)."""
     aliases = ", ".join(f"{k} AS k{i}" for i, k in enumerate(text_key))
-    partition = ", ".join(f"k{i}" for i in range(len(text_key)))
+    text = ", ".join(f"k{i}" for i in range(len(text_key)))
     group = ", ".join([*text_key, *pair_key])
-    select = ",\n    ".join(items)
-    split_sums = ",\n           ".join(
-        f"sum(n_{s}) OVER text AS t_{s}, sum((n_{s} > 0)::INTEGER) OVER text AS labels_{s}"
-        for s in ("train", "validation", "test")
-    )
+    labels = ",\n           ".join(f"count(*) FILTER (WHERE n_{s} > 0) AS labels_{s}" for s in ("train", "validation", "test"))
+    pair_select = ",\n    ".join(pair_items)
+    text_select = ",\n    ".join(text_items)
     return f"""
-WITH per_pair AS (         -- one row per distinct (text key, label)
+WITH per_key AS (          -- one row per distinct (text key, label)
     SELECT {aliases},
            count(*) FILTER (WHERE split = 'train')      AS n_train,
            count(*) FILTER (WHERE split = 'validation') AS n_validation,
            count(*) FILTER (WHERE split = 'test')       AS n_test
     FROM rows_all
     GROUP BY {group}
-), per_key AS (            -- the same rows, with what their text has in each split
-    SELECT *,
-           {split_sums},
-           row_number() OVER text AS nth_label
-    FROM per_pair
-    WINDOW text AS (PARTITION BY {partition})
+), per_text AS (           -- one row per distinct text key: its distinct labels in each split
+    SELECT {labels}
+    FROM per_key
+    GROUP BY {text}
 )
-SELECT
-    {select}
-FROM per_key
+SELECT * FROM
+    (SELECT {pair_select} FROM per_key),
+    (SELECT {text_select} FROM per_text)
 """
 
 
 def lle_items(kind: KeyKind) -> list[str]:
     """The SELECT items of the LLE key figures of one key kind, named as stored."""
     return [f"{_nr_guard(f.sql, f.needs)} AS {f.name(kind)}" for f in KEY_FIGURES]
+
+
+def row_grain_sql(profile: Profile, names: Iterable[str]) -> str:
+    """One SELECT of a profile's row-grain figures from ``figures``, a one-row table of ``names``
+    (the other figures of the row, bound as ``$<name>``)."""
+    values = ", ".join(f"${n} AS {n}" for n in names)
+    items = ", ".join(profile_figures_sql(profile, Grain.ROW))
+    return f"WITH figures AS (SELECT {values}) SELECT {items} FROM figures"
 
 
 def row_figures_sql() -> str:
