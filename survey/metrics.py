@@ -25,6 +25,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+from duckdb.func import FunctionNullHandling, PythonUDFType
 
 from hubsurvey.core import figures as registry
 from hubsurvey.core.errors import BadInputError
@@ -190,8 +191,9 @@ class Engine:
         with contextlib.suppress(duckdb.Error):  # measured again with other columns
             self.con.remove_function(name)
         duck_type = duckdb.sqltype(sql_type)
-        self.con.create_function(name, normalize.normalize_array, [duck_type], duck_type, type="arrow",
-                                 null_handling="special", side_effects=False)
+        self.con.create_function(name, normalize.normalize_array, [duck_type], duck_type,
+                                 type=PythonUDFType.ARROW, null_handling=FunctionNullHandling.SPECIAL,
+                                 side_effects=False)
         if sql_type != "VARCHAR":
             return f"{name}(t{i})"
         # An ASCII string (as many bytes as characters) is normalized by DuckDB itself, in parallel
