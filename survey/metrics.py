@@ -325,19 +325,28 @@ class Engine:
             # per (text, label): then per text, with its labels per split and whether a test label is
             # absent from the text's train labels (a label conflict train -> test).
             pair = self._pair_key(profile, j)
-            per_pair = (f"SELECT {keys}, arg_min(l{j}, pos) AS label, {counts} FROM rows_all "
+            # any_value: every row of a (text, label) group holds the same label (the key includes it)
+            per_pair = (f"SELECT {keys}, any_value(l{j}) AS label, {counts} FROM rows_all "
                         f"GROUP BY {', '.join([*key, *pair])}")
-            labels = ", ".join(f"count(*) FILTER (WHERE n_{s} > 0) AS labels_{s}, "
-                               f"list(label ORDER BY n_{s} DESC) FILTER (WHERE n_{s} > 0) AS label_list_{s}"
-                               for s in CANONICAL_SPLITS)
+            labels = ", ".join(f"count(*) FILTER (WHERE n_{s} > 0) AS labels_{s}" for s in CANONICAL_SPLITS)
             per_key = (f"SELECT {knames}, {', '.join(f'sum(n_{s})::BIGINT AS n_{s}' for s in CANONICAL_SPLITS)}, {labels}, "
                        f"bool_or(n_test > 0 AND n_train = 0) AND sum(n_train) > 0 AS test_label_not_in_train "
-                       f"FROM ({per_pair}) GROUP BY {knames}")
+                       f"FROM per_pair GROUP BY {knames}")
         cases = " UNION ALL ".join(f"SELECT '{kind}' AS kind, * FROM per_key WHERE {condition}" for kind, condition in kinds.items())
         join = " AND ".join(f"r_key.k{i} IS NOT DISTINCT FROM p.k{i}" for i in range(len(key)))
         text_values = ", ".join(f"arg_min(t{i}, pos) AS v{i}" for i in range(len(text_columns)))
+        # For label kinds, the labels are listed for the picked texts only (listing them for every
+        # text cost more than the rest of the examples together).
+        pair_cte = f"per_pair AS ({per_pair})," if j is not None else ""
+        pair_join = " AND ".join(f"pp.k{i} IS NOT DISTINCT FROM p.k{i}" for i in range(len(key)))
+        label_lists = ", ".join(f"list(pp.label ORDER BY pp.n_{s} DESC) FILTER (WHERE pp.n_{s} > 0) AS label_list_{s}"
+                                for s in CANONICAL_SPLITS)
+        listed = (f", listed AS (SELECT p.kind, p.rank, {label_lists} FROM picked p JOIN per_pair pp ON {pair_join} "
+                  f"GROUP BY p.kind, p.rank)") if j is not None else ""
+        with_lists = (", " + ", ".join(f"ll.label_list_{s}" for s in CANONICAL_SPLITS)) if j is not None else ""
+        join_lists = "JOIN listed ll USING (kind, rank)" if j is not None else ""
         sql = f"""
-            WITH per_key AS ({per_key}),
+            WITH {pair_cte} per_key AS ({per_key}),
             picked AS (
                 SELECT *, row_number() OVER (PARTITION BY kind ORDER BY n_train + n_validation + n_test DESC, {knames}) AS rank
                 FROM ({cases}) QUALIFY rank <= $limit
@@ -348,9 +357,9 @@ class Engine:
                 FROM picked p JOIN (SELECT {keys}, split, pos, {', '.join(f't{i}' for i in range(len(text_columns)))} FROM rows_all) r_key
                   ON {join}
                 GROUP BY p.kind, p.rank, r_key.split
-            )
-            SELECT p.*, l.split, l.positions, {', '.join(f'l.v{i}' for i in range(len(text_columns)))}
-            FROM picked p JOIN located l USING (kind, rank)
+            ) {listed}
+            SELECT p.*, l.split, l.positions, {', '.join(f'l.v{i}' for i in range(len(text_columns)))} {with_lists}
+            FROM picked p JOIN located l USING (kind, rank) {join_lists}
             ORDER BY p.kind, p.rank, l.split
         """
         result = self.con.execute(sql, {"limit": limit, "positions": positions})
