@@ -19,7 +19,6 @@ from hubsurvey.analysis.render import (
     DEFINITIONS,
     EXACT_DEFINITIONS,
     environment,
-    profile_nr_rule,
     provenance,
     shared_tables,
 )
@@ -109,8 +108,7 @@ def card_columns() -> list[CardColumn]:
         if column is None:
             out.append(CardColumn(name, "", meaning))
             continue
-        figure = column.figure
-        rule = profile_nr_rule(figure) if isinstance(figure, figures.ProfileFigure) else figures.nr_rule(column)
+        rule = figures.nr_rule(column)
         out.append(CardColumn(name, column.method, f"{column.definition}; {rule}"))
     return out
 

@@ -28,13 +28,8 @@ DEFINITIONS: list[tuple[str, str]] = figures.terms()
 
 
 def profile_nr_rule(figure: figures.ProfileFigure) -> str:
-    """When an exact figure is NR, in words (from its declaration in the registry)."""
-    reasons = [f"no {split} split" for split in figure.needs]
-    if figure.needs_any:
-        reasons.append("no " + " and no ".join(figure.needs_any) + " split")
-    if figure.needs_label:
-        reasons.append("no label column")
-    return "NR when " + " or ".join(reasons) if reasons else "never NR"
+    """When an exact figure is NR, in words: the registry's rule for its count column."""
+    return figures.nr_rule(next(c for c in figures.figure_columns(figure.method) if c.figure is figure))
 
 
 def exact_terms() -> list[tuple[str, str]]:

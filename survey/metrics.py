@@ -264,7 +264,8 @@ class Engine:
         figures (LLE's text_and_label_ figures from the raw one). ``methods`` (default: all)
         limits the figures to those methods' (the benchmark measures LLE alone with it).
         """
-        methods = set(registry.METHODS if methods is None else methods)
+        every = {c.method for c in registry.figure_columns()}
+        methods = every if methods is None else set(methods)
         exact = registry.EXACT_METHOD in methods
         text_columns, label_columns = tuple(text_columns), tuple(label_columns)
         self._load(text_columns, label_columns, normalized=exact)

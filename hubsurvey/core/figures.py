@@ -360,7 +360,7 @@ def _profile_columns(figure: ProfileFigure, profile: Profile) -> list[Column]:
     if figure.percent:
         stem, split = figure.percent
         pct = f"{profile.name}_{stem}"
-        out.append(Column(pct, pct, "DOUBLE", Format.PERCENT, f"{name} / rows_{split} × 100, in % (NR when {split} has no rows)",
+        out.append(Column(pct, pct, "DOUBLE", Format.PERCENT, f"{name} / rows_{split} × 100, in %" + (f" (NR when {split} has no rows)" if split != "test" else ""),
                           figure.method, None, figure, profile, split))
     return out
 
