@@ -319,7 +319,7 @@ class Engine:
                      kinds: Mapping[str, str], text_columns: Sequence[str], limit: int, positions: int) -> list[dict[str, Any]]:
         keys = ", ".join(f"{k} AS k{i}" for i, k in enumerate(key))
         knames = ", ".join(f"k{i}" for i in range(len(key)))
-        counts = ", ".join(f"count(*) FILTER (WHERE split = '{s}') AS n_{s}" for s in CANONICAL_SPLITS)
+        counts = registry.SPLIT_COUNTS
         if j is None:
             per_key = f"SELECT {keys}, {counts} FROM rows_all GROUP BY {', '.join(key)}"
         else:

@@ -378,24 +378,8 @@ def figure_names(method: str | None = None) -> tuple[str, ...]:
 # SQL ------------------------------------------------------------------------------------------------
 
 
-def key_figures_sql(key: str) -> str:
-    """One SELECT giving every KeyFigure of one key kind, from ``rows_all`` grouped by ``key``.
-
-    The figure columns are named by stem; ``$has_<split>`` says which splits exist (NR rule).
-    """
-    select = ",\n    ".join(f"{_nr_guard(f.sql, f.needs)} AS {f.stem}" for f in KEY_FIGURES)
-    return f"""
-WITH per_key AS (          -- one row per distinct key: how many rows of each split hold it
-    SELECT count(*) FILTER (WHERE split = 'train')      AS n_train,
-           count(*) FILTER (WHERE split = 'validation') AS n_validation,
-           count(*) FILTER (WHERE split = 'test')       AS n_test
-    FROM rows_all
-    GROUP BY {key}
-)
-SELECT
-    {select}
-FROM per_key
-"""
+#: The rows of each split holding a key, over a ``GROUP BY`` of ``rows_all``: every per-key table.
+SPLIT_COUNTS = ", ".join(f"count(*) FILTER (WHERE split = '{s}') AS n_{s}" for s in ("train", "validation", "test"))
 
 
 def _nr_guard(sql: str, needs: Iterable[str], needs_any: Iterable[str] = ()) -> str:
@@ -430,9 +414,7 @@ def text_grain_sql(key: str, items: Iterable[str]) -> str:
     select = ",\n    ".join(items)
     return f"""
 WITH per_key AS (          -- one row per distinct key: how many rows of each split hold it
-    SELECT count(*) FILTER (WHERE split = 'train')      AS n_train,
-           count(*) FILTER (WHERE split = 'validation') AS n_validation,
-           count(*) FILTER (WHERE split = 'test')       AS n_test
+    SELECT {SPLIT_COUNTS}
     FROM rows_all
     GROUP BY {key}
 )
@@ -455,10 +437,7 @@ def label_grain_sql(text_key: Sequence[str], pair_key: Sequence[str], pair_items
     text_select = ",\n    ".join(text_items)
     return f"""
 WITH per_key AS (          -- one row per distinct (text key, label)
-    SELECT {aliases},
-           count(*) FILTER (WHERE split = 'train')      AS n_train,
-           count(*) FILTER (WHERE split = 'validation') AS n_validation,
-           count(*) FILTER (WHERE split = 'test')       AS n_test
+    SELECT {aliases}, {SPLIT_COUNTS}
     FROM rows_all
     GROUP BY {group}
 ), per_text AS (           -- one row per distinct text key: its distinct labels in each split
