@@ -94,10 +94,9 @@ def measure_config(
     roles = resolve_roles(data.features, data.dataset_id, data.config, overrides)
     try:
         with Engine(data, **(engine_options or {})) as engine:
-            measurements = engine.measure(roles.text_columns, roles.label_columns, methods)
             # the examples' kinds are the exact method's: measured with it only
-            wanted = examples and (methods is None or EXACT_METHOD in methods)
-            samples = engine.examples(examples) if wanted else []
+            measured = engine.measure(roles.text_columns, roles.label_columns, methods, examples=examples)
+            measurements, samples = measured.measurements, measured.examples
             rows_by_split = engine.rows
     except SurveyError:
         raise

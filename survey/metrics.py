@@ -7,9 +7,11 @@ plain dicts. No network and no results DB, so the same function runs in a local 
 on a Dask worker.
 
 How the SQL works, in one paragraph: every split is projected to its key columns and stacked into
-one table ``rows_all(split, t0.., l0.., h_text, h_l0..)``, read once. ``GROUP BY key`` gives one
-row per distinct key with its row count in each split; every figure is a sum over those rows. The key is a 64-bit hash of the values when
-a check proves it collision-free on this data (``_key``), else the values themselves. GROUP BY and
+one table ``rows_all(split, pos, t0.., l0.., h_text, h_ntext)``, read once. ``GROUP BY key`` gives
+one row per distinct key with its row count in each split (a per-key table, ``registry.per_key_sql``);
+every figure is an aggregate over such a table. The text key is a 64-bit hash of the values when
+a check proves it collision-free on this data (``_key``), else the values themselves; a (text,
+label) pair is grouped by the text key and the label value. GROUP BY and
 DISTINCT compare values exactly, treat NULL as equal to NULL (as ``str(None)`` did in the survey)
 and compare lists element by element, so no string conversion is needed.
 """
@@ -51,7 +53,7 @@ TEXT_EXAMPLE_KINDS: dict[str, str] = {
 }
 #: The example kinds over (text key, label) of one label column.
 LABEL_EXAMPLE_KINDS: dict[str, str] = {
-    "label_conflict_train_test": "test_label_not_in_train",
+    "label_conflict_train_test": "test_label_not_in_train",  # the texts table (registry.per_text_sql)
     "conflicting_text_train": "labels_train > 1",
     "conflicting_text_validation": "labels_validation > 1",
     "conflicting_text_test": "labels_test > 1",
@@ -67,6 +69,14 @@ class Measurement:
     label_column: str | None
     text_columns: tuple[str, ...]
     figures: dict[str, Any]  # text_* and text_and_label_* figures + difference_annotation
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What :meth:`Engine.measure` returns: the figures of each label column, and the examples."""
+
+    measurements: list[Measurement]
+    examples: list[dict[str, Any]]
 
 
 class Engine:
@@ -151,11 +161,12 @@ class Engine:
         return " UNION ALL ".join(selects)
 
     def _load(self, text_columns: Sequence[str], label_columns: Sequence[str], *, normalized: bool = True) -> None:
-        """rows_all(split, pos, t*, l*, h_text, h_l*, h_ntext, h_nl*): keys and their hashes, one pass.
+        """rows_all(split, pos, t*, l*, h_text[, h_ntext]): the keys and their hashes, in one pass.
 
-        ``h_ntext`` / ``h_nl*`` hash the ``normalized`` profile of the text values (label raw). The
-        normalized values themselves are not kept (they would double the memory): where they are
-        needed (the collision check, an exact fallback) they are computed again from ``t*``.
+        ``h_ntext`` hashes the ``normalized`` profile of the text values. The normalized values are
+        not kept (they would double the memory): where they are needed (the collision check, an
+        exact fallback) they are computed again from ``t*``. A (text, label) pair needs no hash of
+        its own: it is grouped by the text key and the label value (``registry.per_pair_sql``).
         """
         aliases = {f"t{i}": c for i, c in enumerate(text_columns)}
         aliases.update({f"l{j}": c for j, c in enumerate(label_columns)})
@@ -163,24 +174,63 @@ class Engine:
         sql_types = {r[0]: r[1] for r in self.con.execute(f"DESCRIBE {stacked}").fetchall()}
         self.raw_text = [f"t{i}" for i in range(len(text_columns))]
         self.normalized_text = [self._normalizer(i, sql_types[f"t{i}"]) for i in range(len(text_columns))]
-        h = self.hash_sql
-        hashed = []
-        # The normalized values are computed once per row (n<i>), hashed, and not kept.
-        normalized_values = [f"n{i}" for i in range(len(text_columns))]
-        profiles = [("h_", self.raw_text)] + ([("h_n", normalized_values)] if normalized else [])
-        for prefix, values in profiles:
-            text = ", ".join(values)
-            hashed.append(f"{h.format(text)} AS {prefix}text")
-            hashed += [f"{h.format(f'{text}, l{j}')} AS {prefix}l{j}" for j in range(len(label_columns))]
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE rows_all AS "
+                         f"SELECT *, {self.hash_sql.format(', '.join(self.raw_text))} AS h_text FROM ({stacked})")
         if normalized:
-            computed = ", ".join(f"{expr} AS n{i}" for i, expr in enumerate(self.normalized_text))
-            select = (f"SELECT * EXCLUDE ({', '.join(normalized_values)}), {', '.join(hashed)} "
-                      f"FROM (SELECT *, {computed} FROM ({stacked}))")
-        else:
-            select = f"SELECT *, {', '.join(hashed)} FROM ({stacked})"
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE rows_all AS {select}")
+            self._hash_normalized([sql_types[t] == "VARCHAR" for t in self.raw_text])
         self._loaded = (tuple(text_columns), tuple(label_columns))
         self._profiles = (registry.RAW, registry.NORMALIZED) if normalized else (registry.RAW,)
+
+    def _hash_normalized(self, is_string: Sequence[bool]) -> None:
+        """Add ``h_ntext``, the hash of the ``normalized`` text key, to ``rows_all``.
+
+        Two passes over the table in memory, not in the read: a Parquet file is read by one thread
+        per row group, and a split is often one row group, so work done in the read runs on one
+        core (0.9 s a million rows here, against 0.3 s on the table). The rows whose strings are
+        all ASCII are normalized in SQL (``_ascii_normalizer``); the others, fetched as Arrow, by
+        ``normalize.normalize_each`` in one call: a Python function called from SQL is called
+        once per 2048 rows, whichever few of them need it (1 s a million rows, mostly overhead).
+        """
+        h = self.hash_sql
+        strings = [t for t, flag in zip(self.raw_text, is_string) if flag]
+        all_ascii = " AND ".join(f"({t} IS NULL OR strlen({t}) = length({t}))" for t in strings) or "true"
+        fast = [self._ascii_normalizer(t) if flag else n
+                for t, n, flag in zip(self.raw_text, self.normalized_text, is_string)]
+        self.con.execute("ALTER TABLE rows_all ADD COLUMN h_ntext UBIGINT")
+        self.con.execute(f"UPDATE rows_all SET h_ntext = {h.format(', '.join(fast))} WHERE {all_ascii}")
+        others = self.con.sql(f"SELECT rowid AS row_id, {', '.join(self.raw_text)} FROM rows_all "
+                              f"WHERE NOT ({all_ascii})").to_arrow_table()
+        if not others.num_rows:
+            return
+        for t, flag in zip(self.raw_text, is_string):
+            if flag:
+                normalized_values = normalize.normalize_each(others.column(t))
+                others = others.set_column(others.schema.get_field_index(t), t, normalized_values)
+        self.con.register("normalized_others", others)
+        try:
+            # the other columns (lists of strings) keep their normalizer, given the same names
+            values = [f"o.{t}" if flag else re.sub(rf"\b{t}\b", f"o.{t}", n)
+                      for t, n, flag in zip(self.raw_text, self.normalized_text, is_string)]
+            self.con.execute(f"UPDATE rows_all SET h_ntext = {h.format(', '.join(values))} "
+                             f"FROM normalized_others AS o WHERE rows_all.rowid = o.row_id")
+        finally:
+            self.con.unregister("normalized_others")
+
+    @staticmethod
+    def _ascii_normalizer(t: str) -> str:
+        """SQL for the ``normalized`` profile of an ASCII string ``t``: there NFKC is the identity and
+        casefold is lower() (the shortcut normalize_array takes, in SQL).
+
+        Most strings hold no whitespace to collapse (no run of two, none at the ends, no tab or
+        newline): for those lower() is the whole profile, and a few contains() calls prove it 3x
+        faster than the regex replacement costs. (trim() without characters trims spaces, all that
+        is left at the ends once runs are collapsed; trim(x, ' ') is 2x slower.)
+        """
+        collapse = " OR ".join([f"contains({t}, '  ')", f"starts_with({t}, ' ')", f"ends_with({t}, ' ')",
+                                *(f"contains({t}, chr({ord(c)}))" for c in normalize.ASCII_WHITESPACE_OTHER_THAN_SPACE)])
+        return (f"CASE WHEN {collapse} THEN "
+                f"trim(regexp_replace(lower({t}), '{normalize.ASCII_WHITESPACE_TO_COLLAPSE}', ' ', 'g')) "
+                f"ELSE lower({t}) END")
 
     def _normalizer(self, i: int, sql_type: str) -> str:
         """SQL for the ``normalized`` profile of text column ``t<i>``: a vectorized Python function
@@ -196,33 +246,32 @@ class Engine:
                                  side_effects=False)
         if sql_type != "VARCHAR":
             return f"{name}(t{i})"
-        # An ASCII string (as many bytes as characters) is normalized by DuckDB itself, in parallel
-        # and without a Python call: there NFKC is the identity and casefold is lower(); the same
-        # shortcut normalize_array takes, in SQL. Only the other strings reach Python. (trim()
-        # without characters trims spaces, all that is left at the ends once runs are collapsed;
-        # trim(x, ' ') is 2x slower.)
+        # An ASCII string (as many bytes as characters) is normalized by DuckDB itself, without a
+        # Python call; only the other strings reach Python.
         t = f"t{i}"
-        return (f"CASE WHEN strlen({t}) = length({t}) THEN "
-                f"trim(regexp_replace(lower({t}), '{normalize.ASCII_WHITESPACE_TO_COLLAPSE}', ' ', 'g')) "
-                f"ELSE {name}({t}) END")
+        return f"CASE WHEN strlen({t}) = length({t}) THEN {self._ascii_normalizer(t)} ELSE {name}({t}) END"
 
-    def _key(self, hash_column: str, values: Sequence[str]) -> list[str]:
-        """The hash when it is exact for this data, else the values themselves (SQL expressions).
+    def _key(self, hash_column: str, values: Sequence[str], table: str) -> list[str]:
+        """Group ``rows_all`` by its text key into ``table`` (``registry.per_key_sql``); return the
+        key: the hash when it is exact for this data, else the values themselves (SQL expressions).
 
         Grouping by a 64-bit hash is several times faster than grouping by long strings, but two
-        different keys could share a hash. A collision can only hide among hash groups of more
-        than one row, so those (few: the duplicates and leaks) are checked against the values.
+        different keys could share a hash. A collision can only hide in a group of more than one
+        row, so those (few: the duplicates and leaks) are checked against the values.
         """
-        value_columns = ", ".join(values)
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql([hash_column])}")
+        repeated = f"SELECT k0 FROM {table} WHERE n_train + n_validation + n_test > 1"
         exact = self.con.execute(
             f"""
-            WITH repeated AS (SELECT {hash_column} AS h FROM rows_all GROUP BY h HAVING count(*) > 1)
-            SELECT (SELECT count(*) FROM (SELECT DISTINCT {hash_column}, {value_columns} FROM rows_all
-                                          WHERE {hash_column} IN (SELECT h FROM repeated)))
-                 = (SELECT count(*) FROM repeated)
+            SELECT count(*) = (SELECT count(*) FROM ({repeated}))
+            FROM (SELECT DISTINCT {hash_column}, {', '.join(values)} FROM rows_all
+                  WHERE {hash_column} IN ({repeated}))
             """
         ).fetchone()[0]
-        return [hash_column] if exact else list(values)
+        if exact:
+            return [hash_column]
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql(values)}")
+        return list(values)
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {f"has_{s}": s in self.data.splits for s in ("train", "validation")}
@@ -243,113 +292,91 @@ class Engine:
         names = [d[0] for d in result.description]
         return dict(zip(names, result.fetchone() or ()))
 
-    def _text_keys(self) -> dict[registry.Profile, list[str]]:
-        """The text key of each loaded profile (the hash, or the values when the hash collides)."""
-        keys = {registry.RAW: self._key("h_text", self.raw_text)}
-        if registry.NORMALIZED in self._profiles:
-            keys[registry.NORMALIZED] = self._key("h_ntext", self.normalized_text)
-        return keys
-
-    def _pair_key(self, profile: registry.Profile, j: int) -> list[str]:
-        """The (text key, label ``l<j>``) key of a profile: the label is always compared raw."""
-        text = self.raw_text if profile is registry.RAW else self.normalized_text
-        return self._key(f"h_{'' if profile is registry.RAW else 'n'}l{j}", [*text, f"l{j}"])
-
     def measure(self, text_columns: Sequence[str], label_columns: Sequence[str],
-                methods: Collection[str] | None = None) -> list[Measurement]:
-        """One Measurement per label column (or one with label_column None when there is none).
+                methods: Collection[str] | None = None, *, examples: int = 0,
+                positions: int = EXAMPLE_POSITIONS) -> Measured:
+        """One Measurement per label column (or one with label_column None when there is none), and
+        up to ``examples`` examples of every kind (``EXAMPLE_KINDS``; the exact method's).
 
-        Per profile, one GROUP BY over the text key gives the text figures (LLE's text_ figures
-        from the raw one), and per label column one GROUP BY over (text, label) gives the label
-        figures (LLE's text_and_label_ figures from the raw one). ``methods`` (default: all)
-        limits the figures to those methods' (the benchmark measures LLE alone with it).
+        Per profile, one GROUP BY over the text key gives the per-key table of the text figures
+        (LLE's text_ figures from the raw one), and per label column one GROUP BY over (text, label)
+        the table of the label figures (LLE's text_and_label_ figures from the raw one). The
+        examples are picked from the same tables, each dropped once used: at most one text table
+        and one pair table are held at a time. ``methods`` (default: all) limits the figures to
+        those methods' (the benchmark measures LLE alone with it).
         """
         every = {c.method for c in registry.figure_columns()}
         methods = every if methods is None else set(methods)
         exact = registry.EXACT_METHOD in methods
+        examples = examples if exact else 0
         text_columns, label_columns = tuple(text_columns), tuple(label_columns)
         self._load(text_columns, label_columns, normalized=exact)
-        text_keys = self._text_keys()
         text: dict[str, Any] = {}
-        for profile, key in text_keys.items():
-            items = registry.lle_items(registry.TEXT) if profile is registry.RAW else []
+        by_label: list[dict[str, Any]] = [{} for _ in label_columns]
+        found: list[dict[str, Any]] = []
+        for profile in self._profiles:
+            raw = profile is registry.RAW
+            keys = f"keys_{profile.name}"
+            key = self._key("h_text" if raw else "h_ntext", self.raw_text if raw else self.normalized_text, keys)
+            items = registry.lle_items(registry.TEXT) if raw else []
             items += registry.profile_figures_sql(profile, registry.Grain.TEXT) if exact else []
-            text.update(self._select(registry.text_grain_sql(", ".join(key), items)))
+            text.update(self._select(registry.aggregate_sql(items, keys)))
+            if examples:
+                found += self._examples_of(profile, key, keys, TEXT_EXAMPLE_KINDS, None, examples, positions)
+            for j, label in enumerate(label_columns):
+                figures = by_label[j]
+                self.con.execute(f"CREATE OR REPLACE TEMP TABLE pairs AS {registry.per_pair_sql(key, f'l{j}')}")
+                items = registry.lle_items(registry.TEXT_AND_LABEL) if raw else []
+                items += registry.profile_figures_sql(profile, registry.Grain.LABEL) if exact else []
+                figures.update(self._select(registry.aggregate_sql(items, "pairs")))
+                if exact:
+                    self.con.execute(f"CREATE OR REPLACE TEMP TABLE texts AS {registry.per_text_sql(len(key), keys, 'pairs')}")
+                    items = registry.profile_figures_sql(profile, registry.Grain.LABEL_TEXT)
+                    figures.update(self._select(registry.aggregate_sql(items, "texts")))
+                    bound = {n: v for n, v in {**text, **figures}.items() if n.startswith(profile.name + "_")}
+                    figures.update(self._select(registry.row_grain_sql(profile, bound), bound))
+                if examples:
+                    found += self._examples_of(profile, key, "texts", LABEL_EXAMPLE_KINDS, (label, j), examples, positions)
+            self.con.execute(f"DROP TABLE IF EXISTS {keys}; DROP TABLE IF EXISTS pairs; DROP TABLE IF EXISTS texts")
         columns = [c for c in registry.figure_columns() if c.method in methods]
         if not label_columns:
             # No label column: every figure that needs one is NR.
-            return [Measurement(None, text_columns, {c.name: text.get(c.name) for c in columns})]
+            return Measured([Measurement(None, text_columns, {c.name: text.get(c.name) for c in columns})], found)
         out = []
-        for j, label in enumerate(label_columns):
-            figures = dict(text)
-            for profile, key in text_keys.items():
-                pair = self._pair_key(profile, j)
-                lle = registry.lle_items(registry.TEXT_AND_LABEL) if profile is registry.RAW else []
-                if exact:
-                    items = lle + registry.profile_figures_sql(profile, registry.Grain.LABEL)
-                    per_text = registry.profile_figures_sql(profile, registry.Grain.LABEL_TEXT)
-                    figures.update(self._select(registry.label_grain_sql(key, pair, items, per_text)))
-                    names = [n for n in figures if n.startswith(profile.name + "_")]
-                    bound = {n: figures[n] for n in names}
-                    figures.update(self._select(registry.row_grain_sql(profile, names), bound))
-                else:  # LLE alone needs no window over the text: group by the pair only
-                    figures.update(self._select(registry.text_grain_sql(", ".join(pair), lle)))
+        for label, figures in zip(label_columns, by_label):
+            figures = {**text, **figures}
             figures.update(self._row_figures(figures))
             out.append(Measurement(label, text_columns, {c.name: figures[c.name] for c in columns}))
-        return out
+        return Measured(out, found)
 
     # --- examples: the keys behind every count -------------------------------------------------
 
-    def examples(self, limit: int, *, positions: int = EXAMPLE_POSITIONS) -> list[dict[str, Any]]:
-        """Up to ``limit`` examples of every kind (``EXAMPLE_KINDS``), per profile and label column.
+    def _examples_of(self, profile: registry.Profile, key: Sequence[str], table: str, kinds: Mapping[str, str],
+                     label: tuple[str, int] | None, limit: int, positions: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` examples of each of ``kinds`` (conditions on the rows of per-key ``table``).
 
-        Call after :meth:`measure`. The keys holding most rows come first. Each example: the key's
-        values (from its first test row, else its first row), its rows in each split, the first
-        ``positions`` row positions in each split and, for label kinds, the labels in each split.
+        The keys holding most rows come first. Each example: the key's values (from its first test
+        row, else its first row), its rows in each split, the first ``positions`` row positions in
+        each split and, for label kinds (from the ``texts`` and ``pairs`` tables), the labels in each split.
         """
-        text_columns, label_columns = self._loaded
-        out: list[dict[str, Any]] = []
-        for profile, key in self._text_keys().items():
-            out += self._examples_of(profile, key, None, None, TEXT_EXAMPLE_KINDS, text_columns, limit, positions)
-            for j, label in enumerate(label_columns):
-                out += self._examples_of(profile, key, label, j, LABEL_EXAMPLE_KINDS, text_columns, limit, positions)
-        return out
-
-    def _examples_of(self, profile: registry.Profile, key: list[str], label: str | None, j: int | None,
-                     kinds: Mapping[str, str], text_columns: Sequence[str], limit: int, positions: int) -> list[dict[str, Any]]:
+        text_columns = self._loaded[0]
         keys = ", ".join(f"{k} AS k{i}" for i, k in enumerate(key))
         knames = ", ".join(f"k{i}" for i in range(len(key)))
-        counts = registry.SPLIT_COUNTS
-        if j is None:
-            per_key = f"SELECT {keys}, {counts} FROM rows_all GROUP BY {', '.join(key)}"
-        else:
-            # per (text, label): then per text, with its labels per split and whether a test label is
-            # absent from the text's train labels (a label conflict train -> test).
-            pair = self._pair_key(profile, j)
-            # any_value: every row of a (text, label) group holds the same label (the key includes it)
-            per_pair = (f"SELECT {keys}, any_value(l{j}) AS label, {counts} FROM rows_all "
-                        f"GROUP BY {', '.join([*key, *pair])}")
-            labels = ", ".join(f"count(*) FILTER (WHERE n_{s} > 0) AS labels_{s}" for s in CANONICAL_SPLITS)
-            per_key = (f"SELECT {knames}, {', '.join(f'sum(n_{s})::BIGINT AS n_{s}' for s in CANONICAL_SPLITS)}, {labels}, "
-                       f"bool_or(n_test > 0 AND n_train = 0) AND sum(n_train) > 0 AS test_label_not_in_train "
-                       f"FROM per_pair GROUP BY {knames}")
-        cases = " UNION ALL ".join(f"SELECT '{kind}' AS kind, * FROM per_key WHERE {condition}" for kind, condition in kinds.items())
+        cases = " UNION ALL ".join(f"SELECT '{kind}' AS kind, * FROM {table} WHERE {condition}" for kind, condition in kinds.items())
         join = " AND ".join(f"r_key.k{i} IS NOT DISTINCT FROM p.k{i}" for i in range(len(key)))
         text_values = ", ".join(f"arg_min(t{i}, pos) AS v{i}" for i in range(len(text_columns)))
-        # For label kinds, the labels are listed for the picked texts only (listing them for every
-        # text cost more than the rest of the examples together).
-        pair_cte = f"per_pair AS ({per_pair})," if j is not None else ""
+        # For label kinds, the labels are listed for the picked texts only, from the pairs table.
         pair_join = " AND ".join(f"pp.k{i} IS NOT DISTINCT FROM p.k{i}" for i in range(len(key)))
         label_lists = ", ".join(f"list(pp.label ORDER BY pp.n_{s} DESC) FILTER (WHERE pp.n_{s} > 0) AS label_list_{s}"
                                 for s in CANONICAL_SPLITS)
-        listed = (f", listed AS (SELECT p.kind, p.rank, {label_lists} FROM picked p JOIN per_pair pp ON {pair_join} "
-                  f"GROUP BY p.kind, p.rank)") if j is not None else ""
-        with_lists = (", " + ", ".join(f"ll.label_list_{s}" for s in CANONICAL_SPLITS)) if j is not None else ""
-        join_lists = "JOIN listed ll USING (kind, rank)" if j is not None else ""
+        listed = (f", listed AS (SELECT p.kind, p.rank, {label_lists} FROM picked p JOIN pairs pp ON {pair_join} "
+                  f"GROUP BY p.kind, p.rank)") if label else ""
+        with_lists = (", " + ", ".join(f"ll.label_list_{s}" for s in CANONICAL_SPLITS)) if label else ""
+        join_lists = "JOIN listed ll USING (kind, rank)" if label else ""
         sql = f"""
-            WITH {pair_cte} per_key AS ({per_key}),
-            picked AS (
-                SELECT *, row_number() OVER (PARTITION BY kind ORDER BY n_train + n_validation + n_test DESC, {knames}) AS rank
+            WITH picked AS (
+                SELECT {knames}, kind, {', '.join(f'n_{s}' for s in CANONICAL_SPLITS)},
+                       row_number() OVER (PARTITION BY kind ORDER BY n_train + n_validation + n_test DESC, {knames}) AS rank
                 FROM ({cases}) QUALIFY rank <= $limit
             ),
             located AS (   -- the picked keys' rows: positions and first values per split
@@ -369,11 +396,12 @@ class Engine:
         for values in result.fetchall():
             row = dict(zip(names, values))
             ex = examples.setdefault((row["kind"], row["rank"]), {
-                "profile": profile.name, "kind": row["kind"], "label_column": label, "rank": row["rank"],
+                "profile": profile.name, "kind": row["kind"], "label_column": label[0] if label else None,
+                "rank": row["rank"],
                 "rows": {s: row[f"n_{s}"] if s in self.data.splits else None for s in CANONICAL_SPLITS},
                 "positions": {}, "values": {},
                 "labels": ({s: row[f"label_list_{s}"] or [] for s in CANONICAL_SPLITS if s in self.data.splits}
-                           if j is not None else None),
+                           if label else None),
             })
             ex["positions"][row["split"]] = row["positions"]
             ex["values"][row["split"]] = {c: row[f"v{i}"] for i, c in enumerate(text_columns)}

@@ -7,12 +7,17 @@ NULL) is compared as it is. In Python::
 
     " ".join(unicodedata.normalize("NFKC", s).casefold().split())
 
-That line is the definition, and :func:`normalize_text` is it. :func:`normalize_array` computes the
-same thing on Arrow arrays, which is what the engine calls (as a DuckDB function) on every row:
-Python's per-string cost (about 5 s per million tweets here) would double the engine's time. For
-an ASCII string, NFKC is the identity, casefold is ASCII lowercase and Python's whitespace is
-``[\\t\\n\\v\\f\\r\\x1c-\\x1f ]``, so Arrow's vectorized kernels give exactly the Python result; the other
-strings go through :func:`normalize_text` itself. The tests check the two against each other.
+That line is the definition, and :func:`normalize_text` is it. Calling it on every row would cost
+about 5 s per million tweets here, more than the whole engine, so the engine
+(``Engine._hash_normalized``) takes three paths to the same result:
+
+- an ASCII string, in DuckDB SQL: there NFKC is the identity, casefold is ASCII lowercase and
+  Python's whitespace is ``[\\t\\n\\v\\f\\r\\x1c-\\x1f ]``;
+- any other string, with :func:`normalize_each` (the definition), in one call per config;
+- a list of strings, with :func:`normalize_array` (Arrow kernels for the ASCII elements), as a
+  DuckDB function.
+
+``tests/test_normalize.py`` checks every path against the definition.
 """
 
 from __future__ import annotations
@@ -26,12 +31,21 @@ import pyarrow.compute as pc
 # Only what must change is matched: a run of two or more, or one that is not a space. Matching
 # every single space too gives the same result 8 times slower (one replacement per word).
 _ASCII_WHITESPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f ]"
+#: The ASCII whitespace other than the space: a string holding none of it, no run of spaces and no
+#: space at an end has nothing to collapse.
+ASCII_WHITESPACE_OTHER_THAN_SPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
 ASCII_WHITESPACE_TO_COLLAPSE = rf"{_ASCII_WHITESPACE}{{2,}}|[\t\n\x0b\x0c\r\x1c-\x1f]"
 
 
 def normalize_text(value: str) -> str:
     """The ``normalized`` profile of one string (the definition)."""
     return " ".join(unicodedata.normalize("NFKC", value).casefold().split())
+
+
+def normalize_each(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The ``normalized`` profile of every string of an Arrow array, one Python call each: for strings
+    that are not ASCII, where the vectorized path of :func:`normalize_array` has nothing to gain."""
+    return pa.array([None if s is None else normalize_text(s) for s in values.to_pylist()], type=pa.string())
 
 
 def has_text(arrow_type: pa.DataType) -> bool:

@@ -185,8 +185,8 @@ def test_real_hash_collisions_fall_back_to_exact_values(shared_datasets, monkeyp
     keys_used = []
     original = Engine._key
 
-    def spy(self, hash_column, value_columns):
-        keys_used.append(original(self, hash_column, value_columns))
+    def spy(self, hash_column, value_columns, table):
+        keys_used.append(original(self, hash_column, value_columns, table))
         return keys_used[-1]
 
     monkeypatch.setattr(Engine, "_key", spy)

@@ -126,8 +126,9 @@ class Grain(Enum):
     TEXT = "text"
     #: one row per distinct (text key, label) of one label column: ``n_<split>``, rows holding the pair.
     LABEL = "label"
-    #: one row per distinct text key, over the pairs above: ``labels_<split>``, the distinct labels
-    #: the text carries in the split.
+    #: one row per text key held by two or more rows, over the pairs above: ``labels_<split>``, the
+    #: distinct labels the text carries in the split (a text held by one row has one label: its
+    #: figures must count texts with two labels or more, which such a text never is).
     LABEL_TEXT = "label per text"
     #: computed from the profile's other figures of the same row (``{p}`` is the profile's prefix).
     ROW = "row"
@@ -378,8 +379,10 @@ def figure_names(method: str | None = None) -> tuple[str, ...]:
 # SQL ------------------------------------------------------------------------------------------------
 
 
-#: The rows of each split holding a key, over a ``GROUP BY`` of ``rows_all``: every per-key table.
-SPLIT_COUNTS = ", ".join(f"count(*) FILTER (WHERE split = '{s}') AS n_{s}" for s in ("train", "validation", "test"))
+SPLITS = ("train", "validation", "test")
+#: The rows of each split holding a key, as SELECT items over ``rows_all`` grouped by key: the
+#: ``n_<split>`` columns of every per-key table.
+SPLIT_COUNTS = ", ".join(f"count(*) FILTER (WHERE split = '{s}') AS n_{s}" for s in SPLITS)
 
 
 def _nr_guard(sql: str, needs: Iterable[str], needs_any: Iterable[str] = ()) -> str:
@@ -409,46 +412,53 @@ def profile_figures_sql(profile: Profile, grain: Grain) -> list[str]:
     return items
 
 
-def text_grain_sql(key: str, items: Iterable[str]) -> str:
-    """One SELECT of ``items`` (aggregates over ``per_key``) from ``rows_all`` grouped by ``key``."""
+def per_key_sql(key: Sequence[str]) -> str:
+    """The TEXT grain's table: ``rows_all`` grouped by ``key`` (SQL expressions), one row per distinct
+    key: ``k0..`` (the key) and ``n_train``, ``n_validation``, ``n_test``, the rows of each split holding it."""
+    aliases = ", ".join(f"{k} AS k{i}" for i, k in enumerate(key))
+    return f"""
+SELECT {aliases},          -- one row per distinct key: how many rows of each split hold it
+       {SPLIT_COUNTS}
+FROM rows_all
+GROUP BY {', '.join(key)}
+"""
+
+
+def per_pair_sql(key: Sequence[str], label: str) -> str:
+    """The LABEL grain's table: ``rows_all`` grouped by (text key, label), one row per distinct pair:
+    ``k0..``, ``label`` and ``n_<split>``. The label is compared exactly (a list as a whole)."""
+    aliases = ", ".join(f"{k} AS k{i}" for i, k in enumerate(key))
+    return f"""
+SELECT {aliases}, {label} AS label,   -- one row per distinct (text key, label)
+       {SPLIT_COUNTS}
+FROM rows_all
+GROUP BY {', '.join(key)}, {label}
+"""
+
+
+def per_text_sql(width: int, per_key: str, per_pair: str) -> str:
+    """The LABEL_TEXT grain's table, from the two above: one row per text key held by two or more
+    rows (a text held by one row carries one label), with ``n_<split>``, ``labels_<split>`` (its
+    distinct labels in the split) and ``test_label_not_in_train`` (a test label of the text is never
+    its label in train, though the text is in train)."""
+    k = [f"k{i}" for i in range(width)]
+    on = " AND ".join(f"p.{c} IS NOT DISTINCT FROM r.{c}" for c in k)
+    counts = ", ".join(f"sum(n_{s})::BIGINT AS n_{s}" for s in SPLITS)
+    labels = ",\n       ".join(f"count(*) FILTER (WHERE n_{s} > 0) AS labels_{s}" for s in SPLITS)
+    return f"""
+SELECT {', '.join(f'p.{c}' for c in k)}, {counts},
+       {labels},
+       bool_or(n_test > 0 AND n_train = 0) AND sum(n_train) > 0 AS test_label_not_in_train
+FROM {per_pair} AS p
+SEMI JOIN (SELECT {', '.join(k)} FROM {per_key} WHERE n_train + n_validation + n_test > 1) AS r ON {on}
+GROUP BY {', '.join(f'p.{c}' for c in k)}
+"""
+
+
+def aggregate_sql(items: Iterable[str], table: str) -> str:
+    """One SELECT of figures (``items``: aggregates, named as stored) over a per-key ``table``."""
     select = ",\n    ".join(items)
-    return f"""
-WITH per_key AS (          -- one row per distinct key: how many rows of each split hold it
-    SELECT {SPLIT_COUNTS}
-    FROM rows_all
-    GROUP BY {key}
-)
-SELECT
-    {select}
-FROM per_key
-"""
-
-
-def label_grain_sql(text_key: Sequence[str], pair_key: Sequence[str], pair_items: Iterable[str],
-                    text_items: Iterable[str]) -> str:
-    """One SELECT over the label grains of one label column: ``pair_items`` aggregate ``per_key``
-    (one row per distinct (text key, label): the LLE text+label figures come from the same table),
-    ``text_items`` aggregate ``per_text`` (one row per text key, with its labels per split)."""
-    aliases = ", ".join(f"{k} AS k{i}" for i, k in enumerate(text_key))
-    text = ", ".join(f"k{i}" for i in range(len(text_key)))
-    group = ", ".join([*text_key, *pair_key])
-    labels = ",\n           ".join(f"count(*) FILTER (WHERE n_{s} > 0) AS labels_{s}" for s in ("train", "validation", "test"))
-    pair_select = ",\n    ".join(pair_items)
-    text_select = ",\n    ".join(text_items)
-    return f"""
-WITH per_key AS (          -- one row per distinct (text key, label)
-    SELECT {aliases}, {SPLIT_COUNTS}
-    FROM rows_all
-    GROUP BY {group}
-), per_text AS (           -- one row per distinct text key: its distinct labels in each split
-    SELECT {labels}
-    FROM per_key
-    GROUP BY {text}
-)
-SELECT * FROM
-    (SELECT {pair_select} FROM per_key),
-    (SELECT {text_select} FROM per_text)
-"""
+    return f"SELECT\n    {select}\nFROM {table}"
 
 
 def lle_items(kind: KeyKind) -> list[str]:
