@@ -22,7 +22,7 @@ import click
 import typer
 
 from hubsurvey import __version__
-from hubsurvey.commands.options import Db, Examples, Format, Json, Roles, at_least, output_format
+from hubsurvey.commands.options import Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
 from hubsurvey.core.store import DEFAULT_DB
@@ -127,8 +127,8 @@ def render_row(row: dict[str, Any]) -> str:
         lines.append(f"  {f.title:26}{cells[0]:>12}{cells[1]:>14}")
     for rf in figures.ROW_FIGURES:
         lines.append(f"  {rf.title:26}{figures.published(row[rf.name], rf.fmt):>12}")
-    exact = render_exact(row)
-    return "\n".join([*lines, exact] if exact else lines)
+    blocks = [block for block in (render_exact(row), render_near(row)) if block]
+    return "\n".join([*lines, *blocks])
 
 
 def exact_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -158,6 +158,40 @@ def render_exact(row: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _near_info(row: dict[str, Any]) -> dict[str, Any] | None:
+    near = row.get("near")
+    return json.loads(near) if isinstance(near, str) else near
+
+
+def render_near(row: dict[str, Any]) -> str:
+    """The near-duplicate figures under the exact ones: count (percent), then the curve."""
+    info = _near_info(row)
+    if not info:
+        return ""
+    lines = [f"  near-duplicates (Jaccard >= {info['threshold']}, {info['shingle']} shingles; {info['status']})"]
+    for f in figures.NEAR_FIGURES:
+        cell = figures.published(row.get(f.name), figures.Format.COUNT)
+        if f.percent and row.get(f.percent[0]) is not None:
+            cell += f" ({figures.published(row[f.percent[0]], figures.Format.PERCENT)})"
+        lines.append(f"  {f.title:34}{cell:>18}")
+    curve = json.loads(row["near_curve"]) if row.get("near_curve") else []
+    if curve:
+        lines.append(f"  {'test rows near train at J >=':34}" + "".join(f"{p['threshold']:>8}: {p['test_rows_near_train']}" for p in curve))
+    return "\n".join(lines)
+
+
+def near_json(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The near figures of one row as JSON: {"method", "parameters", figures..., "curve"} (NR: null)."""
+    info = _near_info(row)
+    if not info:
+        return None
+    out: dict[str, Any] = {"method": figures.NEAR_METHOD, "parameters": info}
+    for column in figures.figure_columns(figures.NEAR_METHOD):
+        out[column.name] = figures.json_value(row.get(column.name), column.fmt)
+    out["curve"] = json.loads(row["near_curve"]) if row.get("near_curve") else None
+    return out
+
+
 def _hub_errors() -> tuple[type[BaseException], ...]:
     """The Hub's refusals of one dataset (missing, gated, a bad revision): bad input for audit.
 
@@ -179,6 +213,7 @@ def audit(
     target: Annotated[str | None, typer.Argument(help="Hub id (owner/name) or local folder; default: the generated sample")] = None,
     config: Annotated[str | None, typer.Option("--config", help="Measure only this config")] = None,
     examples: Examples = figures.DEFAULT_EXAMPLES,
+    no_near: NoNear = False,
     fmt: Format = None,
     as_json: Json = False,
     db: Db = Path(DEFAULT_DB),
@@ -186,9 +221,10 @@ def audit(
 ) -> None:
     """Measure a dataset's leaks and duplicates (LLE and exact methods), store and print them.
 
-    Prints the LLE figures, then the exact figures (raw and normalized profiles). --format json
-    (or --json) prints only a JSON array, one object per row: the LLE keys, and the exact figures
-    under "exact". The examples behind the counts are stored; `hubsurvey show` prints them.
+    Prints the LLE figures, then the exact figures (raw and normalized profiles), then the
+    near-duplicate figures (--no-near skips them). --format json (or --json) prints only a JSON
+    array, one object per row: the LLE keys, the exact figures under "exact" and the near ones
+    under "near". The examples behind the counts are stored; `hubsurvey show` prints them.
     """
     from hubsurvey.survey.audit import audit as run_audit
 
@@ -201,11 +237,11 @@ def audit(
         if fmt == "table":
             typer.echo(f"No target given: auditing the generated sample dataset at {target}\n")
     try:
-        outcome = run_audit(target, config=config, examples=examples, db=db, roles_file=roles)
+        outcome = run_audit(target, config=config, examples=examples, near=not no_near, db=db, roles_file=roles)
     except _hub_errors() as e:
         raise BadInputError(f"{target}: {one_line(e)}") from None
     if fmt == "json":
-        objs = [{**lle_json(r), "exact": exact_json(r)} for r in outcome.rows]
+        objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r)} for r in outcome.rows]
         typer.echo(json.dumps(objs, ensure_ascii=False, indent=1, default=str))
     elif fmt == "csv":
         sys.stdout.write(_audit_csv(outcome.rows))

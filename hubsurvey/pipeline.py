@@ -37,7 +37,7 @@ from filelock import FileLock, Timeout
 
 from hubsurvey.core import livestate
 from hubsurvey.core.errors import DbLockedError
-from hubsurvey.core.figures import DEFAULT_EXAMPLES
+from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobStatus, QueuedJob
 from hubsurvey.core.runs import Runs, RunStatus, new_run_id
@@ -67,6 +67,7 @@ class RunOptions:
     max_cache_gb: float = 20.0  # the cache never holds more; a job larger than this fails (too_large_for_cache)
     keep_cache: bool = False  # keep each job's files after measuring (default: delete them)
     examples: int = DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
+    near: bool = True  # measure the near-duplicate figures (run --no-near: False)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -84,6 +85,7 @@ class RunOptions:
             "max_cache_gb": self.max_cache_gb,
             "keep_cache": self.keep_cache,
             "examples": self.examples,
+            "near": self.near,
         }
 
 
@@ -196,7 +198,7 @@ def run_survey(
             runs.start("run", args or {}, run_id=run_id)
             live.progress(phase="crawling" if options.crawl else "queueing")
             live.snapshot(store.con, force=True)  # readers can read the DB at once
-            queue = JobQueue(store, max_attempts=options.max_attempts)
+            queue = JobQueue(store, max_attempts=options.max_attempts, methods=methods_measured(near=options.near))
             failure: BaseException | None = None
             try:
                 if options.crawl:
@@ -255,6 +257,7 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
         spec.cache_dir = str(client.cache_dir) if client.cache_dir else None
         spec.keep_cache = options.keep_cache
         spec.examples = options.examples
+        spec.near = options.near
         spec.engine_options = {"threads": engine_threads, "memory_limit": f"{int(options.memory_mb * 0.6)}MB"}
         todo.append(spec)
     budget = CacheBudget(client.cache_dir, int(options.max_cache_gb * GB))

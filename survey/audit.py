@@ -18,7 +18,7 @@ from hubsurvey.core.errors import (
     StoreError,
     scrub,
 )
-from hubsurvey.core.figures import DEFAULT_EXAMPLES
+from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
 from hubsurvey.core.roles import RoleOverrides, check_name
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import Store
@@ -78,6 +78,7 @@ def audit(
     *,
     config: str | None = None,
     examples: int = DEFAULT_EXAMPLES,
+    near: bool = True,
     db: str | Path | None = None,
     roles_file: str | Path | None = None,
     dataset_id: str | None = None,
@@ -106,7 +107,8 @@ def audit(
         for name in [config] if config else configs:
             try:
                 result = measure_config(
-                    source.load(name), n_configs=len(configs), source=kind, overrides=overrides, examples=examples
+                    source.load(name), n_configs=len(configs), source=kind, overrides=overrides, examples=examples,
+                    methods=list(methods_measured(near=near))
                 )
             except (HubUnreachableError, StoreError, KeyboardInterrupt):
                 raise

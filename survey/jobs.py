@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hubsurvey.core.errors import HubsurveyError, InternalError, scrub
-from hubsurvey.core.figures import DEFAULT_EXAMPLES
+from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
 from hubsurvey.core.hub import HubClient, default_cache_dir, delete_files, is_transient
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.roles import RoleOverrides
@@ -47,6 +47,7 @@ class JobSpec:
     memory_mb: int | None = None  # the worker exits if its resident memory passes this during the job
     engine_options: dict[str, Any] = field(default_factory=dict)
     examples: int = DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
+    near: bool = True  # measure the near-duplicate figures (False: run --no-near)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,6 +125,7 @@ def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
             run_id=spec.run_id,
             engine_options=spec.engine_options,
             examples=spec.examples,
+            methods=list(methods_measured(near=spec.near)),
         )
     except Exception as exc:  # every failure becomes data for the coordinator
         outcome = error_outcome(exc, where)

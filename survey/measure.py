@@ -96,7 +96,7 @@ def measure_config(
         with Engine(data, **(engine_options or {})) as engine:
             # the examples' kinds are the exact method's: measured with it only
             measured = engine.measure(roles.text_columns, roles.label_columns, methods, examples=examples)
-            measurements, samples = measured.measurements, measured.examples
+            measurements, samples, near = measured.measurements, measured.examples, measured.near
             rows_by_split = engine.rows
     except SurveyError:
         raise
@@ -134,6 +134,9 @@ def measure_config(
             measured_at=measured_at,
             run_id=run_id,
             methods={m: v for m, v in METHODS.items() if methods is None or m in methods},
+            near=_json(near.info) if near else None,
+            near_curve=_json([{"threshold": t, "test_rows_near_train": n} for t, n in near.curve.items()])
+            if near and near.curve else None,
         )
         rows.append(row)
     stored = [example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in samples]

@@ -21,10 +21,11 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from duckdb.func import FunctionNullHandling, PythonUDFType
@@ -33,6 +34,7 @@ from hubsurvey.core import figures as registry
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.splits import CANONICAL_SPLITS
 from hubsurvey.core.store import quote_ident
+from hubsurvey.survey import near as near_method
 from hubsurvey.survey import normalize
 from hubsurvey.survey.sources import ConfigData, SplitData
 
@@ -72,11 +74,23 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class NearResult:
+    """The near-duplicate method's figures: text ones, per label column ones, the curve and how
+    they were measured (its parameters, the texts, candidates and pairs)."""
+
+    figures: dict[str, Any]
+    by_label: list[dict[str, Any]]
+    curve: dict[float, Any]  # threshold -> test_rows_near_train (empty when there is no train split)
+    info: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Measured:
     """What :meth:`Engine.measure` returns: the figures of each label column, and the examples."""
 
     measurements: list[Measurement]
     examples: list[dict[str, Any]]
+    near: NearResult | None = None
 
 
 class Engine:
@@ -85,6 +99,8 @@ class Engine:
     #: The 64-bit hash of a key, as SQL around its columns; a test swaps in a weak one to force
     #: real collisions and exercise the exact fallback of ``_key``.
     hash_sql = "hash({})"
+    #: The near-duplicate method's parameters (survey/near.py): an instance attribute to change them.
+    near_params = near_method.NearParams()
 
     def __init__(self, data: ConfigData, *, threads: int | None = None, memory_limit: str | None = None):
         self.data = data
@@ -308,16 +324,19 @@ class Engine:
         every = {c.method for c in registry.figure_columns()}
         methods = every if methods is None else set(methods)
         exact = registry.EXACT_METHOD in methods
+        near = registry.NEAR_METHOD in methods
         examples = examples if exact else 0
         text_columns, label_columns = tuple(text_columns), tuple(label_columns)
-        self._load(text_columns, label_columns, normalized=exact)
+        self._load(text_columns, label_columns, normalized=exact or near)
         text: dict[str, Any] = {}
         by_label: list[dict[str, Any]] = [{} for _ in label_columns]
         found: list[dict[str, Any]] = []
-        for profile in self._profiles:
+        normalized_key: list[str] | None = None
+        for profile in self._profiles if exact else (registry.RAW,):
             raw = profile is registry.RAW
             keys = f"keys_{profile.name}"
             key = self._key("h_text" if raw else "h_ntext", self.raw_text if raw else self.normalized_text, keys)
+            normalized_key = normalized_key if raw else key
             items = registry.lle_items(registry.TEXT) if raw else []
             items += registry.profile_figures_sql(profile, registry.Grain.TEXT) if exact else []
             text.update(self._select(registry.aggregate_sql(items, keys)))
@@ -338,16 +357,74 @@ class Engine:
                 if examples:
                     found += self._examples_of(profile, key, "texts", LABEL_EXAMPLE_KINDS, (label, j), examples, positions)
             self.con.execute(f"DROP TABLE IF EXISTS {keys}; DROP TABLE IF EXISTS pairs; DROP TABLE IF EXISTS texts")
+        near_result = None
+        if near:
+            if normalized_key is None:  # the exact method did not check the normalized hash
+                normalized_key = self._key("h_ntext", self.normalized_text, "keys_normalized")
+                self.con.execute("DROP TABLE keys_normalized")
+            near_result = self._measure_near(label_columns, self.near_params, exact_key=normalized_key == ["h_ntext"])
+            text.update(near_result.figures)
+            for figures, label_figures in zip(by_label, near_result.by_label):
+                figures.update(label_figures)
         columns = [c for c in registry.figure_columns() if c.method in methods]
         if not label_columns:
             # No label column: every figure that needs one is NR.
-            return Measured([Measurement(None, text_columns, {c.name: text.get(c.name) for c in columns})], found)
+            return Measured([Measurement(None, text_columns, {c.name: text.get(c.name) for c in columns})], found, near_result)
         out = []
         for label, figures in zip(label_columns, by_label):
             figures = {**text, **figures}
             figures.update(self._row_figures(figures))
-            out.append(Measurement(label, text_columns, {c.name: figures[c.name] for c in columns}))
-        return Measured(out, found)
+            out.append(Measurement(label, text_columns, {c.name: figures.get(c.name) for c in columns}))
+        return Measured(out, found, near_result)
+
+    # --- near-duplicates (survey/near.py finds the pairs; the figures are the registry's SQL) --------
+
+    def _measure_near(self, label_columns: Sequence[str], params: near_method.NearParams, *, exact_key: bool) -> NearResult:
+        """The near-duplicate figures, from ``rows_all`` loaded with the normalized hash.
+
+        One row per distinct normalized text key (``near_texts``), its text rebuilt from one of its
+        rows; MinHash-LSH proposes pairs among them, each verified (``near.find_pairs``); the pairs
+        go into ``near_pairs`` and every figure is the registry's SQL over the two.
+        """
+        nothing = NearResult({}, [{} for _ in label_columns], {}, {**params.describe(), "status": "not measured"})
+        if not exact_key:  # never seen with the real hash: two normalized keys share one
+            return replace(nothing, info={**nothing.info, "status": "NR: the normalized text hash collides"})
+        representative = ", ".join(f"any_value({t}) AS {t}" for t in self.raw_text)
+        self.con.execute(f"""CREATE OR REPLACE TEMP TABLE near_texts AS
+            SELECT h_ntext AS k, {registry.SPLIT_COUNTS}, min(pos) FILTER (WHERE split = 'test') AS first_test, {representative}
+            FROM rows_all GROUP BY h_ntext""")
+        found = self.con.sql(f"SELECT k, n_test > 0 OR n_validation > 0 AS asked, {', '.join(self.raw_text)} FROM near_texts").to_arrow_table()
+        self.con.execute("CREATE OR REPLACE TEMP TABLE near_texts AS "  # the strings are in Python now
+                         "SELECT k, n_train, n_validation, n_test, first_test FROM near_texts")
+        texts = near_method.row_texts([normalize.normalize_array(found.column(t)).to_pylist() for t in self.raw_text])
+        keys = found.column("k").to_numpy()
+        query = found.column("asked").to_numpy(zero_copy_only=False)
+        del found
+        pairs = near_method.find_pairs(texts, query, params)
+        del texts
+        a, b = keys[pairs.pairs[:, 0]], keys[pairs.pairs[:, 1]]
+        both = pa.table({"a": np.concatenate([a, b]), "b": np.concatenate([b, a]),
+                         "jaccard": np.concatenate([pairs.jaccard, pairs.jaccard])})
+        self.con.register("near_pairs_arrow", both)
+        self.con.execute("CREATE OR REPLACE TEMP TABLE near_pairs AS SELECT * FROM near_pairs_arrow")
+        self.con.unregister("near_pairs_arrow")
+        bound = {"threshold": params.threshold}
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE near_keys AS {registry.near_keys_sql()}", bound)
+        figures = self._select(registry.aggregate_sql(registry.near_figures_sql(registry.NearGrain.KEY), "near_keys"), bound)
+        curve: dict[float, Any] = {}
+        if "train" in self.data.splits:
+            thresholds = {f"t{i}": t for i, t in enumerate(params.curve)}
+            at = self._select(registry.near_curve_sql(params.curve), thresholds)
+            curve = {t: at[f"at_{i}"] for i, t in enumerate(params.curve)}
+        by_label = []
+        for j in range(len(label_columns)):
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE near_labels AS {registry.near_labels_sql('h_ntext', f'l{j}')}", bound)
+            items = registry.near_figures_sql(registry.NearGrain.LABEL)
+            by_label.append(self._select(registry.aggregate_sql(items, "near_labels"), bound))
+        self.con.execute("DROP TABLE near_texts; DROP TABLE near_pairs; DROP TABLE near_keys; DROP TABLE IF EXISTS near_labels")
+        info = {**params.describe(), "status": "measured", "texts": len(keys), "candidates": pairs.candidates,
+                "pairs": len(pairs.pairs), "capped": pairs.capped}
+        return NearResult(figures, by_label, curve, info)
 
     # --- examples: the keys behind every count -------------------------------------------------
 

@@ -278,7 +278,7 @@ def test_audit_json_keys_and_types(tmp_path, good):
     result = runner.invoke(app, ["audit", str(good), "--json", "--db", str(tmp_path / "r.duckdb")])
     assert result.exit_code == 0
     (obj,) = json.loads(result.stdout)
-    assert list(obj) == [*list(LLE_JSON_KEYS), "dataset_id", "config", "label_column", "text_columns", "exact"]
+    assert list(obj) == [*list(LLE_JSON_KEYS), "dataset_id", "config", "label_column", "text_columns", "exact", "near"]
     assert obj["text_leaks_train_wrt_test"] == 1 and isinstance(obj["text_duplication_train"], int)
     # the exact figures, under their own key: train a b b, test a c
     exact = obj["exact"]
@@ -289,6 +289,11 @@ def test_audit_json_keys_and_types(tmp_path, good):
     assert obj["text_test_biased"] == 50.0 and obj["text_leaks_validation_wrt_test"] is None
     assert obj["difference_annotation_in_train_and_validation_splits"] == 0.0
     assert obj["text_columns"] == ["text"] and obj["dataset_id"] == "org/good"
+    # the near-duplicate figures, under theirs: test "a" is train's "a" (J = 1), "c" is near nothing
+    near = obj["near"]
+    assert near["method"] == "near-2026" and near["parameters"]["threshold"] == 0.8
+    assert near["test_rows_near_train"] == 1 and near["near_contaminated_test_pct"] == 50.0
+    assert near["test_rows_near_validation"] is None and near["curve"][0] == {"threshold": 0.9, "test_rows_near_train": 1}
 
 
 def test_audit_default_runs_the_sample_with_examples(tmp_path, monkeypatch):

@@ -24,6 +24,8 @@ Format = Annotated[str | None, typer.Option("--format", help="Output format: tab
 Json = Annotated[bool, typer.Option("--json", help="Same as --format json")]
 Examples = Annotated[int, typer.Option(
     "--examples", help="Store up to N examples of each kind behind the counts (0: none); `hubsurvey show` prints them")]
+NoNear = Annotated[bool, typer.Option(
+    "--no-near", help="Skip the near-duplicate figures (MinHash-LSH over character shingles); they stay NULL")]
 
 # --- the crawl's filters (CrawlFilters) -------------------------------------------------------------
 Authors = Annotated[list[str] | None, typer.Option("--author", help="Only these authors (repeatable)")]

@@ -31,6 +31,7 @@ from hubsurvey.commands.options import (
     MaxHours,
     MaxRows,
     MemoryMb,
+    NoNear,
     Rate,
     ReadDb,
     ReportDir,
@@ -122,6 +123,7 @@ def run(
     max_cache_gb: MaxCacheGb = RunOptions.max_cache_gb,
     keep_cache: KeepCache = RunOptions.keep_cache,
     examples: Examples = RunOptions.examples,
+    no_near: NoNear = not RunOptions.near,
     rate: Rate = DEFAULT_RATE,
     file_rate: FileRate = DEFAULT_FILE_RATE,
     db: Db = Path(DEFAULT_DB),
@@ -131,13 +133,14 @@ def run(
     options = _run_options(workers=workers, max_hours=max_hours, dask=dask, job_timeout=job_timeout,
                            memory_mb=memory_mb, report_dir=report_dir, roles_file=str(roles) if roles else None,
                            retry_failed=_retry_classes(retry_failed), cache_dir=cache_dir,
-                           max_cache_gb=max_cache_gb, keep_cache=keep_cache, examples=examples)
+                           max_cache_gb=max_cache_gb, keep_cache=keep_cache, examples=examples,
+                           near=not no_near)
     client = hub_client(rate, file_rate)
     args = {"filters": filters.as_json(), "workers": workers, "max_hours": options.max_hours, "dask": dask,
             "job_timeout": job_timeout, "memory_mb": memory_mb, "report_dir": str(report_dir), "db": str(db),
             "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate,
             "cache_dir": str(cache_dir) if cache_dir else None, "max_cache_gb": max_cache_gb, "keep_cache": keep_cache,
-            "examples": examples}
+            "examples": examples, "near": not no_near}
     _survey(db, client, filters, options, args)
 
 

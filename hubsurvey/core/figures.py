@@ -31,8 +31,21 @@ LLE_METHOD_VERSION = 1
 EXACT_METHOD = "exact-2026"
 EXACT_METHOD_VERSION = 1
 
+#: The near-duplicate method (issue "Near-duplicate leaks"): Jaccard >= tau over character
+#: shingles of the normalized text, candidates from MinHash-LSH, every pair verified exactly.
+NEAR_METHOD = "near-2026"
+NEAR_METHOD_VERSION = 1
+
 #: The methods a measurement row holds, with the version of their definitions (``measurements.methods``).
-METHODS: dict[str, int] = {LLE_METHOD: LLE_METHOD_VERSION, EXACT_METHOD: EXACT_METHOD_VERSION}
+METHODS: dict[str, int] = {
+    LLE_METHOD: LLE_METHOD_VERSION, EXACT_METHOD: EXACT_METHOD_VERSION, NEAR_METHOD: NEAR_METHOD_VERSION,
+}
+
+def methods_measured(*, near: bool = True) -> dict[str, int]:
+    """The methods a survey or audit measures, with their versions: all, or all but the
+    near-duplicate method (``--no-near``: it costs more than the others together)."""
+    return {m: v for m, v in METHODS.items() if near or m != NEAR_METHOD}
+
 
 #: Examples stored per kind, profile and label column (``--examples`` on ``audit`` and ``run``).
 DEFAULT_EXAMPLES = 20
@@ -317,6 +330,111 @@ PROFILE_FIGURES: tuple[ProfileFigure, ...] = (
 )
 
 
+# --- the near-duplicate figures (method near-2026) -----------------------------------------------------
+
+
+class NearGrain(Enum):
+    """The per-key table a :class:`NearFigure` aggregates over (built by ``near_keys_sql`` / ``near_labels_sql``)."""
+
+    #: one row per distinct normalized text key: ``n_<split>``, ``first_test`` (its first test row's
+    #: position), ``best_train`` / ``best_validation`` (the highest Jaccard of another key of that
+    #: split, NULL when none is at >= the lowest threshold) and ``earliest_near_test`` (the first
+    #: test position of the keys at >= tau).
+    KEY = "near key"
+    #: one row per distinct (normalized text key, label) held by test rows: ``n_test``,
+    #: ``near_train`` (the text has train rows at >= tau: its own or a near key's) and
+    #: ``near_train_same_label`` (one of those carries this label).
+    LABEL = "near label"
+
+
+@dataclass(frozen=True)
+class NearFigure:
+    """A figure of the near-duplicate method: an aggregate over its grain's table.
+
+    ``sql`` may use ``$threshold`` (tau). A figure is stored as a column named ``name``; ``percent``
+    names a companion column, the count as a percentage of one split's rows.
+    """
+
+    name: str
+    sql: str
+    definition: str
+    title: str
+    grain: NearGrain = NearGrain.KEY
+    needs: tuple[str, ...] = ()
+    needs_any: tuple[str, ...] = ()
+    percent: tuple[str, str] | None = None
+    method: str = NEAR_METHOD
+
+    @property
+    def needs_label(self) -> bool:
+        return self.grain is NearGrain.LABEL
+
+
+#: A test key near train at a threshold: its own train rows (J = 1), or another key's.
+_NEAR_TRAIN = "(n_train > 0 OR best_train >= {t})"
+_NEAR_VALIDATION = "(n_validation > 0 OR best_validation >= {t})"
+#: A test row repeats a near-duplicate: every row of its key but the first, and the first too
+#: when a near key's first test row comes earlier.
+_NEAR_REPEATS = "(n_test - 1 + CASE WHEN earliest_near_test < first_test THEN 1 ELSE 0 END)"
+
+NEAR_FIGURES: tuple[NearFigure, ...] = (
+    NearFigure(
+        "test_rows_near_train",
+        f"coalesce(sum(n_test) FILTER (WHERE n_test > 0 AND {_NEAR_TRAIN.format(t='$threshold')}), 0)",
+        "test rows with at least one train row at Jaccard >= tau (an exact copy included)",
+        "test rows near train",
+        needs=("train",),
+        percent=("test_rows_near_train_pct", "test"),
+    ),
+    NearFigure(
+        "test_rows_near_validation",
+        f"coalesce(sum(n_test) FILTER (WHERE n_test > 0 AND {_NEAR_VALIDATION.format(t='$threshold')}), 0)",
+        "test rows with at least one validation row at Jaccard >= tau",
+        "test rows near validation",
+        needs=("validation",),
+        percent=("test_rows_near_validation_pct", "test"),
+    ),
+    NearFigure(
+        "test_rows_near_repeated",
+        f"coalesce(sum({_NEAR_REPEATS}) FILTER (WHERE n_test > 0), 0)",
+        "test rows with a test row at an earlier position at Jaccard >= tau",
+        "test rows near-repeated",
+        percent=("test_rows_near_repeated_pct", "test"),
+    ),
+    NearFigure(
+        "test_rows_near_contaminated",
+        f"coalesce(sum(CASE WHEN {_NEAR_TRAIN.format(t='$threshold')} OR {_NEAR_VALIDATION.format(t='$threshold')} "
+        f"THEN n_test ELSE {_NEAR_REPEATS} END) FILTER (WHERE n_test > 0), 0)",
+        "test rows near train, near validation or near-repeated, each counted once, so "
+        "near_contaminated_test_pct lies in [0, 100]",
+        "test rows near-contaminated",
+        percent=("near_contaminated_test_pct", "test"),
+    ),
+    NearFigure(
+        "validation_rows_near_train",
+        f"coalesce(sum(n_validation) FILTER (WHERE n_validation > 0 AND {_NEAR_TRAIN.format(t='$threshold')}), 0)",
+        "validation rows with at least one train row at Jaccard >= tau",
+        "validation rows near train",
+        needs=("train", "validation"),
+        percent=("validation_rows_near_train_pct", "validation"),
+    ),
+    NearFigure(
+        "test_rows_near_train_conflicting_label",
+        "coalesce(sum(n_test) FILTER (WHERE near_train AND NOT near_train_same_label), 0)",
+        "test rows with train rows at Jaccard >= tau, none of which carries the test row's label "
+        "(similar text, different answer; the label compared exactly)",
+        "test rows near train, other label",
+        grain=NearGrain.LABEL,
+        needs=("train",),
+        percent=("test_rows_near_train_conflicting_label_pct", "test"),
+    ),
+)
+
+#: The thresholds of the curve (table ``near_curve``): test_rows_near_train at each.
+NEAR_CURVE: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6)
+NEAR_CURVE_SQL = f"coalesce(sum(n_test) FILTER (WHERE n_test > 0 AND {_NEAR_TRAIN.format(t='$t')}), 0)"
+
+
 # --- what the registry generates ---------------------------------------------------------------------
 
 
@@ -331,7 +449,7 @@ class Column:
     definition: str
     method: str
     key_kind: KeyKind | None
-    figure: KeyFigure | RowFigure | ProfileFigure
+    figure: KeyFigure | RowFigure | ProfileFigure | NearFigure
     profile: Profile | None = None  # the key profile of an exact figure (None: an LLE figure, raw)
     percent_of: str | None = None  # a percentage: the split whose rows it divides by
 
@@ -350,7 +468,19 @@ def figure_columns(method: str | None = None) -> list[Column]:
     ]
     columns += [Column(f.name, f.published_name, f.sql_type, f.fmt, f.definition, f.method, None, f) for f in ROW_FIGURES]
     columns += [column for profile in PROFILES for f in PROFILE_FIGURES for column in _profile_columns(f, profile)]
+    columns += [column for f in NEAR_FIGURES for column in _near_columns(f)]
     return [c for c in columns if method is None or c.method == method]
+
+
+def _near_columns(figure: NearFigure) -> list[Column]:
+    """A near figure's count column, and its percentage column when it has one."""
+    out = [Column(figure.name, figure.name, "BIGINT", Format.COUNT, figure.definition, figure.method, None, figure)]
+    if figure.percent:
+        stem, split = figure.percent
+        out.append(Column(stem, stem, "DOUBLE", Format.PERCENT,
+                          f"{figure.name} / rows_{split} × 100, in %" + (f" (NR when {split} has no rows)" if split != "test" else ""),
+                          figure.method, None, figure, None, split))
+    return out
 
 
 def _profile_columns(figure: ProfileFigure, profile: Profile) -> list[Column]:
@@ -459,6 +589,72 @@ def aggregate_sql(items: Iterable[str], table: str) -> str:
     """One SELECT of figures (``items``: aggregates, named as stored) over a per-key ``table``."""
     select = ",\n    ".join(items)
     return f"SELECT\n    {select}\nFROM {table}"
+
+
+def near_keys_sql() -> str:
+    """The near KEY grain's table, from ``near_texts(k, n_train, n_validation, n_test, first_test)``
+    (one row per distinct normalized text key) and ``near_pairs(a, b, jaccard)`` (every verified
+    pair of different keys at >= the lowest threshold, in both directions). Only the keys held by
+    test or validation rows: every near figure counts those rows."""
+    return """
+WITH neighbours AS (       -- per key: its best near key in train and validation, its earliest near test row
+    SELECT p.a AS k,
+           max(p.jaccard) FILTER (WHERE o.n_train > 0) AS best_train,
+           max(p.jaccard) FILTER (WHERE o.n_validation > 0) AS best_validation,
+           min(o.first_test) FILTER (WHERE o.n_test > 0 AND p.jaccard >= $threshold) AS earliest_near_test
+    FROM near_pairs AS p JOIN near_texts AS o ON o.k = p.b
+    GROUP BY p.a
+)
+SELECT t.*, n.best_train, n.best_validation, n.earliest_near_test
+FROM near_texts AS t LEFT JOIN neighbours AS n USING (k)
+WHERE t.n_test > 0 OR t.n_validation > 0
+"""
+
+
+def near_labels_sql(key: str, label: str) -> str:
+    """The near LABEL grain's table: one row per (normalized text key, label) of the test rows of
+    ``rows_all`` (``key`` and ``label`` are its columns), with whether the text is near train at
+    tau and whether one of those train rows carries the same label (compared exactly)."""
+    return f"""
+WITH test_labels AS (
+    SELECT {key} AS k, {label} AS label, count(*) AS n_test FROM rows_all WHERE split = 'test' GROUP BY ALL
+), near_train AS (         -- each test key's train keys at >= tau: its own, and its near keys in train
+    SELECT k AS a, k AS b FROM near_keys WHERE n_test > 0 AND n_train > 0
+    UNION ALL
+    SELECT p.a, p.b FROM near_pairs AS p JOIN near_texts AS o ON o.k = p.b
+    WHERE p.jaccard >= $threshold AND o.n_train > 0
+), train_labels AS (
+    SELECT DISTINCT {key} AS k, {label} AS label FROM rows_all
+    WHERE split = 'train' AND {key} IN (SELECT b FROM near_train)
+), same AS (
+    SELECT DISTINCT nt.a AS k, tl.label FROM near_train AS nt JOIN train_labels AS tl ON tl.k = nt.b
+)
+SELECT t.k, t.label, t.n_test,
+       t.k IN (SELECT a FROM near_train) AS near_train,
+       EXISTS (SELECT 1 FROM same AS s WHERE s.k = t.k AND s.label IS NOT DISTINCT FROM t.label) AS near_train_same_label
+FROM test_labels AS t
+"""
+
+
+def near_figures_sql(grain: NearGrain) -> list[str]:
+    """The SELECT items of the near figures of one grain (count, then percentage), named as stored."""
+    items = []
+    for f in NEAR_FIGURES:
+        if f.grain is not grain:
+            continue
+        count = _nr_guard(f.sql, f.needs, f.needs_any)
+        items.append(f"{count} AS {f.name}")
+        if f.percent:
+            stem, split = f.percent
+            items.append(f"({count}) / nullif(${'rows_' + split}, 0) * 100 AS {stem}")
+    return items
+
+
+def near_curve_sql(thresholds: Sequence[float]) -> str:
+    """test_rows_near_train at each threshold (bound as $t0, $t1, ...), over ``near_keys``."""
+    return "SELECT " + ", ".join(
+        f"{NEAR_CURVE_SQL.replace('$t', f'$t{i}')} AS at_{i}" for i in range(len(thresholds))
+    ) + " FROM near_keys"
 
 
 def lle_items(kind: KeyKind) -> list[str]:
@@ -592,14 +788,14 @@ def nr_rule(column: Column) -> str:
     """When a figure is NR, in words."""
     figure = column.figure
     reasons = []
-    needs = figure.needs if isinstance(figure, (KeyFigure, ProfileFigure)) else ()
+    needs = figure.needs if isinstance(figure, (KeyFigure, ProfileFigure, NearFigure)) else ()
     reasons += [f"no {split} split" for split in needs]
-    if isinstance(figure, ProfileFigure) and figure.needs_any:
+    if isinstance(figure, (ProfileFigure, NearFigure)) and figure.needs_any:
         reasons.append(" and no ".join(f"{split}" for split in figure.needs_any).join(("no ", " split")))
     if (
         (column.key_kind is not None and column.key_kind.needs_label)
         or (isinstance(figure, RowFigure) and figure.needs_label)
-        or (isinstance(figure, ProfileFigure) and figure.needs_label)
+        or (isinstance(figure, (ProfileFigure, NearFigure)) and figure.needs_label)
     ):
         reasons.append("no label column")
     return "NR when " + " or ".join(reasons) if reasons else "never NR"

@@ -91,9 +91,10 @@ class QueuedJob:
 class JobQueue:
     """Every transition of the ``jobs`` table. Only the coordinator of a run uses it."""
 
-    def __init__(self, store: Store, *, max_attempts: int = 3):
+    def __init__(self, store: Store, *, max_attempts: int = 3, methods: dict[str, int] | None = None):
         self.store = store
         self.max_attempts = max_attempts
+        self.methods = figures.METHODS if methods is None else methods  # what this run measures
         self._run_attempts: dict[str, int] = {}  # attempts ended in this run, per job
 
     # --- filling the queue -------------------------------------------------------------------------
@@ -142,16 +143,17 @@ class JobQueue:
         return self._set_status(JobStatus.PENDING, "status = $from", {"from": JobStatus.RUNNING.value})
 
     def requeue_outdated(self) -> int:
-        """Done jobs whose rows were measured by other methods than this hubsurvey's (an older
-        version, before a method was added) go back to pending, so a rerun fills the new figures."""
-        current = figures.METHODS
+        """Done jobs whose rows lack a method this run measures, or hold an older version of it
+        (measured before a method was added or changed), go back to pending, so a rerun fills the
+        new figures. Rows holding more methods than asked (``--no-near`` after a full run) stay."""
+        wanted = self.methods
         outdated = [
             job_id
             for job_id, methods in self.store.query(
                 "SELECT DISTINCT dataset_id || '@' || revision_sha || '/' || config, methods::VARCHAR "
                 "FROM measurements WHERE source = 'hub'"
             )[1]
-            if methods is None or json.loads(methods) != current
+            if methods is None or any(json.loads(methods).get(m) != v for m, v in wanted.items())
         ]
         if not outdated:
             return 0

@@ -153,6 +153,12 @@ MIGRATIONS: list[str] = [
         run_id          VARCHAR
     );
     """,
+    # 7: the near-duplicate method (figure columns are added from the registry): how it measured
+    # (parameters, texts, candidates, verified pairs) and its threshold curve (the view near_curve).
+    """
+    ALTER TABLE measurements ADD COLUMN near JSON;
+    ALTER TABLE measurements ADD COLUMN near_curve JSON;   -- [{"threshold": 0.9, "test_rows_near_train": 12}, ...]
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -183,6 +189,11 @@ PROVENANCE_COLUMNS: dict[str, str] = {
     "parquet_sha": "the commit of the Hub's Parquet branch (refs/convert/parquet) whose files were measured (NR: not from the Hub)",
     "methods": "the methods whose figures the row holds, with their versions: {\"lle-2024\": 1, \"exact-2026\": 1} "
                "(NR: measured before the exact method; its figures are then NULL because they were not measured)",
+    "near": "how the near-duplicate figures were measured: threshold, curve, shingles, MinHash bins and LSH bands, "
+            "the distinct texts compared, the LSH candidates verified, the pairs kept, whether candidates were "
+            "capped (NR: not measured by near-2026)",
+    "near_curve": "test_rows_near_train at each threshold of the curve, as JSON; the view near_curve has it as rows "
+                  "(NR: not measured by near-2026, or no train split)",
 }
 
 
@@ -221,6 +232,14 @@ def views() -> dict[str, str]:
         # The same columns as numbers (NULL for NR; test_biased rounded to 3 decimals as published),
         # plus the row's identity: the view to query.
         "lle_typed": figures.lle_typed_view_sql(),
+        # The near-duplicate threshold curve, one row per (measurement, threshold): how many test
+        # rows have a train row at Jaccard >= threshold.
+        "near_curve": """
+            SELECT measurement_id, dataset_id, revision_sha, config, label_column, rows_test,
+                   c.threshold, c.test_rows_near_train,
+                   c.test_rows_near_train / nullif(rows_test, 0) * 100 AS test_rows_near_train_pct
+            FROM current_measurements,
+                 unnest(from_json(near_curve, '[{"threshold": "DOUBLE", "test_rows_near_train": "BIGINT"}]')) AS u(c)""",
     }
 
 

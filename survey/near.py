@@ -1,0 +1,238 @@
+"""Near-duplicates (method ``near-2026``): which texts are at Jaccard >= tau of each other.
+
+The definitions, in words, are in ``docs/method.md`` ("Near-duplicates"); this module finds the
+pairs, and the figures are SQL over them (``hubsurvey.core.figures``).
+
+How, in one paragraph. Each distinct normalized text is cut into character n-grams (shingles),
+hashed to 64 bits with a rolling hash, all in numpy. One-permutation MinHash (OPH) gives each text
+a signature of ``bins`` values in one pass over its shingles (a shingle lands in the bin its hash
+names; the bin keeps the smallest hash). LSH bands of ``rows`` consecutive bins put texts whose band
+agrees in one bucket; the pairs of a bucket are the candidates. Every candidate is then verified
+with the exact Jaccard of the two shingle sets, so no pair below tau is ever reported: MinHash only
+decides which pairs are compared, and its misses (recall) are what the parameters are tuned for.
+
+Why OPH and not k hash functions: k-permutation MinHash costs shingles x k operations (120 M x 128
+for the 1M-row benchmark: minutes in numpy); OPH costs one per shingle. A bin empty in both texts
+is filled from its neighbour (``densify``), so two texts agree on a bin with probability equal
+to their Jaccard, as with k independent permutations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+_EMPTY = np.iinfo(np.uint64).max  # a signature bin no shingle landed in
+_P = np.uint64(0x100000001B3)  # the rolling hash's base (FNV's prime: odd, spreads small code points)
+
+
+@dataclass(frozen=True)
+class NearParams:
+    """The near-duplicate method's parameters; the stored figures record them."""
+
+    threshold: float = 0.8  # tau: near-duplicates at Jaccard >= threshold
+    curve: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6)  # the thresholds of the curve
+    shingle_size: int = 5  # n: character n-grams
+    bins: int = 128  # OPH signature length (a power of two)
+    band_rows: int = 4  # bins per LSH band: bins / band_rows bands
+    seed: int = 2026  # of the hash; a signature depends on it, a verified pair does not
+
+    @property
+    def lowest(self) -> float:
+        """Pairs are found down to the lowest threshold used (the curve's, or tau)."""
+        return min((*self.curve, self.threshold))
+
+    def describe(self) -> dict[str, object]:
+        return {"threshold": self.threshold, "curve": list(self.curve), "shingle": f"char-{self.shingle_size}",
+                "minhash": f"oph-{self.bins}", "bands": self.bins // self.band_rows, "band_rows": self.band_rows}
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer: spreads a 64-bit value's bits (in place on a copy)."""
+    x = x ^ (x >> np.uint64(30))
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def shingle_hashes(texts: Sequence[str], n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Every shingle of every text, hashed: (hashes uint64, the index of the text of each).
+
+    A text of L >= n characters has L - n + 1 shingles ``text[i:i+n]``; a shorter one (the empty text
+    too) is one shingle, itself. Characters are code points (the text encoded as UTF-32), so a
+    Chinese character is one character, as in Python. Repeats are kept (a set is formed later).
+    """
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    starts = np.cumsum(lengths) - lengths
+    long = lengths >= n
+    # Every window of n code points of the whole buffer, by Horner's rule (n vector passes); the
+    # windows that lie inside one text are its shingles.
+    span = max(len(codes) - n + 1, 0)
+    window = codes[:span].copy()
+    for k in range(1, n):
+        window *= _P
+        window += codes[k:k + span]
+    counts = np.where(long, lengths - n + 1, 0)
+    first = np.repeat(starts, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+    hashes = [window[first]]
+    text_of = [np.repeat(np.arange(len(texts), dtype=np.int64), counts)]
+    short = np.flatnonzero(~long)
+    if len(short):  # a text shorter than n: one shingle, over its own characters only
+        h = np.zeros(len(short), dtype=np.uint64)
+        padded = np.concatenate([codes, np.zeros(n, dtype=np.uint64)])
+        for k in range(n - 1):
+            inside = k < lengths[short]
+            h = np.where(inside, h * _P + padded[starts[short] + k], h)
+        hashes.append(h ^ (lengths[short].astype(np.uint64) + np.uint64(1)) << np.uint64(56))  # tagged: no n-gram
+        text_of.append(short)
+    mixed = _mix(np.concatenate(hashes) ^ np.uint64(seed))
+    return mixed, np.concatenate(text_of)
+
+
+def signatures(hashes: np.ndarray, text_of: np.ndarray, n_texts: int, bins: int) -> np.ndarray:
+    """One-permutation MinHash: (n_texts, bins), each bin the smallest hash that landed in it."""
+    shift = np.uint64(64 - int(bins).bit_length() + 1)  # the top log2(bins) bits name the bin
+    sig = np.full(n_texts * bins, _EMPTY, dtype=np.uint64)
+    np.minimum.at(sig, text_of * bins + (hashes >> shift).astype(np.int64), hashes)
+    return sig.reshape(n_texts, bins)
+
+
+def densify(sig: np.ndarray) -> np.ndarray:
+    """Fill each empty bin from the next non-empty bin to its right (circularly), shifted by the
+    distance (Shrivastava & Li's rotation densification). Two texts then agree on a bin with
+    probability equal to their Jaccard, as with k independent permutations; left empty, bins
+    empty in both texts would agree for nothing, and short texts would all be candidates."""
+    n, bins = sig.shape
+    columns = np.ascontiguousarray(sig.T)  # one bin's values are contiguous: a column per step
+    out = columns.copy()
+    carry = np.full(n, _EMPTY, dtype=np.uint64)  # the nearest non-empty value to the right so far
+    distance = np.zeros(n, dtype=np.uint64)
+    for step in range(2 * bins - 1, -1, -1):  # twice round, right to left: the right end wraps to the left
+        i = step % bins
+        present = columns[i] != _EMPTY
+        distance = np.where(present, np.uint64(0), distance + np.uint64(1))
+        carry = np.where(present, columns[i], carry)
+        if step < bins:
+            out[i] = np.where(present, columns[i], carry + distance * np.uint64(0x9E3779B97F4A7C15))
+    return np.ascontiguousarray(out.T)
+
+
+def band_hashes(sig: np.ndarray, band_rows: int) -> np.ndarray:
+    """(n_texts, bands): a 64-bit hash of each band's bins; 0 for a band with every bin empty."""
+    n_texts, bins = sig.shape
+    bands = sig.reshape(n_texts, bins // band_rows, band_rows)
+    h = np.zeros((n_texts, bins // band_rows), dtype=np.uint64)
+    for r in range(band_rows):
+        h = _mix(h ^ (bands[:, :, r] + np.uint64(r)))
+    empty = (bands == _EMPTY).all(axis=2)
+    h[empty] = 0
+    h[~empty & (h == 0)] = 1  # 0 is reserved for "empty"
+    return h
+
+
+def candidate_pairs(bands: np.ndarray, query: np.ndarray, max_pairs: int) -> tuple[np.ndarray, bool]:
+    """The distinct pairs (a, b), a < b, of texts sharing a non-empty band, where a or b is a
+    ``query`` text (the pairs of two other texts are never needed); and whether ``max_pairs`` cut
+    them short (a bucket of thousands of similar texts makes millions of pairs: the figures then
+    say so rather than the survey hanging)."""
+    n = bands.shape[0]
+    found: list[np.ndarray] = []
+    total, capped = 0, False
+    ids = np.arange(n, dtype=np.int64)
+    for b in range(bands.shape[1]):
+        keep = bands[:, b] != 0
+        hs, ts = bands[keep, b], ids[keep]
+        order = np.argsort(hs, kind="stable")
+        hs, ts = hs[order], ts[order]
+        # buckets: runs of equal band hashes; each query member pairs with every member of its run
+        starts = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
+        sizes = np.diff(np.r_[starts, len(hs)])
+        run_start = np.repeat(starts, sizes)
+        run_size = np.repeat(sizes, sizes)
+        asked = np.flatnonzero(query[ts] & (run_size > 1))
+        if not len(asked):
+            continue
+        reps = run_size[asked]
+        if total + reps.sum() > max_pairs:
+            capped = True
+            break
+        total += int(reps.sum())
+        a = np.repeat(ts[asked], reps)
+        within = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+        other = ts[np.repeat(run_start[asked], reps) + within]
+        keep_pair = a != other
+        a, other = a[keep_pair], other[keep_pair]
+        found.append(np.minimum(a, other) * n + np.maximum(a, other))
+    if not found:
+        return np.empty((0, 2), dtype=np.int64), capped
+    codes = np.unique(np.concatenate(found))
+    return np.stack([codes // n, codes % n], axis=1), capped
+
+
+def jaccard(pairs: np.ndarray, texts: Sequence[str], n: int) -> np.ndarray:
+    """The exact Jaccard of each pair's shingle sets (sets of 64-bit shingle hashes)."""
+    if not len(pairs):
+        return np.empty(0)
+    used = np.unique(pairs)
+    hashes, text_of = shingle_hashes([texts[i] for i in used], n)
+    order = np.argsort(text_of, kind="stable")
+    hashes = hashes[order]
+    bounds = np.r_[0, np.cumsum(np.bincount(text_of, minlength=len(used)))]
+    sets = {int(k): set(hashes[bounds[i]:bounds[i + 1]].tolist()) for i, k in enumerate(used)}
+    out = np.empty(len(pairs))
+    for i, (a, b) in enumerate(pairs.tolist()):
+        sa, sb = sets[a], sets[b]
+        common = len(sa & sb)
+        out[i] = common / (len(sa) + len(sb) - common)
+    return out
+
+
+@dataclass(frozen=True)
+class NearPairs:
+    """The verified pairs (indices into the texts, a < b) at Jaccard >= the lowest threshold."""
+
+    pairs: np.ndarray  # (m, 2) int64
+    jaccard: np.ndarray  # (m,) float
+    candidates: int  # the LSH candidates verified
+    capped: bool  # candidates were cut at max_pairs: a figure may miss pairs
+
+
+def find_pairs(texts: Sequence[str], query: np.ndarray, params: NearParams, *,
+               max_pairs: int = 50_000_000, batch: int = 50_000) -> NearPairs:
+    """Every pair of texts at Jaccard >= ``params.lowest`` that MinHash-LSH proposes, verified.
+
+    Signatures are computed ``batch`` texts at a time, so memory holds one batch's shingles and
+    every text's band hashes (8 bytes a band), not every shingle.
+    """
+    n = len(texts)
+    bands = np.empty((n, params.bins // params.band_rows), dtype=np.uint64)
+    for start in range(0, n, batch):
+        chunk = texts[start:start + batch]
+        hashes, text_of = shingle_hashes(chunk, params.shingle_size, params.seed)
+        sig = densify(signatures(hashes, text_of, len(chunk), params.bins))
+        bands[start:start + len(chunk)] = band_hashes(sig, params.band_rows)
+        del hashes, text_of
+    candidates, capped = candidate_pairs(bands, query, max_pairs)
+    del bands
+    similarity = jaccard(candidates, texts, params.shingle_size)
+    keep = similarity >= params.lowest
+    return NearPairs(candidates[keep], similarity[keep], len(candidates), capped)
+
+
+def row_texts(columns: Sequence[list]) -> list[str]:
+    """Each row's text, the source of its shingles: every text column's ``normalized`` profile (a
+    list's non-NULL elements joined by a space; NULL: nothing), the non-empty ones joined by a space.
+
+    ``columns`` holds each text column's values, already normalized (``normalize_array``)."""
+    parts = []
+    for values in columns:
+        parts.append(["" if v is None else (" ".join(str(x) for x in v if x is not None) if isinstance(v, list) else str(v))
+                      for v in values])
+    if len(parts) == 1:
+        return parts[0]
+    return [" ".join(p for p in row if p) for row in zip(*parts)]
