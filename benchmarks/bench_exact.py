@@ -64,13 +64,14 @@ def generate_variants(out: Path, rows: int) -> Path:
 
 
 def child(mode: str, folder: Path) -> None:
-    from hubsurvey.core.figures import LLE_METHOD
+    from hubsurvey.core.figures import EXACT_METHOD, LLE_METHOD
     from hubsurvey.survey.measure import measure_config
     from hubsurvey.survey.sources import FolderSource
 
     data = FolderSource(folder).load("default")
     started = time.perf_counter()
-    methods = (LLE_METHOD,) if mode == "lle" else None
+    # the near-duplicate method has its own benchmark (bench_near.py)
+    methods = (LLE_METHOD,) if mode == "lle" else (LLE_METHOD, EXACT_METHOD)
     result = measure_config(data, n_configs=1, source="folder", methods=methods,
                             examples=20 if mode == "exact+examples" else 0)
     seconds = time.perf_counter() - started
