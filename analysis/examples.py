@@ -19,6 +19,8 @@ KIND_GROUPS: dict[str, tuple[str, ...]] = {
     "leaks": ("leak_train_test", "leak_validation_test", "leak_train_validation"),
     "duplicates": ("duplicate_train", "duplicate_validation", "duplicate_test"),
     "conflicts": ("label_conflict_train_test", "conflicting_text_train", "conflicting_text_validation", "conflicting_text_test"),
+    # near-duplicate pairs (method near-2026): a test or validation row and its most similar partner
+    "near": ("near_train", "near_validation", "near_repeated", "validation_near_train", "near_train_conflicting_label"),
 }
 KINDS = tuple(k for group in KIND_GROUPS.values() for k in group)
 #: What each kind shows, in words (the report, the card and ``show``).
@@ -33,6 +35,11 @@ KIND_WORDS: dict[str, str] = {
     "conflicting_text_train": "a text with more than one label within train",
     "conflicting_text_validation": "a text with more than one label within validation",
     "conflicting_text_test": "a text with more than one label within test",
+    "near_train": "a test row and a train row at Jaccard >= tau (different normalized texts)",
+    "near_validation": "a test row and a validation row at Jaccard >= tau",
+    "near_repeated": "a test row and an earlier test row at Jaccard >= tau",
+    "validation_near_train": "a validation row and a train row at Jaccard >= tau",
+    "near_train_conflicting_label": "a test row whose near train rows all carry another label, with the nearest",
 }
 
 
@@ -94,8 +101,8 @@ def find_examples(
          "limit": limit},
     )
     for row in rows:
-        for column in ("key", "positions", "labels"):
-            if row[column] is not None:
+        for column in ("key", "positions", "labels", "partner"):
+            if row.get(column) is not None:
                 row[column] = json.loads(row[column])
     return rows
 
@@ -118,6 +125,9 @@ def render_examples(rows: Sequence[dict[str, Any]], width: int = 160) -> str:
             label = f"  label={row['label_column']}" if row["label_column"] else ""
             lines.append(f"{row['dataset_id']} [{row['config']}] {row['kind']} ({row['profile']}){label}: "
                          f"{KIND_WORDS.get(row['kind'], '')}")
+        if row.get("partner") is not None:  # a near-duplicate pair
+            lines += _render_pair(row, width)
+            continue
         counts = " ".join(f"{s}={row[f'rows_{s}']}" for s in ("train", "validation", "test") if row[f"rows_{s}"])
         key = json.dumps(row["key"], ensure_ascii=False)
         if len(key) > width:
@@ -129,3 +139,19 @@ def render_examples(rows: Sequence[dict[str, Any]], width: int = 160) -> str:
             labels = "  ".join(f"{s}: {json.dumps(v, ensure_ascii=False)[:60]}" for s, v in row["labels"].items() if v)
             lines.append(f"       labels {labels}")
     return "\n".join(lines)
+
+
+def _render_pair(row: dict[str, Any], width: int) -> list[str]:
+    """A near-duplicate pair: its Jaccard, then each side's split@position, text and labels."""
+    partner = row["partner"]
+    (split, positions), = row["positions"].items()
+    sides = [(f"{split}@{positions[0]}", row["key"], row["labels"]),
+             (f"{partner['split']}@{partner['position']}", partner["text"], partner.get("labels"))]
+    lines = [f"  #{row['rank']:<3} J={row['jaccard']:.3f}"]
+    for where, text, labels in sides:
+        shown = json.dumps(text, ensure_ascii=False)
+        if len(shown) > width:
+            shown = shown[: width - 1] + "…"
+        label = f"  labels {json.dumps(labels, ensure_ascii=False)[:60]}" if labels else ""
+        lines.append(f"       {where:<16}{shown}{label}")
+    return lines

@@ -21,6 +21,8 @@ from hubsurvey.core.figures import (
     LLE_METHOD,
     LLE_METHOD_VERSION,
     METHODS,
+    NEAR_METHOD,
+    NEAR_METHOD_VERSION,
 )
 from hubsurvey.core.roles import ColumnRoles, RoleOverrides, resolve_roles
 from hubsurvey.core.store import now
@@ -140,6 +142,7 @@ def measure_config(
         )
         rows.append(row)
     stored = [example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in samples]
+    stored += [near_example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in (near.examples if near else [])]
     return ConfigResult(
         data.dataset_id, data.config, data.revision_sha or "", roles, rows, stored, time.perf_counter() - started
     )
@@ -162,10 +165,42 @@ def example_row(data: ConfigData, example: dict[str, Any], *, measured_at: Any, 
         **{f"rows_{s}": example["rows"].get(s) for s in ("train", "validation", "test")},
         "positions": _json(example["positions"]),
         "labels": _json(labels) if labels is not None else None,
+        "jaccard": None,  # a near-duplicate pair's (near_example_row)
+        "partner": None,
         # LLE's leak and duplicate counts and the exact figures share these examples; the kinds
         # are defined by the exact method.
         "method": EXACT_METHOD,
         "method_version": EXACT_METHOD_VERSION,
+        "tool_version": __version__,
+        "measured_at": measured_at,
+        "run_id": run_id,
+    }
+
+
+def near_example_row(data: ConfigData, example: dict[str, Any], *, measured_at: Any, run_id: str | None) -> dict[str, Any]:
+    """One row of the ``examples`` table for a near-duplicate pair: its first side (a test or
+    validation row) as key, position and labels; its other side as partner; and their Jaccard."""
+    a, b = example["a"], example["b"]
+    key, key_truncated = _truncated(a["text"])
+    partner, partner_truncated = _truncated(b)
+    label = example["label_column"]
+    return {
+        "dataset_id": data.dataset_id,
+        "revision_sha": data.revision_sha,
+        "config": data.config,
+        "label_column": label,
+        "profile": "normalized",  # near-duplicates compare the normalized texts
+        "kind": example["kind"],
+        "rank": example["rank"],
+        "key": _json(key),
+        "key_truncated": key_truncated or partner_truncated,
+        "rows_train": None, "rows_validation": None, "rows_test": None,
+        "positions": _json({a["split"]: [a["position"]]}),
+        "labels": _json(a["labels"]) if a["labels"] else None,  # {label column: value}, as the partner's
+        "jaccard": example["jaccard"],
+        "partner": _json(partner),
+        "method": NEAR_METHOD,
+        "method_version": NEAR_METHOD_VERSION,
         "tool_version": __version__,
         "measured_at": measured_at,
         "run_id": run_id,

@@ -61,6 +61,14 @@ LABEL_EXAMPLE_KINDS: dict[str, str] = {
     "conflicting_text_test": "labels_test > 1",
 }
 EXAMPLE_KINDS = (*TEXT_EXAMPLE_KINDS, *LABEL_EXAMPLE_KINDS)
+#: The near-duplicate example kinds (pairs): the first side's split, its partner's, a condition on
+#: the pair (q: the first side's key, o: the partner's); and near_train_conflicting_label per label.
+NEAR_EXAMPLE_KINDS: dict[str, tuple[str, str, str]] = {
+    "near_train": ("test", "train", "true"),
+    "near_validation": ("test", "validation", "true"),
+    "near_repeated": ("test", "test", "o.first_test < q.first_test"),  # the partner comes earlier
+    "validation_near_train": ("validation", "train", "true"),
+}
 EXAMPLE_POSITIONS = 10  # row positions kept per split and example
 
 
@@ -82,6 +90,7 @@ class NearResult:
     by_label: list[dict[str, Any]]
     curve: dict[float, Any]  # threshold -> test_rows_near_train (empty when there is no train split)
     info: dict[str, Any]
+    examples: list[dict[str, Any]]  # pairs: {kind, rank, jaccard, label_column, a: {...}, b: {...}}
 
 
 @dataclass(frozen=True)
@@ -325,6 +334,7 @@ class Engine:
         methods = every if methods is None else set(methods)
         exact = registry.EXACT_METHOD in methods
         near = registry.NEAR_METHOD in methods
+        examples_wanted = examples
         examples = examples if exact else 0
         text_columns, label_columns = tuple(text_columns), tuple(label_columns)
         self._load(text_columns, label_columns, normalized=exact or near)
@@ -362,7 +372,8 @@ class Engine:
             if normalized_key is None:  # the exact method did not check the normalized hash
                 normalized_key = self._key("h_ntext", self.normalized_text, "keys_normalized")
                 self.con.execute("DROP TABLE keys_normalized")
-            near_result = self._measure_near(label_columns, self.near_params, exact_key=normalized_key == ["h_ntext"])
+            near_result = self._measure_near(label_columns, self.near_params, exact_key=normalized_key == ["h_ntext"],
+                                             examples=examples_wanted)
             text.update(near_result.figures)
             for figures, label_figures in zip(by_label, near_result.by_label):
                 figures.update(label_figures)
@@ -379,14 +390,15 @@ class Engine:
 
     # --- near-duplicates (survey/near.py finds the pairs; the figures are the registry's SQL) --------
 
-    def _measure_near(self, label_columns: Sequence[str], params: near_method.NearParams, *, exact_key: bool) -> NearResult:
+    def _measure_near(self, label_columns: Sequence[str], params: near_method.NearParams, *, exact_key: bool,
+                      examples: int = 0) -> NearResult:
         """The near-duplicate figures, from ``rows_all`` loaded with the normalized hash.
 
         One row per distinct normalized text key (``near_texts``), its text rebuilt from one of its
         rows; MinHash-LSH proposes pairs among them, each verified (``near.find_pairs``); the pairs
         go into ``near_pairs`` and every figure is the registry's SQL over the two.
         """
-        nothing = NearResult({}, [{} for _ in label_columns], {}, {**params.describe(), "status": "not measured"})
+        nothing = NearResult({}, [{} for _ in label_columns], {}, {**params.describe(), "status": "not measured"}, [])
         if not exact_key:  # never seen with the real hash: two normalized keys share one
             return replace(nothing, info={**nothing.info, "status": "NR: the normalized text hash collides"})
         representative = ", ".join(f"any_value({t}) AS {t}" for t in self.raw_text)
@@ -421,10 +433,55 @@ class Engine:
             self.con.execute(f"CREATE OR REPLACE TEMP TABLE near_labels AS {registry.near_labels_sql('h_ntext', f'l{j}')}", bound)
             items = registry.near_figures_sql(registry.NearGrain.LABEL)
             by_label.append(self._select(registry.aggregate_sql(items, "near_labels"), bound))
+        found_examples = self._near_examples(label_columns, examples, bound) if examples else []
         self.con.execute("DROP TABLE near_texts; DROP TABLE near_pairs; DROP TABLE near_keys; DROP TABLE IF EXISTS near_labels")
         info = {**params.describe(), "status": "measured", "texts": len(keys), "candidates": pairs.candidates,
                 "pairs": len(pairs.pairs), "capped": pairs.capped}
-        return NearResult(figures, by_label, curve, info)
+        return NearResult(figures, by_label, curve, info, found_examples)
+
+    def _near_examples(self, label_columns: Sequence[str], limit: int, bound: dict[str, Any]) -> list[dict[str, Any]]:
+        """Up to ``limit`` pairs of each kind at Jaccard >= tau, the most similar first (pairs of
+        different normalized texts: identical ones are the exact method's examples). Each side:
+        its split, first row position there, text values and, per label column, its label."""
+        cases = " UNION ALL ".join(
+            f"SELECT '{kind}' AS kind, p.a, p.b, p.jaccard, '{q}' AS split_a, '{o}' AS split_b "
+            f"FROM near_pairs p JOIN near_texts q ON q.k = p.a JOIN near_texts o ON o.k = p.b "
+            f"WHERE p.jaccard >= $threshold AND q.n_{q} > 0 AND o.n_{o} > 0 AND {condition}"
+            for kind, (q, o, condition) in NEAR_EXAMPLE_KINDS.items())
+        picked = self.con.execute(
+            f"SELECT *, row_number() OVER (PARTITION BY kind ORDER BY jaccard DESC, a, b) AS rank FROM ({cases}) "
+            f"QUALIFY rank <= $limit ORDER BY kind, rank", {**bound, "limit": limit}).fetchall()
+        # conflicting labels: a test key's row with a label none of its near train keys carries
+        conflicts = []
+        for j, label in enumerate(label_columns):
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE near_labels AS {registry.near_labels_sql('h_ntext', f'l{j}')}", bound)
+            conflicts += [(label, *row) for row in self.con.execute(
+                """SELECT 'near_train_conflicting_label' AS kind, l.k AS a, p.b, p.jaccard, 'test', 'train',
+                          row_number() OVER (ORDER BY p.jaccard DESC, l.k, p.b) AS rank
+                   FROM near_labels l JOIN near_pairs p ON p.a = l.k JOIN near_texts o ON o.k = p.b
+                   WHERE l.near_train AND NOT l.near_train_same_label AND p.jaccard >= $threshold AND o.n_train > 0
+                   QUALIFY row_number() OVER (PARTITION BY l.k ORDER BY p.jaccard DESC, p.b) = 1 AND rank <= $limit""",
+                {**bound, "limit": limit}).fetchall()]
+        rows = [(None, *row) for row in picked] + conflicts
+        if not rows:
+            return []
+        keys = sorted({int(r[2]) for r in rows} | {int(r[3]) for r in rows})
+        values = ", ".join([*(f"arg_min({t}, pos) AS {t}" for t in self.raw_text),
+                            *(f"arg_min(l{j}, pos) AS l{j}" for j in range(len(label_columns)))])
+        sides = {(k, split): (pos, vals) for k, split, pos, *vals in self.con.execute(
+            f"SELECT h_ntext, split, min(pos), {values} FROM rows_all WHERE list_contains($keys, h_ntext) GROUP BY ALL",
+            {"keys": keys}).fetchall()}
+        text_columns = self._loaded[0]
+        out = []
+        for label, kind, a, b, jaccard, split_a, split_b, rank in rows:
+            example: dict[str, Any] = {"kind": kind, "rank": rank, "jaccard": jaccard, "label_column": label}
+            for side, key, split in (("a", a, split_a), ("b", b, split_b)):
+                pos, vals = sides[(int(key), split)]
+                example[side] = {"split": split, "position": pos,
+                                 "text": dict(zip(text_columns, vals[:len(text_columns)])),
+                                 "labels": dict(zip(label_columns, vals[len(text_columns):]))}
+            out.append(example)
+        return out
 
     # --- examples: the keys behind every count -------------------------------------------------
 

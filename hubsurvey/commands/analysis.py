@@ -176,7 +176,7 @@ def sql(
 def show(
     dataset: Annotated[str, typer.Argument(help="Dataset id (owner/name), or its name when only one measured id has it")],
     config: Annotated[str | None, typer.Option("--config", help="Only this config")] = None,
-    kind: Annotated[str | None, typer.Option("--kind", help="leaks, duplicates or conflicts (or one kind, e.g. duplicate_test)")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="leaks, duplicates, conflicts or near (or one kind, e.g. duplicate_test)")] = None,
     profile: Annotated[str | None, typer.Option("--profile", help="raw or normalized [default: both]")] = None,
     label: Annotated[str | None, typer.Option("--label", help="Only this label column (text-key examples are kept)")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="At most N examples of each kind")] = None,
