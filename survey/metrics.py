@@ -412,6 +412,10 @@ class Engine:
         keys = found.column("k").to_numpy()
         query = found.column("asked").to_numpy(zero_copy_only=False)
         del found
+        kept = near_method.sample(keys, query, params.max_texts)
+        if not kept.all():  # only pairs between kept texts are found: the figures are lower bounds
+            keys, query = keys[kept], query[kept]
+            texts = [t for t, keep in zip(texts, kept) if keep]
         pairs = near_method.find_pairs(texts, query, params)
         del texts
         a, b = keys[pairs.pairs[:, 0]], keys[pairs.pairs[:, 1]]
@@ -435,8 +439,9 @@ class Engine:
             by_label.append(self._select(registry.aggregate_sql(items, "near_labels"), bound))
         found_examples = self._near_examples(label_columns, examples, bound) if examples else []
         self.con.execute("DROP TABLE near_texts; DROP TABLE near_pairs; DROP TABLE near_keys; DROP TABLE IF EXISTS near_labels")
-        info = {**params.describe(), "status": "measured", "texts": len(keys), "candidates": pairs.candidates,
-                "pairs": len(pairs.pairs), "capped": pairs.capped}
+        info = {**params.describe(), "status": "measured", "texts": len(kept), "texts_compared": len(keys),
+                "sampled": bool(not kept.all()), "candidates": pairs.candidates, "verified": pairs.verified, "pairs": len(pairs.pairs),
+                "capped": pairs.capped}
         return NearResult(figures, by_label, curve, info, found_examples)
 
     def _near_examples(self, label_columns: Sequence[str], limit: int, bound: dict[str, Any]) -> list[dict[str, Any]]:

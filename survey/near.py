@@ -25,6 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 
 _EMPTY = np.iinfo(np.uint64).max  # a signature bin no shingle landed in
+#: The candidates' Jaccard is first estimated from this many signature bins (16 bits each: 128
+#: bytes a text); a candidate whose estimate is below the lowest threshold by more than the margin
+#: is dropped unverified. The estimate's standard deviation is about 0.06 at J = 0.6 (64 bins),
+#: so a pair at J >= 0.6 is dropped with probability < 1e-4 (higher for texts of a few shingles,
+#: whose bins are copies).
+SKETCH_BINS = 64
+SKETCH_MARGIN = 0.3
 _P = np.uint64(0x100000001B3)  # the rolling hash's base (FNV's prime: odd, spreads small code points)
 
 
@@ -35,9 +42,16 @@ class NearParams:
     threshold: float = 0.8  # tau: near-duplicates at Jaccard >= threshold
     curve: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6)  # the thresholds of the curve
     shingle_size: int = 5  # n: character n-grams
-    bins: int = 128  # OPH signature length (a power of two)
-    band_rows: int = 4  # bins per LSH band: bins / band_rows bands
+    bins: int = 256  # OPH signature length (a power of two)
+    band_rows: int = 5  # bins per LSH band: bins // band_rows bands (51): P(candidate) = 0.98 at J = 0.6
+    #: a bucket of more texts than this is not paired in that band (its texts still meet in the
+    #: others): thousands of texts sharing a band are templates or boilerplate, and pairing them
+    #: all would cost millions of comparisons; the figures record how many buckets were skipped
+    max_bucket: int = 500
     seed: int = 2026  # of the hash; a signature depends on it, a verified pair does not
+    #: distinct texts compared at most: above it, the texts held only by train rows are sampled
+    #: (by hash: the same texts on every run), and the figures say so (a lower bound)
+    max_texts: int = 2_000_000
 
     @property
     def lowest(self) -> float:
@@ -46,7 +60,26 @@ class NearParams:
 
     def describe(self) -> dict[str, object]:
         return {"threshold": self.threshold, "curve": list(self.curve), "shingle": f"char-{self.shingle_size}",
-                "minhash": f"oph-{self.bins}", "bands": self.bins // self.band_rows, "band_rows": self.band_rows}
+                "minhash": f"oph-{self.bins}", "bands": self.bins // self.band_rows, "band_rows": self.band_rows,
+                "max_bucket": self.max_bucket, "max_texts": self.max_texts}
+
+
+def sample(keys: np.ndarray, query: np.ndarray, max_texts: int) -> np.ndarray:
+    """Which texts to compare (a boolean per text): all when they fit in ``max_texts``; else every
+    test or validation text (the ``query`` ones: the figures count their rows) and a sample of the
+    others, by hash of their key, so a rerun picks the same ones."""
+    if len(keys) <= max_texts:
+        return np.ones(len(keys), dtype=bool)
+    others = int((~query).sum())
+    rate = max(max_texts - int(query.sum()), 0) / max(others, 1)
+    picked = _mix(keys.astype(np.uint64)) < np.uint64(min(rate, 1.0) * float(_EMPTY))
+    return query | picked
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values (np.unique's hash-based path is 6x slower on these int64 codes)."""
+    values = np.sort(values)
+    return values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -123,23 +156,26 @@ def densify(sig: np.ndarray) -> np.ndarray:
 
 
 def band_hashes(sig: np.ndarray, band_rows: int) -> np.ndarray:
-    """(n_texts, bands): a 64-bit hash of each band's bins; 0 for a band with every bin empty."""
+    """(n_texts, bands): a 32-bit hash of each band's bins (bins // band_rows bands; a spare bin
+    is unused); 0 for a band with every bin empty. 32 bits halve the memory; two bands that
+    collide by chance only add a candidate, which verification then rejects."""
     n_texts, bins = sig.shape
-    bands = sig.reshape(n_texts, bins // band_rows, band_rows)
-    h = np.zeros((n_texts, bins // band_rows), dtype=np.uint64)
+    n_bands = bins // band_rows
+    bands = sig[:, : n_bands * band_rows].reshape(n_texts, n_bands, band_rows)
+    h = np.zeros((n_texts, n_bands), dtype=np.uint64)
     for r in range(band_rows):
         h = _mix(h ^ (bands[:, :, r] + np.uint64(r)))
-    empty = (bands == _EMPTY).all(axis=2)
-    h[empty] = 0
-    h[~empty & (h == 0)] = 1  # 0 is reserved for "empty"
-    return h
+    h32 = (h >> np.uint64(32)).astype(np.uint32)
+    h32[(bands == _EMPTY).all(axis=2)] = 0
+    h32[h32 == 0] += np.uint32((~(bands == _EMPTY).all(axis=2))[h32 == 0])  # 0 is reserved for "empty"
+    return h32
 
 
-def candidate_pairs(bands: np.ndarray, query: np.ndarray, max_pairs: int) -> tuple[np.ndarray, bool]:
+def candidate_pairs(bands: np.ndarray, query: np.ndarray, max_pairs: int, max_bucket: int = 500) -> tuple[np.ndarray, bool]:
     """The distinct pairs (a, b), a < b, of texts sharing a non-empty band, where a or b is a
-    ``query`` text (the pairs of two other texts are never needed); and whether ``max_pairs`` cut
-    them short (a bucket of thousands of similar texts makes millions of pairs: the figures then
-    say so rather than the survey hanging)."""
+    ``query`` text (the pairs of two other texts are never needed); and whether some were left
+    out: a bucket over ``max_bucket`` texts, or ``max_pairs`` reached (thousands of similar texts
+    make millions of pairs: the figures then say so rather than the survey hanging)."""
     n = bands.shape[0]
     found: list[np.ndarray] = []
     total, capped = 0, False
@@ -154,7 +190,9 @@ def candidate_pairs(bands: np.ndarray, query: np.ndarray, max_pairs: int) -> tup
         sizes = np.diff(np.r_[starts, len(hs)])
         run_start = np.repeat(starts, sizes)
         run_size = np.repeat(sizes, sizes)
-        asked = np.flatnonzero(query[ts] & (run_size > 1))
+        if (sizes > max_bucket).any():
+            capped = True
+        asked = np.flatnonzero(query[ts] & (run_size > 1) & (run_size <= max_bucket))
         if not len(asked):
             continue
         reps = run_size[asked]
@@ -167,10 +205,12 @@ def candidate_pairs(bands: np.ndarray, query: np.ndarray, max_pairs: int) -> tup
         other = ts[np.repeat(run_start[asked], reps) + within]
         keep_pair = a != other
         a, other = a[keep_pair], other[keep_pair]
-        found.append(np.minimum(a, other) * n + np.maximum(a, other))
+        found.append(_distinct(np.minimum(a, other) * n + np.maximum(a, other)))
+        if len(found) > 8:  # a pair meets in several bands: merge now and then, keep memory flat
+            found = [_distinct(np.concatenate(found))]
     if not found:
         return np.empty((0, 2), dtype=np.int64), capped
-    codes = np.unique(np.concatenate(found))
+    codes = _distinct(np.concatenate(found))
     return np.stack([codes // n, codes % n], axis=1), capped
 
 
@@ -178,7 +218,7 @@ def jaccard(pairs: np.ndarray, texts: Sequence[str], n: int) -> np.ndarray:
     """The exact Jaccard of each pair's shingle sets (sets of 64-bit shingle hashes)."""
     if not len(pairs):
         return np.empty(0)
-    used = np.unique(pairs)
+    used = _distinct(pairs.ravel())
     hashes, text_of = shingle_hashes([texts[i] for i in used], n)
     order = np.argsort(text_of, kind="stable")
     hashes = hashes[order]
@@ -198,30 +238,41 @@ class NearPairs:
 
     pairs: np.ndarray  # (m, 2) int64
     jaccard: np.ndarray  # (m,) float
-    candidates: int  # the LSH candidates verified
-    capped: bool  # candidates were cut at max_pairs: a figure may miss pairs
+    candidates: int  # the LSH candidates
+    capped: bool  # candidates were left out (a bucket over max_bucket, or max_pairs): a figure may miss pairs
+    verified: int = 0  # the candidates whose exact Jaccard was computed (the others' estimate was far below)
 
 
 def find_pairs(texts: Sequence[str], query: np.ndarray, params: NearParams, *,
-               max_pairs: int = 50_000_000, batch: int = 50_000) -> NearPairs:
+               max_pairs: int = 10_000_000, batch: int = 20_000) -> NearPairs:
     """Every pair of texts at Jaccard >= ``params.lowest`` that MinHash-LSH proposes, verified.
 
     Signatures are computed ``batch`` texts at a time, so memory holds one batch's shingles and
     every text's band hashes (8 bytes a band), not every shingle.
     """
     n = len(texts)
-    bands = np.empty((n, params.bins // params.band_rows), dtype=np.uint64)
+    bands = np.empty((n, params.bins // params.band_rows), dtype=np.uint32)
+    sketch = np.empty((n, SKETCH_BINS), dtype=np.uint16)
     for start in range(0, n, batch):
         chunk = texts[start:start + batch]
         hashes, text_of = shingle_hashes(chunk, params.shingle_size, params.seed)
         sig = densify(signatures(hashes, text_of, len(chunk), params.bins))
         bands[start:start + len(chunk)] = band_hashes(sig, params.band_rows)
+        sketch[start:start + len(chunk)] = (sig[:, :: params.bins // SKETCH_BINS] >> np.uint64(48)).astype(np.uint16)
         del hashes, text_of
-    candidates, capped = candidate_pairs(bands, query, max_pairs)
+    candidates, capped = candidate_pairs(bands, query, max_pairs, params.max_bucket)
     del bands
+    listed = len(candidates)
+    # Most candidates of real data are texts that share a band by chance (J ~ 0.1-0.3); the
+    # sketch's estimate of J sends them away before the exact (and costlier) check.
+    estimate = np.empty(len(candidates))
+    for start in range(0, len(candidates), 1_000_000):
+        a, b = candidates[start:start + 1_000_000, 0], candidates[start:start + 1_000_000, 1]
+        estimate[start:start + len(a)] = (sketch[a] == sketch[b]).mean(axis=1)
+    candidates = candidates[estimate >= params.lowest - SKETCH_MARGIN]
     similarity = jaccard(candidates, texts, params.shingle_size)
     keep = similarity >= params.lowest
-    return NearPairs(candidates[keep], similarity[keep], len(candidates), capped)
+    return NearPairs(candidates[keep], similarity[keep], listed, capped, len(candidates))
 
 
 def row_texts(columns: Sequence[list]) -> list[str]:

@@ -1,0 +1,137 @@
+"""The near-duplicate method (issue 12) as the engine computes it: planted cases, precision,
+invariants on every shared config, sampling. Recall against the exhaustive plain-Python reference
+is in test_near_recall.py."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from conftest import shared_index
+
+from hubsurvey.survey import near
+from hubsurvey.survey.api import measure
+from hubsurvey.survey.measure import measure_config
+from hubsurvey.survey.metrics import Engine
+from hubsurvey.survey.normalize import normalize_text
+from hubsurvey.survey.sources import FolderSource, check_config
+
+SENTENCE = "the committee will meet on thursday to discuss the new budget for the regional library"
+
+
+def _shingles(text: str, n: int = 5) -> set[str]:
+    """Plain Python: the definition (docs/method.md), for checking the numpy hashing."""
+    return {text[i:i + n] for i in range(len(text) - n + 1)} if len(text) >= n else {text}
+
+
+def _jaccard(a: str, b: str) -> float:
+    sa, sb = _shingles(a), _shingles(b)
+    return len(sa & sb) / len(sa | sb)
+
+
+def _near(train, test, validation=None, *, train_labels=None, test_labels=None):
+    tables = {"train": pa.table({"text": train, "label": train_labels or [0] * len(train)}),
+              "test": pa.table({"text": test, "label": test_labels or [0] * len(test)})}
+    if validation is not None:
+        tables["validation"] = pa.table({"text": validation, "label": [0] * len(validation)})
+    (row,) = measure(tables, text_columns=["text"], label_columns=["label"])
+    return row
+
+
+# --- shingles and Jaccard: the numpy hashing against plain Python sets ----------------------------
+
+@pytest.mark.parametrize("texts", [
+    ["hello world", "hello world!", "", "ab", "abcde", "abcdef", "中文数据很好用", "hello world", "😀😀😀😀😀😀", "a\u0301bcdef"],
+    [SENTENCE, SENTENCE.replace("thursday", "friday"), SENTENCE[::-1], SENTENCE.upper()],
+])
+def test_shingle_sets_and_jaccard_equal_plain_python(texts):
+    hashes, text_of = near.shingle_hashes(texts, 5)
+    for i, text in enumerate(texts):
+        assert len(set(hashes[text_of == i].tolist())) == len(_shingles(text))
+    pairs = np.array([(a, b) for a in range(len(texts)) for b in range(a + 1, len(texts))])
+    assert near.jaccard(pairs, texts, 5).tolist() == pytest.approx([_jaccard(texts[a], texts[b]) for a, b in pairs])
+
+
+def test_densify_fills_every_bin_from_the_right():
+    empty = near._EMPTY
+    sig = np.array([[5, empty, 7, empty], [empty, empty, empty, 9]], dtype=np.uint64)
+    out = near.densify(sig)
+    assert (out != empty).all()
+    assert out[0, 0] == 5 and out[0, 2] == 7 and out[1, 3] == 9
+    # identical sparse signatures stay identical (two copies of a short text still meet)
+    assert (near.densify(np.array([sig[1], sig[1]]))[0] == near.densify(np.array([sig[1], sig[1]]))[1]).all()
+
+
+# --- planted cases ------------------------------------------------------------------------------
+
+def test_one_word_edit_punctuation_and_case_are_near_but_a_new_sentence_is_not():
+    edit = SENTENCE.replace("thursday", "friday")
+    assert _jaccard(normalize_text(edit), SENTENCE) >= 0.8
+    row = _near([SENTENCE, "an unrelated line about cooking pasta at home tonight"],
+                [edit, SENTENCE.capitalize() + ".", "the weather is cold and grey in the north of england"])
+    assert row["test_rows_near_train"] == 2 and row["test_rows_near_train_pct"] == pytest.approx(200 / 3)
+    assert row["normalized_test_rows_in_train"] == 0  # the exact method sees none of them
+    assert row["test_rows_near_repeated"] == 1  # the second near-copy repeats the first
+    assert row["test_rows_near_contaminated"] == 2 and row["near_contaminated_test_pct"] == pytest.approx(200 / 3)
+
+
+def test_short_texts_below_n_match_only_whole():
+    row = _near(["ok", "yes"], ["ok", "ok!", "no"])
+    assert row["test_rows_near_train"] == 1  # "ok" is train's "ok"; "ok!" shares no shingle with it
+
+
+def test_a_flipped_label_is_a_near_conflict():
+    edit = SENTENCE.replace("budget", "budgets")
+    row = _near([SENTENCE], [edit, SENTENCE + " too"], train_labels=[1], test_labels=[0, 1])
+    assert row["test_rows_near_train"] == 2
+    assert row["test_rows_near_train_conflicting_label"] == 1  # the first: all its near train rows say 1
+
+
+def test_near_repeated_counts_positions_and_contaminated_counts_each_row_once():
+    edit = SENTENCE.replace("library", "libraries")
+    # test: [edit, SENTENCE (in train too), edit again]: rows 1 and 2 repeat row 0; row 1 is in train
+    row = _near([SENTENCE], [edit, SENTENCE, edit])
+    assert row["test_rows_near_train"] == 3
+    assert row["test_rows_near_repeated"] == 2
+    assert row["test_rows_near_contaminated"] == 3
+
+
+def test_validation_figures_and_nr_without_splits():
+    edit = SENTENCE.replace("meet", "gather")
+    row = _near([SENTENCE], ["something else entirely, nothing to see"], validation=[edit, "x"])
+    assert row["validation_rows_near_train"] == 1 and row["validation_rows_near_train_pct"] == 50.0
+    assert row["test_rows_near_validation"] == 0
+    no_train = measure({"test": pa.table({"text": [SENTENCE, SENTENCE]})}, text_columns=["text"])[0]
+    assert no_train["test_rows_near_train"] is None and no_train["test_rows_near_repeated"] == 1
+    assert no_train["test_rows_near_train_conflicting_label"] is None  # no label column
+
+
+# --- every shared config: precision, invariants -------------------------------------------------
+
+CONFIGS = [(e["id"], c) for e in shared_index() for c in e["configs"]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataset_id,config", CONFIGS or [pytest.param(None, None, marks=pytest.mark.skip("no shared datasets"))])
+def test_invariants_on_every_shared_config(shared_datasets, dataset_id, config):
+    data = check_config(FolderSource(shared_datasets / dataset_id.replace("/", "__")).load(config))
+    result = measure_config(data, n_configs=1, source="folder", examples=3)
+    for row in result.rows:
+        assert row["normalized_test_rows_in_train"] is None or row["normalized_test_rows_in_train"] <= row["test_rows_near_train"]
+        assert row["normalized_test_rows_contaminated"] <= row["test_rows_near_contaminated"] <= row["rows_test"]
+        curve = [p["test_rows_near_train"] for p in __import__("json").loads(row["near_curve"] or "[]")]
+        assert curve == sorted(curve)  # thresholds 0.9 .. 0.6: never fewer rows at a lower one
+    for ex in result.examples:  # every stored pair really is at Jaccard >= tau (precision 1)
+        if ex["method"] == "near-2026":
+            assert ex["jaccard"] >= 0.8
+
+
+def test_sampling_over_the_budget_is_recorded(monkeypatch):
+    monkeypatch.setattr(Engine, "near_params", dataclasses.replace(Engine.near_params, max_texts=3))
+    train = [f"train sentence number {i} about things" for i in range(20)]
+    tables = {"train": pa.table({"text": train}), "test": pa.table({"text": [train[0] + "!", "x"]})}
+    engine_rows = measure(tables, text_columns=["text"])
+    info = __import__("json").loads(engine_rows[0]["near"])
+    assert info["sampled"] is True and info["texts"] == 22 and info["texts_compared"] < 22
