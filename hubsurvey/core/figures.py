@@ -815,6 +815,18 @@ def markdown_exact_sql() -> str:
     return "\n".join(lines) + "\n"
 
 
+def markdown_near_sql() -> str:
+    """docs/method.md's table of the near-duplicate figures: each one's SQL beside its definition."""
+    lines = ["| figure | per-key table | SQL (an aggregate over it; `$threshold` is tau) | NR | definition |",
+             "|---|---|---|---|---|"]
+    for f in NEAR_FIGURES:
+        column = next(c for c in figure_columns(f.method) if c.figure is f and c.percent_of is None)
+        sql = f.sql.replace("|", "\\|")
+        pct = f"; `{f.percent[0]}` = it / rows of {f.percent[1]} × 100" if f.percent else ""
+        lines.append(f"| `{f.name}` | {f.grain.value} | `{sql}` | {nr_rule(column)} | {f.definition}{pct} |")
+    return "\n".join(lines) + "\n"
+
+
 def markdown_figure_table() -> str:
     """The README/docs table of the figure columns: name, type, NR rule, definition."""
     lines = ["| column | type | NR | definition |", "|---|---|---|---|"]
