@@ -18,7 +18,9 @@ from hubsurvey.analysis.findings import findings
 from hubsurvey.analysis.render import (
     DEFINITIONS,
     EXACT_DEFINITIONS,
+    NEAR_DEFINITIONS,
     environment,
+    near_setting,
     provenance,
     shared_tables,
 )
@@ -91,6 +93,10 @@ def task_categories(store: Store) -> list[str]:
     return [r[0] for r in rows if r[0]]
 
 
+#: The provenance columns the near-duplicate method writes (hubsurvey/core/store.py, migration 7).
+NEAR_PROVENANCE = frozenset({"near", "near_curve"})
+
+
 @dataclass(frozen=True)
 class CardColumn:
     name: str
@@ -100,13 +106,14 @@ class CardColumn:
 
 def card_columns() -> list[CardColumn]:
     """Every exported column with its method and meaning; a figure's meaning is generated from the
-    registry (its definition, its key profile for an exact figure, and when it is NR)."""
+    registry (its definition, its key profile for an exact figure, and when it is NR). The near
+    method's provenance columns (``near``, ``near_curve``) belong to it: their method is named too."""
     by_name = {c.name: c for c in figures.figure_columns()}
     out = []
     for name, meaning in columns().items():
         column = by_name.get(name)
         if column is None:
-            out.append(CardColumn(name, "", meaning))
+            out.append(CardColumn(name, figures.NEAR_METHOD if name in NEAR_PROVENANCE else "", meaning))
             continue
         rule = figures.nr_rule(column)
         out.append(CardColumn(name, column.method, f"{column.definition}; {rule}"))
@@ -155,6 +162,8 @@ def render_card(
         "columns": card_columns(),
         "definitions": DEFINITIONS,
         "exact_definitions": EXACT_DEFINITIONS,
+        "near_definitions": NEAR_DEFINITIONS,
+        **near_setting(overview),
         "gain": found["normalization_gain"][0],
         "f": found,
         "o": overview,

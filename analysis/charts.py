@@ -27,6 +27,9 @@ KEY_LABELS = {"text": "text", "text_and_label": "text+label"}
 #: The key profiles of the exact method (raw vs normalized contamination chart).
 RAW_COLOR = "#6c757d"
 NORMALIZED_COLOR = "#f4a259"
+#: The near-duplicate method (near vs exact chart, threshold curve).
+NEAR_COLOR = "#7b2cbf"
+NEAR_MEDIAN_COLOR = "#3a9d5d"
 
 
 def available() -> bool:
@@ -149,9 +152,27 @@ def contamination_chart(raw_vs_normalized: Sequence[Mapping[str, Any]], limit: i
     few tenths of a point is invisible beside a 0-100 % axis). The datasets shown are those that
     gain most (then the most contaminated), at most ``limit``, in that order from the top.
     """
-    rows = sorted(raw_vs_normalized, key=lambda r: (-_value(r["extra_pct_points"]),
-                                                    -_value(r["normalized_contaminated_test_pct"]),
-                                                    str(r["dataset_id"])))[:limit]
+    return _gain_chart(raw_vs_normalized, ("raw_contaminated_test_pct", "raw", RAW_COLOR),
+                       ("normalized_contaminated_test_pct", "normalized", NORMALIZED_COLOR),
+                       "normalized − raw (percentage points)", limit)
+
+
+def near_vs_exact_chart(near_vs_exact: Sequence[Mapping[str, Any]], limit: int = 20) -> str | None:
+    """Exact (normalized) vs near-duplicate contaminated test rows (%), per dataset, and the gain in
+    points (findings_near_vs_exact), drawn as :func:`contamination_chart` draws raw vs normalized."""
+    return _gain_chart(near_vs_exact, ("normalized_contaminated_test_pct", "exact (normalized)", NORMALIZED_COLOR),
+                       ("near_contaminated_test_pct", "near-duplicate", NEAR_COLOR),
+                       "near − exact (percentage points)", limit)
+
+
+def _gain_chart(rows_in: Sequence[Mapping[str, Any]], low: tuple[str, str, str], high: tuple[str, str, str],
+                gain_label: str, limit: int) -> str | None:
+    """Two figures per dataset, ``low`` and ``high`` (column, legend, colour; high >= low), side by
+    side on the left, and their difference (``extra_pct_points``) on its own scale on the right.
+    The datasets that gain most come first (then the highest ``high``), at most ``limit``."""
+    (low_key, low_name, low_colour), (high_key, high_name, high_colour) = low, high
+    rows = sorted(rows_in, key=lambda r: (-_value(r["extra_pct_points"]), -_value(r[high_key]),
+                                          str(r["dataset_id"])))[:limit]
     if not rows:
         return None
     plt = _pyplot()
@@ -159,33 +180,79 @@ def contamination_chart(raw_vs_normalized: Sequence[Mapping[str, Any]], limit: i
                                       gridspec_kw={"width_ratios": [3, 2]})
     names = [plain(str(r["dataset_id"])[:45]) for r in rows][::-1]
     ys = list(range(len(rows)))
-    raw = [_value(r["raw_contaminated_test_pct"]) for r in rows][::-1]
-    normalized = [_value(r["normalized_contaminated_test_pct"]) for r in rows][::-1]
+    lows = [_value(r[low_key]) for r in rows][::-1]
+    highs = [_value(r[high_key]) for r in rows][::-1]
     extra = [_value(r["extra_pct_points"]) for r in rows][::-1]
-    left.barh([y + 0.2 for y in ys], normalized, height=0.4, color=NORMALIZED_COLOR, label="normalized")
-    left.barh([y - 0.2 for y in ys], raw, height=0.4, color=RAW_COLOR, label="raw")
+    left.barh([y + 0.2 for y in ys], highs, height=0.4, color=high_colour, label=high_name)
+    left.barh([y - 0.2 for y in ys], lows, height=0.4, color=low_colour, label=low_name)
     left.set_yticks(ys, names, fontsize=8)
     left.set_xlim(0, 105)
     left.set_xlabel("contaminated test rows, % of test rows")
     left.grid(axis="x", alpha=0.3)
     left.legend(loc="lower right", frameon=False, fontsize=8)
-    bars = right.barh(ys, extra, height=0.6, color=NORMALIZED_COLOR)
+    bars = right.barh(ys, extra, height=0.6, color=high_colour)
     right.bar_label(bars, labels=[f"+{v:.2f}" for v in extra], fontsize=8, padding=2)
     right.set_xlim(0, max([*extra, 0.01]) * 1.35)
-    right.set_xlabel("normalized − raw (percentage points)")
+    right.set_xlabel(gain_label)
     right.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return _png(fig)
+
+
+def near_curve_chart(near_curve: Sequence[Mapping[str, Any]]) -> str | None:
+    """The threshold curve aggregated (findings_near_curve), the threshold τ on the x axis.
+
+    Left: % of the measured datasets with at least one test row near train at Jaccard ≥ τ. Right:
+    the median, over those datasets, of their % of test rows near train, and the pooled % (all their
+    test rows together); its own scale, since a few % is invisible beside 100 %. None when no dataset
+    was measured (every denominator is 0).
+    """
+    rows = sorted((r for r in near_curve if r["datasets"]), key=lambda r: float(r["threshold"]))
+    if not rows:
+        return None
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    taus = [float(r["threshold"]) for r in rows]
+    shares = [_value(r["pct_with_near_train"]) for r in rows]
+    medians = [_value(r["median_test_rows_near_train_pct"]) for r in rows]
+    pooled = [_value(r["pct_test_rows_near_train"]) for r in rows]
+    left.plot(taus, shares, "o-", color=NEAR_COLOR, linewidth=2.5, label="datasets with ≥1 test row near train")
+    for tau, share, r in zip(taus, shares, rows):
+        left.annotate(f"{share:.1f}% of {r['datasets']}", (tau, share), textcoords="offset points", xytext=(0, 7),
+                      ha="center", fontsize=8)
+    left.set_ylim(0, 118)
+    left.set_yticks(range(0, 101, 20))
+    left.set_ylabel("% of measured datasets")
+    left.set_title("datasets with ≥1 test row near train", fontsize=10)
+    right.plot(taus, medians, "o-", color=NEAR_MEDIAN_COLOR, linewidth=2.5, label="median % per dataset")
+    right.plot(taus, pooled, "s--", color=NEAR_COLOR, linewidth=1.5, label="all test rows (pooled)")
+    right.set_ylim(0, max([*medians, *pooled, 0.1]) * 1.3)
+    right.set_ylabel("% of test rows")
+    right.set_title("test rows near train", fontsize=10)
+    right.legend(loc="upper right", frameon=False, fontsize=8)
+    for ax in (left, right):
+        ax.set_xticks(taus, [f"{t:g}" for t in taus])
+        ax.set_xlim(min(taus) - 0.05, max(taus) + 0.05)
+        ax.set_xlabel("threshold τ: Jaccard ≥")
+        ax.grid(axis="both", alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+#: The report's charts, by the name report.html.j2 uses.
+CHARTS = ("splits", "test_bias", "by_task_category", "raw_vs_normalized", "near_vs_exact", "near_curve")
 
 
 def charts(found: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, str | None]:
     """Every chart of the report; all None (and one warning) when matplotlib is not installed."""
     if not available():
         log.warning("matplotlib is not installed: report.html has no charts (pip install 'hubsurvey[report]')")
-        return {"splits": None, "test_bias": None, "by_task_category": None, "raw_vs_normalized": None}
+        return dict.fromkeys(CHARTS)
     return {
         "splits": splits_chart(found["splits"]),
         "test_bias": bias_chart(found["test_bias"]),
         "by_task_category": task_chart(found["by_task_category"]),
         "raw_vs_normalized": contamination_chart(found["raw_vs_normalized"]),
+        "near_vs_exact": near_vs_exact_chart(found["near_vs_exact"]),
+        "near_curve": near_curve_chart(found["near_curve"]),
     }

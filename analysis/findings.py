@@ -37,6 +37,11 @@ FINDINGS: dict[str, str] = {
     "normalization_gain": "findings_normalization_gain",
     "label_conflicts": "findings_label_conflicts",
     "validation_leaks": "findings_validation_leaks",
+    "near_configs": "findings_near_configs",
+    "near_vs_exact": "findings_near_vs_exact",
+    "near_gain": "findings_near_gain",
+    "near_label_conflicts": "findings_near_label_conflicts",
+    "near_curve": "findings_near_curve",
     "mixed_revisions": "findings_mixed_revisions",
 }
 

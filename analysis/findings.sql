@@ -28,6 +28,18 @@ CREATE OR REPLACE TEMP MACRO published_pct(x) AS round(x, 3);
 -- measured, not because they are NR, so every exact finding leaves such rows out.
 CREATE OR REPLACE TEMP MACRO exact_measured(methods) AS coalesce(json_exists(methods, '$."exact-2026"'), false);
 
+-- near_measured(methods, near): the row was measured by the near-duplicate method, near-2026
+-- (NEAR_METHOD in hubsurvey/core/figures.py): its `methods` JSON names it, and its `near` JSON (how
+-- it was measured) exists and does not say it was not: status 'not measured', or 'NR: ...' (the
+-- normalized text hash collided, so no near figure was computed). A row measured before that method
+-- (or with --no-near) has its near figures NULL because they were NOT measured: every near finding
+-- leaves it out of its denominator.
+CREATE OR REPLACE TEMP MACRO near_measured(methods, near) AS
+    coalesce(json_exists(methods, '$."near-2026"'), false)
+    AND near IS NOT NULL
+    AND coalesce(NOT (json_extract_string(near, '$.status') = 'not measured'
+                      OR starts_with(json_extract_string(near, '$.status'), 'NR')), true);
+
 
 -- view: findings_overview
 -- What was measured, in one row: the counts every other table is a part of.
@@ -42,6 +54,10 @@ CREATE OR REPLACE TEMP MACRO exact_measured(methods) AS coalesce(json_exists(met
 --                     `method` and the keys of its `methods` JSON
 --   rows_exact / datasets_exact   rows (datasets with at least one row) measured by exact-2026:
 --                     the only rows the exact findings count (see exact_measured)
+--   rows_near / datasets_near     rows (datasets with at least one row) measured by near-2026:
+--                     the only rows the near-duplicate findings count (see near_measured)
+--   near_thresholds   the thresholds tau those rows were measured at (their `near` JSON), e.g. '0.8'
+--   near_shingles     the shingles they were cut into (their `near` JSON), e.g. 'char-5'
 SELECT
     (SELECT count(*) FROM current_measurements)                                   AS measurement_rows,
     (SELECT count(DISTINCT dataset_id) FROM current_measurements)                 AS datasets,
@@ -63,6 +79,13 @@ SELECT
              FROM current_measurements))                                          AS methods,
     (SELECT count(*) FROM current_measurements WHERE exact_measured(methods))    AS rows_exact,
     (SELECT count(DISTINCT dataset_id) FROM current_measurements WHERE exact_measured(methods)) AS datasets_exact,
+    (SELECT count(*) FROM current_measurements WHERE near_measured(methods, near))  AS rows_near,
+    (SELECT count(DISTINCT dataset_id) FROM current_measurements WHERE near_measured(methods, near)) AS datasets_near,
+    (SELECT string_agg(DISTINCT t, ', ' ORDER BY t)
+       FROM (SELECT printf('%g', json_extract(near, '$.threshold')::DOUBLE) AS t
+             FROM current_measurements WHERE near_measured(methods, near)))       AS near_thresholds,
+    (SELECT string_agg(DISTINCT json_extract_string(near, '$.shingle'), ', ' ORDER BY json_extract_string(near, '$.shingle'))
+       FROM current_measurements WHERE near_measured(methods, near))              AS near_shingles,
     (SELECT string_agg(DISTINCT tool_version, ', ' ORDER BY tool_version) FROM current_measurements) AS tool_versions;
 
 
@@ -325,31 +348,44 @@ ORDER BY dataset_id, config;
 
 -- view: findings_verdict_rules
 -- The verdict rules of a dataset, their thresholds written once (here): findings_dataset_verdict
--- applies them and the report prints their `rule` column. A dataset is judged on one basis and
--- gets the first rule of that basis, in `ord` order, that it meets:
---   basis 'exact-2026' (every config of the dataset was measured by the exact method):
+-- applies them and the report prints their `rule` column. A dataset is judged on one basis, the
+-- first of these that measured every config of the dataset, and gets the first rule of that basis,
+-- in `ord` order, that it meets:
+--   basis 'near-2026' (every config of the dataset was measured by the near-duplicate method):
+--     measure: worst near_contaminated_test_pct = the highest near_contaminated_test_pct among the
+--     dataset's configs (%, rounded to 3 decimals as published). It counts test rows, each once:
+--     rows with a train or validation row at Jaccard >= tau (the threshold the row was measured
+--     at, 0.8 by default), or with such a test row at an earlier position. An exact (normalized)
+--     match has Jaccard 1, so this measure is never below the exact one.
+--       clean       0 near-contaminated test rows in every config
+--       minor       not clean, worst near_contaminated_test_pct < 1 %
+--       caution     >= 1 % and < 5 %
+--       unreliable  >= 5 %
+--   basis 'exact-2026' (the first fallback: a config was not measured by the near method, so its
+--     near figures are NULL, not 0; every config was measured by the exact method):
 --     measure: worst normalized contaminated_test_pct = the highest normalized_contaminated_test_pct
 --     among the dataset's configs (%, rounded to 3 decimals as published). It counts test rows, each
 --     once: rows found in train or validation, or repeating an earlier test row, under the
 --     normalized key profile (which finds every raw match and more). Validation leaks count.
 --       clean       0 contaminated test rows (normalized profile) in every config
---       minor       not clean, worst normalized contaminated_test_pct < 1 %
---       caution     >= 1 % and < 5 %
---       unreliable  >= 5 %
---   basis 'lle-2024' (the fallback: a config of the dataset was measured before the exact method,
---     so its exact figures are NULL, not 0, and cannot clear it): the LLE rule, as before:
+--       minor / caution / unreliable   as above, on this measure
+--   basis 'lle-2024' (the last fallback: a config of the dataset was measured before the exact
+--     method, so its exact figures are NULL, not 0, and cannot clear it): the LLE rule, as before:
 --       clean       0 text leaks from train or validation to test and 0 text duplicates in test,
 --                   in every config (NR taken as 0)
 --       minor / caution / unreliable   worst text test_biased < 1 % / >= 1 % and < 5 % / >= 5 %,
 --                   worst text test_biased being the highest text_test_biased (3 decimals) of its
 --                   rows (the text key: the stricter one).
--- at_least_pct / below_pct: the rule's bounds on the basis' measure (NULL: no bound). Both bases
--- share the thresholds (minor below 1 %, caution below 5 %).
+-- at_least_pct / below_pct: the rule's bounds on the basis' measure (NULL: no bound). Every basis
+-- shares the thresholds (minor below 1 %, caution below 5 %).
 WITH thresholds(minor_below, caution_below) AS (VALUES (1.0, 5.0)),
 bases(basis, basis_ord, measure, clean_rule) AS (
-    VALUES ('exact-2026', 1, 'worst normalized contaminated_test_pct',
+    VALUES ('near-2026', 1, 'worst near_contaminated_test_pct',
+            '0 near-contaminated test rows (a train or validation row at Jaccard ≥ τ, or a test row at an earlier '
+            || 'position at Jaccard ≥ τ) in every config'),
+           ('exact-2026', 2, 'worst normalized contaminated_test_pct',
             '0 contaminated test rows (normalized profile: in train or validation, or repeated in test) in every config'),
-           ('lle-2024', 2, 'worst text test_biased',
+           ('lle-2024', 3, 'worst text test_biased',
             '0 text leaks from train or validation to test and 0 text duplicates in test')
 ),
 grades AS (
@@ -372,12 +408,20 @@ ORDER BY b.basis_ord, g.ord;
 -- view: findings_dataset_verdict
 -- "Can I trust this dataset?": one row per dataset of current_measurements, with its verdict (the
 -- rule of findings_verdict_rules it meets) and the basis it was judged on:
---   verdict_basis                  'exact-2026' when every config of the dataset was measured by the
---                                  exact method; else 'lle-2024' (the LLE fallback rule: NULL exact
---                                  figures were not measured and never make a dataset clean)
+--   verdict_basis                  'near-2026' when every config of the dataset was measured by the
+--                                  near-duplicate method (near_measured); else 'exact-2026' when every
+--                                  config was measured by the exact method; else 'lle-2024' (the LLE
+--                                  rule). NULL figures were not measured and never make a dataset clean.
 --   configs / rows                 distinct configs / result rows (label columns) measured
+--   configs_near                   configs measured by near-2026 (= configs on the near basis)
 --   configs_exact                  configs measured by exact-2026 (= configs on the exact basis)
 --   rows_test                      test rows, summed over configs
+--   worst_near_contaminated_test_pct
+--                                  the highest near_contaminated_test_pct among the configs measured
+--                                  by near-2026 (%, 3 decimals; NULL: none was)
+--   near_test_rows_contaminated    near-contaminated test rows (test_rows_near_contaminated), summed
+--                                  over those configs
+--   worst_near_config              the config with the worst near value (ties: first by name)
 --   worst_normalized_contaminated_test_pct / worst_raw_contaminated_test_pct
 --                                  the highest <profile>_contaminated_test_pct among the configs
 --                                  measured by exact-2026 (%, 3 decimals; NULL: none was)
@@ -394,23 +438,35 @@ ORDER BY b.basis_ord, g.ord;
 -- Worst first: by verdict (unreliable first), then by the measure of the dataset's basis.
 WITH per_config AS (
     SELECT dataset_id, config,
-           count(*)                              AS rows,
-           bool_and(exact_measured(methods))     AS exact,
-           max(rows_test)                        AS rows_test,
-           max(published_pct(text_test_biased))  AS text_test_biased,
-           max(text_leaks_train_wrt_test)        AS text_leaks_train_wrt_test,
-           max(text_leaks_validation_wrt_test)   AS text_leaks_validation_wrt_test,
-           max(text_duplication_test)            AS text_duplication_test
+           count(*)                                   AS rows,
+           bool_and(near_measured(methods, near))     AS near,
+           bool_and(exact_measured(methods))          AS exact,
+           max(rows_test)                             AS rows_test,
+           max(published_pct(near_contaminated_test_pct)) FILTER (WHERE near_measured(methods, near))
+                                                      AS near_contaminated_test_pct,
+           max(test_rows_near_contaminated) FILTER (WHERE near_measured(methods, near))
+                                                      AS test_rows_near_contaminated,
+           max(published_pct(text_test_biased))       AS text_test_biased,
+           max(text_leaks_train_wrt_test)             AS text_leaks_train_wrt_test,
+           max(text_leaks_validation_wrt_test)        AS text_leaks_validation_wrt_test,
+           max(text_duplication_test)                 AS text_duplication_test
     FROM current_measurements
     GROUP BY dataset_id, config
 ),
 per_dataset AS (
     SELECT dataset_id,
-           CASE WHEN bool_and(exact) THEN 'exact-2026' ELSE 'lle-2024' END       AS verdict_basis,
+           CASE WHEN bool_and(near) THEN 'near-2026'
+                WHEN bool_and(exact) THEN 'exact-2026'
+                ELSE 'lle-2024' END                                              AS verdict_basis,
            count(*)                                                              AS configs,
+           count(*) FILTER (WHERE near)                                          AS configs_near,
            count(*) FILTER (WHERE exact)                                         AS configs_exact,
            sum(rows)::BIGINT                                                     AS rows,
            sum(rows_test)::BIGINT                                                AS rows_test,
+           max(near_contaminated_test_pct) FILTER (WHERE near)                   AS worst_near_contaminated_test_pct,
+           sum(test_rows_near_contaminated) FILTER (WHERE near)::BIGINT          AS near_test_rows_contaminated,
+           first(config ORDER BY near_contaminated_test_pct DESC NULLS LAST, config) FILTER (WHERE near)
+                                                                                 AS worst_near_config,
            max(text_test_biased)                                                 AS worst_text_test_biased,
            first(config ORDER BY text_test_biased DESC NULLS LAST, config)       AS worst_config,
            sum(text_leaks_train_wrt_test)::BIGINT                                AS text_leaks_train_wrt_test,
@@ -430,15 +486,20 @@ exact AS (
     GROUP BY dataset_id
 ),
 judged AS (
-    SELECT d.dataset_id, d.verdict_basis, d.configs, d.configs_exact, d.rows, d.rows_test,
+    SELECT d.dataset_id, d.verdict_basis, d.configs, d.configs_near, d.configs_exact, d.rows, d.rows_test,
+           d.worst_near_contaminated_test_pct, d.near_test_rows_contaminated, d.worst_near_config,
            e.worst_normalized_contaminated_test_pct, e.worst_raw_contaminated_test_pct,
            e.normalized_test_rows_contaminated, e.raw_test_rows_contaminated, e.worst_exact_config,
            d.worst_text_test_biased, d.worst_config,
            d.text_leaks_train_wrt_test, d.text_leaks_validation_wrt_test, d.text_duplication_test,
            -- the basis' measure, and whether the dataset is clean on that basis
-           CASE WHEN d.verdict_basis = 'exact-2026' THEN coalesce(e.worst_normalized_contaminated_test_pct, 0)
+           CASE d.verdict_basis
+                WHEN 'near-2026' THEN coalesce(d.worst_near_contaminated_test_pct, 0)
+                WHEN 'exact-2026' THEN coalesce(e.worst_normalized_contaminated_test_pct, 0)
                 ELSE coalesce(d.worst_text_test_biased, 0) END                  AS measure,
-           CASE WHEN d.verdict_basis = 'exact-2026' THEN coalesce(e.normalized_test_rows_contaminated, 0) = 0
+           CASE d.verdict_basis
+                WHEN 'near-2026' THEN coalesce(d.near_test_rows_contaminated, 0) = 0
+                WHEN 'exact-2026' THEN coalesce(e.normalized_test_rows_contaminated, 0) = 0
                 ELSE coalesce(d.text_leaks_train_wrt_test, 0) + coalesce(d.text_leaks_validation_wrt_test, 0)
                      + coalesce(d.text_duplication_test, 0) = 0 END              AS is_clean
     FROM per_dataset d
@@ -456,7 +517,8 @@ verdicts AS (
 )
 SELECT v.dataset_id,
        (SELECT r.verdict FROM findings_verdict_rules r WHERE r.basis = v.verdict_basis AND r.ord = v.verdict_ord) AS verdict,
-       v.verdict_basis, v.configs, v.configs_exact, v.rows, v.rows_test,
+       v.verdict_basis, v.configs, v.configs_near, v.configs_exact, v.rows, v.rows_test,
+       v.worst_near_contaminated_test_pct, v.near_test_rows_contaminated, v.worst_near_config,
        v.worst_normalized_contaminated_test_pct, v.worst_raw_contaminated_test_pct,
        v.normalized_test_rows_contaminated, v.raw_test_rows_contaminated, v.worst_exact_config,
        v.worst_text_test_biased, v.worst_config,
@@ -618,6 +680,239 @@ FROM grid
 LEFT JOIN profiles p ON p.ord = grid.ord
 GROUP BY grid.ord, grid.profile
 ORDER BY grid.ord;
+
+
+-- view: findings_near_configs
+-- The near-duplicate figures (method near-2026, hubsurvey/core/figures.py) of every (dataset, config)
+-- of current_measurements measured by that method (near_measured), one row per config. Every
+-- near-duplicate finding below reads this view, so ONLY CONFIGS MEASURED BY near-2026 COUNT in their
+-- denominators: a row measured before the method existed, or with --no-near, has NULL near figures
+-- because they were not measured, not because they are NR, and is left out here.
+-- As in findings_exact_configs, the text figures repeat in each label-column row of a config and are
+-- taken once (max of equal values); the label figure keeps the config's worst label column (max).
+-- Near-duplicates: two rows whose normalized texts, cut into character 5-grams, have a Jaccard
+-- similarity >= tau (the row's threshold; identical texts have Jaccard 1, so exact ⊆ near).
+--   label_columns / rows_train / rows_validation / rows_test   as in findings_exact_configs
+--   threshold                            tau the config was measured at (its `near` JSON)
+--   capped                               the LSH candidates were capped: a count may miss pairs
+--   exact                                the config was measured by exact-2026 too (its normalized
+--                                        figures below are NULL otherwise)
+--   test_rows_near_train (_pct)          test rows with a train row at Jaccard >= tau (NULL = NR: no train)
+--   test_rows_near_validation            test rows with a validation row at >= tau (NULL = NR: no validation)
+--   test_rows_near_repeated              test rows with a test row at an earlier position at >= tau
+--   test_rows_near_contaminated / near_contaminated_test_pct
+--                                        test rows near train, near validation or near-repeated, each
+--                                        counted once; and as a % of rows_test (stored unrounded)
+--   validation_rows_near_train (_pct)    validation rows with a train row at >= tau (NULL = NR)
+--   test_rows_near_train_conflicting_label
+--                                        test rows near train whose near train rows all carry another
+--                                        label (worst label column; NULL = NR: no label or no train)
+--   normalized_test_rows_contaminated / normalized_contaminated_test_pct
+--                                        the exact figures (normalized profile) of the same config
+--   normalized_test_rows_in_train_conflicting_label   the exact label conflicts (worst label column)
+SELECT
+    dataset_id,
+    config,
+    count(label_column)                                              AS label_columns,
+    max(rows_train)                                                  AS rows_train,
+    max(rows_validation)                                             AS rows_validation,
+    max(rows_test)                                                   AS rows_test,
+    max(json_extract(near, '$.threshold')::DOUBLE)                   AS threshold,
+    bool_or(coalesce(json_extract(near, '$.capped')::BOOLEAN, false)) AS capped,
+    bool_and(exact_measured(methods))                                AS exact,
+    max(test_rows_near_train)                                        AS test_rows_near_train,
+    max(test_rows_near_train_pct)                                    AS test_rows_near_train_pct,
+    max(test_rows_near_validation)                                   AS test_rows_near_validation,
+    max(test_rows_near_repeated)                                     AS test_rows_near_repeated,
+    max(test_rows_near_contaminated)                                 AS test_rows_near_contaminated,
+    max(near_contaminated_test_pct)                                  AS near_contaminated_test_pct,
+    max(validation_rows_near_train)                                  AS validation_rows_near_train,
+    max(validation_rows_near_train_pct)                              AS validation_rows_near_train_pct,
+    max(test_rows_near_train_conflicting_label)                      AS test_rows_near_train_conflicting_label,
+    max(normalized_test_rows_contaminated) FILTER (WHERE exact_measured(methods))
+                                                                     AS normalized_test_rows_contaminated,
+    max(normalized_contaminated_test_pct) FILTER (WHERE exact_measured(methods))
+                                                                     AS normalized_contaminated_test_pct,
+    max(normalized_test_rows_in_train_conflicting_label) FILTER (WHERE exact_measured(methods))
+                                                                     AS normalized_test_rows_in_train_conflicting_label
+FROM current_measurements
+WHERE near_measured(methods, near)
+GROUP BY dataset_id, config
+ORDER BY dataset_id, config;
+
+
+-- view: findings_near_vs_exact
+-- Near-duplicate vs exact (normalized) contamination, one row per dataset with at least one config
+-- measured by both near-2026 and exact-2026 (those configs only, from findings_near_configs): what
+-- exact matching misses that near-duplicate matching finds.
+--   configs_near                         configs measured by both methods
+--   rows_test                            their test rows (the denominator of the pooled percentages)
+--   normalized_test_rows_contaminated / normalized_contaminated_test_pct
+--       contaminated test rows under the normalized profile, summed over those configs, and as a %
+--       of rows_test (pooled over the configs, 2 decimals)
+--   near_test_rows_contaminated / near_contaminated_test_pct   the same, near-duplicates (>= the exact
+--       count: an exact match has Jaccard 1)
+--   extra_test_rows                      near − normalized contaminated test rows (>= 0); the dataset's
+--                                        near contamination EXCEEDS the exact one when it is > 0
+--   extra_pct_points                     near_contaminated_test_pct − normalized_contaminated_test_pct
+--                                        (pooled; unrounded difference, then rounded to 2 decimals)
+--   worst_normalized_contaminated_test_pct / worst_near_contaminated_test_pct
+--       the highest normalized_contaminated_test_pct / near_contaminated_test_pct among those configs
+--       (%, 3 decimals as published): the measures of the exact and the near verdicts
+--   worst_near_config                    the config with the worst near value (ties: first by name)
+--   worst_extra_pct_points               worst near − worst normalized, in points (3 decimals): how far
+--                                        the near figure moves the verdict's measure (>= 0)
+--   capped                               a config's LSH candidates were capped: near figures may be low
+-- Largest gain in points first (pooled), then most extra rows.
+WITH per_dataset AS (
+    SELECT dataset_id,
+           count(*)                                              AS configs_near,
+           sum(rows_test)::BIGINT                                AS rows_test,
+           sum(normalized_test_rows_contaminated)::BIGINT        AS normalized_test_rows_contaminated,
+           sum(test_rows_near_contaminated)::BIGINT              AS near_test_rows_contaminated,
+           max(published_pct(normalized_contaminated_test_pct))  AS worst_normalized_contaminated_test_pct,
+           max(published_pct(near_contaminated_test_pct))        AS worst_near_contaminated_test_pct,
+           first(config ORDER BY near_contaminated_test_pct DESC NULLS LAST, config) AS worst_near_config,
+           bool_or(capped)                                       AS capped
+    FROM findings_near_configs
+    WHERE exact
+    GROUP BY dataset_id
+)
+SELECT dataset_id, configs_near, rows_test,
+       normalized_test_rows_contaminated,
+       pct(normalized_test_rows_contaminated, rows_test)                            AS normalized_contaminated_test_pct,
+       near_test_rows_contaminated,
+       pct(near_test_rows_contaminated, rows_test)                                  AS near_contaminated_test_pct,
+       near_test_rows_contaminated - normalized_test_rows_contaminated              AS extra_test_rows,
+       pct(near_test_rows_contaminated - normalized_test_rows_contaminated, rows_test) AS extra_pct_points,
+       worst_normalized_contaminated_test_pct,
+       worst_near_contaminated_test_pct,
+       worst_near_config,
+       round(worst_near_contaminated_test_pct - worst_normalized_contaminated_test_pct, 3) AS worst_extra_pct_points,
+       capped
+FROM per_dataset
+ORDER BY extra_pct_points DESC NULLS LAST, extra_test_rows DESC, dataset_id;
+
+
+-- view: findings_near_gain
+-- What exact matching misses, in one row: the share of datasets whose near-duplicate contamination
+-- exceeds their exact (normalized) one. Unit: a dataset, over its configs measured by near-2026 and
+-- exact-2026 (findings_near_vs_exact); only those datasets are in the denominator.
+--   datasets_with_more / datasets / pct_datasets_with_more
+--       datasets with near_test_rows_contaminated > normalized_test_rows_contaminated
+--       over datasets with at least one config measured by both methods
+--   extra_test_rows / test_rows / extra_pct_of_test_rows
+--       near − normalized contaminated test rows, summed over those datasets, over their test rows
+--       (pooled: the percentage points gained over all measured test rows)
+--   normalized_test_rows_contaminated / near_test_rows_contaminated   the two totals
+--   max_worst_extra_pct_points / max_extra_dataset
+--       the largest rise of one dataset's worst-config figure, worst near − worst normalized
+--       contaminated_test_pct in points (findings_near_vs_exact's worst_extra_pct_points), and that
+--       dataset (ties: first by id); NULL when no dataset gains
+--   median_worst_extra_pct_points_of_gainers
+--       the median of worst_extra_pct_points among the datasets_with_more (a gainer's worst config
+--       may not be where it gains: its rise can be 0)
+--   datasets_capped   datasets (of the denominator) whose LSH candidates were capped somewhere
+SELECT
+    count(*) FILTER (WHERE extra_test_rows > 0)                                  AS datasets_with_more,
+    count(*)                                                                     AS datasets,
+    pct(count(*) FILTER (WHERE extra_test_rows > 0), count(*))                   AS pct_datasets_with_more,
+    coalesce(sum(extra_test_rows), 0)::BIGINT                                    AS extra_test_rows,
+    coalesce(sum(rows_test), 0)::BIGINT                                          AS test_rows,
+    pct(sum(extra_test_rows), sum(rows_test))                                    AS extra_pct_of_test_rows,
+    coalesce(sum(normalized_test_rows_contaminated), 0)::BIGINT                  AS normalized_test_rows_contaminated,
+    coalesce(sum(near_test_rows_contaminated), 0)::BIGINT                        AS near_test_rows_contaminated,
+    max(worst_extra_pct_points) FILTER (WHERE extra_test_rows > 0)               AS max_worst_extra_pct_points,
+    first(dataset_id ORDER BY worst_extra_pct_points DESC, dataset_id) FILTER (WHERE extra_test_rows > 0) AS max_extra_dataset,
+    median(worst_extra_pct_points) FILTER (WHERE extra_test_rows > 0)            AS median_worst_extra_pct_points_of_gainers,
+    count(*) FILTER (WHERE capped)                                               AS datasets_capped
+FROM findings_near_vs_exact;
+
+
+-- view: findings_near_label_conflicts
+-- Similar text, different answer, in one row: the share of datasets with label-conflicting
+-- near-duplicates. Unit: a dataset, over its configs measured by near-2026 where the figure is not NR
+-- (a label column and a train split; findings_near_configs, per config its worst label column).
+--   with_conflict / datasets / pct_with_conflict
+--       datasets with test_rows_near_train_conflicting_label > 0 (a test row whose train rows at
+--       Jaccard >= tau all carry another label), over datasets measured by near-2026 with a label
+--       column and a train split
+--   test_rows_conflicting / test_rows / pct_test_rows_conflicting
+--       those test rows, summed over the datasets, over their test rows (pooled)
+--   with_conflict_beyond_exact / pct_with_conflict_beyond_exact
+--       datasets with a near-duplicate label conflict but no exact one (configs measured by
+--       exact-2026 too, normalized_test_rows_in_train_conflicting_label = 0 in every one): conflicts
+--       that only near-duplicate matching finds (same denominator)
+WITH per_dataset AS (
+    SELECT dataset_id,
+           sum(rows_test)                                         AS rows_test,
+           sum(test_rows_near_train_conflicting_label)            AS near_rows,
+           bool_and(exact)                                        AS exact,
+           sum(normalized_test_rows_in_train_conflicting_label)   AS exact_rows
+    FROM findings_near_configs
+    WHERE test_rows_near_train_conflicting_label IS NOT NULL
+    GROUP BY dataset_id
+)
+SELECT
+    count(*) FILTER (WHERE near_rows > 0)                                        AS with_conflict,
+    count(*)                                                                     AS datasets,
+    pct(count(*) FILTER (WHERE near_rows > 0), count(*))                         AS pct_with_conflict,
+    coalesce(sum(near_rows), 0)::BIGINT                                          AS test_rows_conflicting,
+    coalesce(sum(rows_test), 0)::BIGINT                                          AS test_rows,
+    pct(sum(near_rows), sum(rows_test))                                          AS pct_test_rows_conflicting,
+    count(*) FILTER (WHERE near_rows > 0 AND exact AND exact_rows = 0)           AS with_conflict_beyond_exact,
+    pct(count(*) FILTER (WHERE near_rows > 0 AND exact AND exact_rows = 0), count(*)) AS pct_with_conflict_beyond_exact
+FROM per_dataset;
+
+
+-- view: findings_near_curve
+-- The threshold curve aggregated, one row per threshold tau (0.9, 0.8, 0.7, 0.6: NEAR_CURVE in
+-- hubsurvey/core/figures.py, plus any other threshold a row was measured at), highest first. Unit: a
+-- dataset, over its configs measured by near-2026 that have a train split (the curve is NR without
+-- one), each config once (the view near_curve repeats it per label column); per dataset, its test rows
+-- near train at tau summed over those configs, as a % of their test rows (pooled).
+--   with_near_train / datasets / pct_with_near_train
+--       datasets with at least one test row near train at tau, over the datasets whose curve has tau
+--   median_test_rows_near_train_pct
+--       the median, over those datasets (zeros included), of their % of test rows near train (2 decimals)
+--   test_rows_near_train / test_rows / pct_test_rows_near_train
+--       test rows near train at tau, summed over those datasets, over their test rows (pooled)
+-- Both shares can only grow as tau falls: a pair at >= 0.9 is also at >= 0.6.
+WITH per_config AS (
+    SELECT c.dataset_id, c.config, c.threshold,
+           max(c.test_rows_near_train) AS near_train,
+           max(c.rows_test)            AS rows_test
+    FROM near_curve c
+    JOIN current_measurements m USING (measurement_id)
+    WHERE near_measured(m.methods, m.near)
+    GROUP BY c.dataset_id, c.config, c.threshold
+),
+per_dataset AS (
+    SELECT threshold, dataset_id,
+           sum(near_train)                                   AS near_train,
+           sum(rows_test)                                    AS rows_test,
+           100.0 * sum(near_train) / nullif(sum(rows_test), 0) AS near_train_pct
+    FROM per_config
+    GROUP BY threshold, dataset_id
+),
+grid AS (
+    SELECT unnest([0.9, 0.8, 0.7, 0.6]::DOUBLE[]) AS threshold
+    UNION
+    SELECT DISTINCT threshold FROM per_config
+)
+SELECT
+    g.threshold,
+    count(d.dataset_id) FILTER (WHERE d.near_train > 0)                          AS with_near_train,
+    count(d.dataset_id)                                                          AS datasets,
+    pct(count(d.dataset_id) FILTER (WHERE d.near_train > 0), count(d.dataset_id)) AS pct_with_near_train,
+    round(median(d.near_train_pct), 2)                                           AS median_test_rows_near_train_pct,
+    coalesce(sum(d.near_train), 0)::BIGINT                                       AS test_rows_near_train,
+    coalesce(sum(d.rows_test), 0)::BIGINT                                        AS test_rows,
+    pct(sum(d.near_train), sum(d.rows_test))                                     AS pct_test_rows_near_train
+FROM grid g
+LEFT JOIN per_dataset d ON d.threshold = g.threshold
+GROUP BY g.threshold
+ORDER BY g.threshold DESC;
 
 
 -- view: findings_mixed_revisions

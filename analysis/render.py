@@ -18,7 +18,14 @@ import jinja2
 
 from hubsurvey import __version__
 from hubsurvey.core import figures
-from hubsurvey.core.figures import EXACT_METHOD, EXACT_METHOD_VERSION, LLE_METHOD, LLE_METHOD_VERSION
+from hubsurvey.core.figures import (
+    EXACT_METHOD,
+    EXACT_METHOD_VERSION,
+    LLE_METHOD,
+    LLE_METHOD_VERSION,
+    NEAR_METHOD,
+    NEAR_METHOD_VERSION,
+)
 from hubsurvey.core.store import Store
 
 TEMPLATES_PACKAGE = "hubsurvey.templates"  # installed as package data
@@ -58,6 +65,75 @@ def exact_terms() -> list[tuple[str, str]]:
 
 #: The exact method's terms (profiles, figures, NR rules), as plain text.
 EXACT_DEFINITIONS: list[tuple[str, str]] = exact_terms()
+
+
+#: The near-duplicate method's defaults (survey/near.py NearParams; the analysis layer does not import
+#: the survey, and tests/test_analysis_near.py checks that these agree). Each row records its own in `near`.
+NEAR_DEFAULT_THRESHOLD = 0.8
+NEAR_DEFAULT_SHINGLE = 5
+
+
+def near_setting(overview: Mapping[str, Any]) -> dict[str, str]:
+    """The threshold and the shingles the near figures were measured with, as the rows record them
+    (the defaults when no row was measured by the near-duplicate method)."""
+    return {
+        "near_tau": overview.get("near_thresholds") or f"{NEAR_DEFAULT_THRESHOLD:g} (the default)",
+        "near_shingle": overview.get("near_shingles") or f"char-{NEAR_DEFAULT_SHINGLE} (the default)",
+    }
+
+
+def near_terms() -> list[tuple[str, str]]:
+    """The near-duplicate method (near-2026) in words: its text, shingles, similarity and candidates,
+    then each figure (generated from the registry) with its NR rule and its percentage, then the curve
+    and the provenance it records."""
+    curve = ", ".join(f"{t:g}" for t in figures.NEAR_CURVE)
+    out = [
+        ("text of a row",
+         "its text columns in order, each under the normalized profile (NFKC, case-folded, whitespace collapsed; a "
+         "list: its non-null elements, each normalized, joined by a space; null: the empty string; any other value: "
+         "its text, normalized), the non-empty ones joined by a space."),
+        ("shingles",
+         f"the character n-grams of that text (n = {NEAR_DEFAULT_SHINGLE} by default; code points, not bytes), as a "
+         "set: a text of L ≥ n characters has the L − n + 1 windows of n characters; a shorter text (the empty one "
+         "too) is one shingle, itself, so short texts can still be near-duplicates."),
+        ("near-duplicate",
+         "two rows whose shingle sets have a Jaccard similarity J = |A ∩ B| / |A ∪ B| ≥ τ (the threshold, "  # noqa: RUF001 (the union sign)
+         f"{NEAR_DEFAULT_THRESHOLD:g} by default, recorded per row in near). Identical normalized texts have J = 1, so "
+         "every exact match under the normalized profile is a near-duplicate: exact ⊆ near, so test rows near "
+         "train, near validation, near-repeated and near-contaminated are never fewer than their exact (normalized) "
+         "twins. Label conflicts are the exception: a similar train row with the test row's label clears it."),
+        ("candidates and verification",
+         "MinHash-LSH proposes the pairs to compare; every pair is verified with the exact Jaccard of its shingle "
+         "sets, so no pair below τ is ever counted (precision 1). A pair MinHash misses can only lower a count."),
+        ("rows, each once",
+         "near figures count rows, not distinct texts: a test row near train and near validation, or near train "
+         "and near-repeated, counts once in test_rows_near_contaminated."),
+    ]
+    for f in figures.NEAR_FIGURES:
+        column = next(c for c in figures.figure_columns(f.method) if c.figure is f and c.percent_of is None)
+        text = f"{f.definition}; {figures.nr_rule(column)}."
+        if f.percent:
+            stem, split = f.percent
+            text += f" {stem}: the same as a % of the {split} rows."
+        out.append((f.name, text))
+    out += [
+        ("near_curve",
+         f"test_rows_near_train at each τ of ({curve}), as JSON [{{threshold, test_rows_near_train}}, …]; the view "
+         "near_curve gives it as rows, with the % of test rows. It never rises as τ rises; NULL (NR) without a "
+         "train split."),
+        ("near",
+         "how the row's near figures were measured, as JSON: threshold (τ), curve (its thresholds), shingle "
+         "(char-n), minhash (signature), bands and band_rows (LSH), status ('measured'), texts (distinct "
+         "normalized texts compared), candidates (LSH pairs verified), pairs (pairs kept, at ≥ the lowest "
+         "threshold), capped (true: the candidates were cut, a count may miss pairs). NULL: not measured by "
+         f"{NEAR_METHOD}; its near figures are then NULL because they were not measured, not because they are NR, "
+         "and the near findings leave the row out."),
+    ]
+    return out
+
+
+#: The near-duplicate method's terms (text, shingles, figures, NR rules, curve, provenance), as plain text.
+NEAR_DEFINITIONS: list[tuple[str, str]] = near_terms()
 
 _MD_SPECIAL = re.compile(r"([\\`*\[\]|])")
 _SECRET_KEY = re.compile(r"token|secret|password|authorization|api[_-]?key", re.IGNORECASE)
@@ -157,6 +233,8 @@ def provenance(store: Store, overview: Mapping[str, Any]) -> dict[str, Any]:
         "method_version": LLE_METHOD_VERSION,
         "exact_method": EXACT_METHOD,
         "exact_method_version": EXACT_METHOD_VERSION,
+        "near_method": NEAR_METHOD,
+        "near_method_version": NEAR_METHOD_VERSION,
         "generator_version": __version__,
         "run": run,
         # the crawl's filters: the newest crawl run's arguments, else the newest run's
@@ -190,6 +268,8 @@ def overview_table(o: Mapping[str, Any]) -> Table:
         ("jobs / done / failed", f"{o['jobs']} / {o['jobs_done']} / {o['jobs_failed']}"),
         (f"rows / datasets measured by the exact method ({EXACT_METHOD}; the exact findings count only these)",
          f"{o['rows_exact']} / {o['datasets_exact']}"),
+        (f"rows / datasets measured by the near-duplicate method ({NEAR_METHOD}; the near findings count only these)",
+         f"{o['rows_near']} / {o['datasets_near']}"),
     ]
     return Table(("", "count"), rows, (False, True))
 
@@ -280,6 +360,58 @@ def raw_vs_normalized_table(rows: Sequence[Mapping[str, Any]]) -> Table:
     return Table(header, cells, (False, *([True] * 8)))
 
 
+def near_shares_table(found: Mapping[str, Any]) -> Table:
+    """The near-duplicate findings in one table: datasets whose near contamination exceeds the exact
+    (normalized) one, and datasets with label-conflicting near-duplicates, each over its denominator."""
+    g = found["near_gain"][0]
+    gain_rows = (f"{num(g['extra_test_rows'])} more test rows near-contaminated than contaminated, of "
+                 f"{num(g['test_rows'])} ({pct(g['extra_pct_of_test_rows'])})")
+    if g["max_extra_dataset"] is not None:
+        gain_rows += (f"; worst config rises by up to {points(g['max_worst_extra_pct_points'])} points "
+                      f"({g['max_extra_dataset']}), median {points(g['median_worst_extra_pct_points_of_gainers'])}")
+    c = found["near_label_conflicts"][0]
+    conflict_rows = (f"{num(c['test_rows_conflicting'])} test rows of {num(c['test_rows'])} "
+                     f"({pct(c['pct_test_rows_conflicting'])}); with no exact conflict: "
+                     f"{num(c['with_conflict_beyond_exact'])} datasets ({pct(c['pct_with_conflict_beyond_exact'])})")
+    rows = [
+        ("near contamination exceeds exact", "measured by both methods", num(g["datasets_with_more"]),
+         num(g["datasets"]), pct(g["pct_datasets_with_more"]), gain_rows),
+        ("label-conflicting near-duplicate", "with a label column and a train split", num(c["with_conflict"]),
+         num(c["datasets"]), pct(c["pct_with_conflict"]), conflict_rows),
+    ]
+    return Table(("finding", "datasets counted", "datasets", "of", "%", "rows"), rows,
+                 (False, False, True, True, True, False))
+
+
+def near_vs_exact_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """Exact (normalized) vs near-duplicate contaminated test rows, per dataset (findings_near_vs_exact)."""
+    header = ("dataset", "configs", "test rows", "exact: contaminated", "%", "near: contaminated", "%",
+              "extra rows", "extra points", "worst config", "worst exact", "worst near", "rise (points)")
+    cells = [
+        (str(r["dataset_id"]), num(r["configs_near"]), num(r["rows_test"]),
+         num(r["normalized_test_rows_contaminated"]), pct(r["normalized_contaminated_test_pct"]),
+         num(r["near_test_rows_contaminated"]), pct(r["near_contaminated_test_pct"]),
+         num(r["extra_test_rows"]), points(r["extra_pct_points"]), str(r["worst_near_config"]),
+         pct3(r["worst_normalized_contaminated_test_pct"]), pct3(r["worst_near_contaminated_test_pct"]),
+         points(r["worst_extra_pct_points"]))
+        for r in rows
+    ]
+    return Table(header, cells, (False, *([True] * 8), False, True, True, True))
+
+
+def near_curve_table(curve: Sequence[Mapping[str, Any]]) -> Table:
+    """The threshold curve aggregated: per τ, datasets with test rows near train (findings_near_curve)."""
+    header = ("Jaccard ≥", "datasets with ≥1 test row near train", "of", "%", "median % of test rows near train",
+              "test rows near train", "of", "%")
+    cells = [
+        (f"{r['threshold']:g}", num(r["with_near_train"]), num(r["datasets"]), pct(r["pct_with_near_train"]),
+         pct(r["median_test_rows_near_train_pct"]), num(r["test_rows_near_train"]), num(r["test_rows"]),
+         pct(r["pct_test_rows_near_train"]))
+        for r in curve
+    ]
+    return Table(header, cells, (True,) * 8)
+
+
 def verdict_summary_table(verdicts: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, Any]]) -> Table:
     """How many datasets got each verdict, on each basis (findings_dataset_verdict)."""
     counts: dict[tuple[str, str], int] = {}
@@ -302,4 +434,6 @@ def shared_tables(found: Mapping[str, Any], p: Mapping[str, Any], key_labels: Ma
         "provenance": provenance_table(p, o),
         "exact_shares": exact_shares_table(found),
         "verdict_summary": verdict_summary_table(found["dataset_verdict"], found["verdict_rules"]),
+        "near_shares": near_shares_table(found),
+        "near_curve": near_curve_table(found["near_curve"]),
     }

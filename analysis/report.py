@@ -13,12 +13,15 @@ from hubsurvey.analysis.findings import DEFAULT_TOP_N, findings
 from hubsurvey.analysis.render import (
     DEFINITIONS,
     EXACT_DEFINITIONS,
+    NEAR_DEFINITIONS,
     environment,
+    near_setting,
+    near_vs_exact_table,
     provenance,
     raw_vs_normalized_table,
     shared_tables,
 )
-from hubsurvey.core.figures import EXACT_METHOD
+from hubsurvey.core.figures import EXACT_METHOD, LLE_METHOD, NEAR_METHOD
 from hubsurvey.core.store import Store
 
 REPORT_MD = "REPORT.md"
@@ -47,7 +50,8 @@ def with_final_run(p: dict[str, Any], final_run: Mapping[str, Any] | None) -> di
 def report_context(
     store: Store, top_n: int = DEFAULT_TOP_N, final_run: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Everything the report templates use (findings, provenance, definitions, verdicts, exact findings).
+    """Everything the report templates use (findings, provenance, definitions, verdicts, exact and
+    near-duplicate findings).
 
     ``final_run``: the final state of the run writing this report (see :func:`with_final_run`).
     """
@@ -64,18 +68,28 @@ def report_context(
         "ranked": top[0]["rows_ranked"] if top else 0,
         "definitions": DEFINITIONS,
         "key_labels": KEY_LABELS,
-        # the verdict rules are defined once, in findings.sql (findings_verdict_rules), per basis
-        "verdict_rules": [r for r in found["verdict_rules"] if r["basis"] == EXACT_METHOD],
-        "fallback_rules": [r for r in found["verdict_rules"] if r["basis"] != EXACT_METHOD],
+        # the verdict rules are defined once, in findings.sql (findings_verdict_rules), per basis:
+        # near-2026 first, then the exact and the LLE fallbacks
+        "verdict_rules": [r for r in found["verdict_rules"] if r["basis"] == NEAR_METHOD],
+        "exact_rules": [r for r in found["verdict_rules"] if r["basis"] == EXACT_METHOD],
+        "fallback_rules": [r for r in found["verdict_rules"] if r["basis"] == LLE_METHOD],
         "verdicts": found["dataset_verdict"],
         "exact_definitions": EXACT_DEFINITIONS,
         "gain": found["normalization_gain"][0],
         # the datasets whose normalized contamination exceeds the raw one, most extra rows first
         "gainers": [r for r in found["raw_vs_normalized"] if r["extra_test_rows"] > 0][:top_n],
         "gainers_total": sum(1 for r in found["raw_vs_normalized"] if r["extra_test_rows"] > 0),
+        "near_definitions": NEAR_DEFINITIONS,
+        **near_setting(overview),
+        "near_gain": found["near_gain"][0],
+        "near_conflicts": found["near_label_conflicts"][0],
+        # the datasets whose near contamination exceeds the exact one, largest gain first
+        "near_gainers": [r for r in found["near_vs_exact"] if r["extra_test_rows"] > 0][:top_n],
+        "near_gainers_total": sum(1 for r in found["near_vs_exact"] if r["extra_test_rows"] > 0),
     }
     context["tables"] = shared_tables(found, context["p"], KEY_LABELS)
     context["tables"]["raw_vs_normalized"] = raw_vs_normalized_table(context["gainers"])
+    context["tables"]["near_vs_exact"] = near_vs_exact_table(context["near_gainers"])
     return context
 
 

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hubsurvey.analysis.findings import findings
-from hubsurvey.core.figures import EXACT_METHOD, figure_names
+from hubsurvey.core.figures import EXACT_METHOD, LLE_METHOD, NEAR_METHOD, figure_names
 from hubsurvey.core.store import Store, quote_ident
 from hubsurvey.survey.audit import audit
 
@@ -75,6 +75,11 @@ EXACT_DATASETS: dict[str, dict[str, dict[str, list[tuple]]]] = {
 }
 #: (dataset, config) made "measured before the exact method".
 NOT_EXACT = (("x/old", "default"), ("x/mixed", "c2"))
+#: (dataset, config) made "measured without the near-duplicate method" (--no-near): judged on the exact
+#: figure. Every other config is measured by near-2026 too, and judged on it (tests/test_analysis_near.py);
+#: here its near figures equal the normalized ones: the planted texts that are not identical after
+#: normalization are shorter than 5 characters, one shingle each, so their Jaccard is 0.
+NOT_NEAR = (("x/normgain", "default"),)
 
 
 def write_configs(root: Path, dataset_id: str, configs: dict[str, dict[str, list[tuple]]]) -> Path:
@@ -99,6 +104,14 @@ def unmeasure_exact(store: Store, dataset_id: str, config: str) -> None:
                       {"d": dataset_id, "c": config})
 
 
+def unmeasure_near(store: Store, dataset_id: str, config: str) -> None:
+    """Make a config's rows look measured with --no-near: near-2026 out of methods, near figures NULL."""
+    sets = ", ".join(f"{quote_ident(c)} = NULL" for c in ("near", "near_curve", *figure_names(NEAR_METHOD)))
+    store.con.execute(f"UPDATE measurements SET {sets}, methods = json_object($l, 1, $e, 1)"
+                      " WHERE dataset_id = $d AND config = $c",
+                      {"d": dataset_id, "c": config, "l": LLE_METHOD, "e": EXACT_METHOD})
+
+
 @pytest.fixture(scope="module")
 def exact_db(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("exact")
@@ -109,6 +122,8 @@ def exact_db(tmp_path_factory) -> Path:
     with Store(db) as store:
         for dataset_id, config in NOT_EXACT:
             unmeasure_exact(store, dataset_id, config)
+        for dataset_id, config in NOT_NEAR:
+            unmeasure_near(store, dataset_id, config)
     return db
 
 
@@ -146,7 +161,7 @@ def test_overview_counts_exact_rows(found):
     o = found["overview"][0]
     # 9 rows, of which x/old and x/mixed c2 were not measured by exact-2026
     assert (o["measurement_rows"], o["rows_exact"], o["datasets"], o["datasets_exact"]) == (9, 7, 7, 6)
-    assert o["methods"] == "exact-2026 v1, lle-2024 v1"
+    assert o["methods"] == "exact-2026 v1, lle-2024 v1, near-2026 v1"
 
 
 def test_exact_configs_take_text_figures_once_and_leave_unmeasured_configs_out(found):
@@ -163,19 +178,22 @@ def test_exact_configs_take_text_figures_once_and_leave_unmeasured_configs_out(f
 
 def test_verdict_uses_normalized_contamination_and_falls_back_to_lle(found):
     got = {r["dataset_id"]: (r["verdict"], r["verdict_basis"], r["worst_normalized_contaminated_test_pct"],
-                             r["worst_raw_contaminated_test_pct"], r["worst_text_test_biased"])
+                             r["worst_raw_contaminated_test_pct"], r["worst_text_test_biased"],
+                             r["worst_near_contaminated_test_pct"])
            for r in found["dataset_verdict"]}
     assert got == {
-        # only normalized contamination: LLE would say clean (0 leaks, 0 duplicates)
-        "x/normgain": ("unreliable", "exact-2026", 25.0, 0.0, 0.0),
-        "x/conflict": ("unreliable", "exact-2026", 25.0, 25.0, 25.0),
-        "x/clean": ("clean", "exact-2026", 0.0, 0.0, 0.0),
-        "x/nolabel": ("unreliable", "exact-2026", 50.0, 0.0, 0.0),
-        "x/twolabels": ("unreliable", "exact-2026", 50.0, 50.0, 50.0),
+        # measured without near (NOT_NEAR): the exact rule. Only normalized contamination: LLE would say
+        # clean (0 leaks, 0 duplicates)
+        "x/normgain": ("unreliable", "exact-2026", 25.0, 0.0, 0.0, None),
+        # measured by near-2026 too: judged on near_contaminated_test_pct, here equal to the normalized one
+        "x/conflict": ("unreliable", "near-2026", 25.0, 25.0, 25.0, 25.0),
+        "x/clean": ("clean", "near-2026", 0.0, 0.0, 0.0, 0.0),
+        "x/nolabel": ("unreliable", "near-2026", 50.0, 0.0, 0.0, 50.0),
+        "x/twolabels": ("unreliable", "near-2026", 50.0, 50.0, 50.0, 50.0),
         # not measured by exact-2026: the LLE rule on text_test_biased, never "clean" by NULLs
-        "x/old": ("caution", "lle-2024", None, None, 2.0),
+        "x/old": ("caution", "lle-2024", None, None, 2.0, None),
         # one config measured, one not: the whole dataset falls back; c1 alone would be clean
-        "x/mixed": ("unreliable", "lle-2024", 0.0, 0.0, 25.0),
+        "x/mixed": ("unreliable", "lle-2024", 0.0, 0.0, 25.0, 0.0),
     }
     by_id = {r["dataset_id"]: r for r in found["dataset_verdict"]}
     assert (by_id["x/mixed"]["configs"], by_id["x/mixed"]["configs_exact"]) == (2, 1)
@@ -184,10 +202,10 @@ def test_verdict_uses_normalized_contamination_and_falls_back_to_lle(found):
     assert [r["dataset_id"] for r in found["dataset_verdict"]][-1] == "x/clean"  # worst first
 
 
-def test_verdict_rules_state_both_bases(found):
+def test_verdict_rules_state_every_basis(found):
     rules = [(r["basis"], r["verdict"], r["at_least_pct"], r["below_pct"]) for r in found["verdict_rules"]]
     grades = [("clean", None, None), ("minor", None, 1.0), ("caution", 1.0, 5.0), ("unreliable", 5.0, None)]
-    assert rules == [(b, *g) for b in ("exact-2026", "lle-2024") for g in grades]
+    assert rules == [(b, *g) for b in ("near-2026", "exact-2026", "lle-2024") for g in grades]
     exact = {r["verdict"]: r["rule"] for r in found["verdict_rules"] if r["basis"] == "exact-2026"}
     assert exact["caution"] == "not clean, worst normalized contaminated_test_pct ≥ 1% and below 5%"
     assert exact["clean"].startswith("0 contaminated test rows (normalized profile")
@@ -268,10 +286,16 @@ def test_report_explains_the_basis_and_shows_the_exact_findings(exact_db, tmp_pa
         md_path, html_path = render_report(store, tmp_path)
     md, html = md_path.read_text(), html_path.read_text()
     verdicts = md.split("## 7. Can I trust this dataset?")[1].split("\n## ")[0]
-    # the fallback: NR exact figures, judged on LLE's text_test_biased
-    assert "| x/old | caution | lle-2024 | NR | NR | NR | NR | NR | 2.0% | default | 1 | 0 | 50 | 1 | NR | 0 |" in verdicts
-    assert "| x/mixed | unreliable | lle-2024 | 0.0% | 0.0% | c1 | 0 | 0 | 25.0% | c2 | 2 | 1 | 6 | 1 | NR | 0 |" in verdicts
-    assert "| x/normgain | unreliable | exact-2026 | 25.0% | 0.0% | default | 1 | 0 | 0.0% | default |" in verdicts
+    # dataset | verdict | basis | worst near | in config | near rows | worst normalized | worst raw | in config |
+    # normalized rows | raw rows | worst text test_biased | in config | configs | near | exact | test rows | ...
+    # the fallback: NR near and exact figures, judged on LLE's text_test_biased
+    assert ("| x/old | caution | lle-2024 | NR | NR | NR | NR | NR | NR | NR | NR | 2.0% | default | 1 | 0 | 0 | 50 "
+            "| 1 | NR | 0 |") in verdicts
+    assert ("| x/mixed | unreliable | lle-2024 | 0.0% | c1 | 0 | 0.0% | 0.0% | c1 | 0 | 0 | 25.0% | c2 | 2 | 1 | 1 | 6 "
+            "| 1 | NR | 0 |") in verdicts
+    # measured without near: the exact rule
+    assert ("| x/normgain | unreliable | exact-2026 | NR | NR | NR | 25.0% | 0.0% | default | 1 | 0 | 0.0% | default "
+            "| 1 | 0 | 1 |") in verdicts
     assert "falls back to the LLE rule (basis lle-2024)" in verdicts
     assert "| caution | lle-2024 | 1 | 7 | 14.29% |" in verdicts
     exact = md.split("## 8. Beyond LLE")[1].split("\n## ")[0]

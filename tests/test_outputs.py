@@ -197,8 +197,10 @@ def _test_rows(n: int, dup: int = 0) -> list[tuple]:
 
 VERDICT_CASES = {
     # dataset id: (splits, expected verdict, worst text test_biased (LLE), worst normalized contaminated_test_pct)
-    # The verdict is judged on the exact figure (every case is measured by exact-2026); the LLE fallback
-    # rule is tested in test_analysis_exact.py.
+    # The verdict is judged on the near-duplicate figure (every case is measured by near-2026), which equals
+    # the normalized one here: texts not identical after normalization are shorter than 5 characters, one
+    # shingle each, so their Jaccard is 0. The exact and LLE fallback rules are tested in
+    # test_analysis_near.py and test_analysis_exact.py.
     "v/clean": ({"train": [("a", 0)], "test": _test_rows(10)}, "clean", 0.0, 0.0),
     # a validation leak is a contaminated test row (1 of 10); LLE's test_biased leaves it out: it was
     # 'minor' under the LLE rule
@@ -233,11 +235,11 @@ def test_verdict_view_applies_the_stated_thresholds(verdict_db):
     got = {r["dataset_id"]: (r["verdict"], r["worst_text_test_biased"], r["worst_normalized_contaminated_test_pct"])
            for r in rows}
     assert got == {k: tuple(v[1:]) for k, v in VERDICT_CASES.items()}
-    assert {r["verdict_basis"] for r in rows} == {"exact-2026"}
+    assert {r["verdict_basis"] for r in rows} == {"near-2026"}
     assert rules == [
         {"basis": basis, "verdict": "clean", "at_least_pct": None, "below_pct": None}
         if verdict == "clean" else {"basis": basis, "verdict": verdict, "at_least_pct": low, "below_pct": high}
-        for basis in ("exact-2026", "lle-2024")
+        for basis in ("near-2026", "exact-2026", "lle-2024")
         for verdict, low, high in (("clean", None, None), ("minor", None, 1.0), ("caution", 1.0, 5.0),
                                    ("unreliable", 5.0, None))
     ]
@@ -250,7 +252,7 @@ def test_report_has_a_verdict_for_every_dataset_with_the_rule_and_the_csv_link(v
     md, html = md_path.read_text(), html_path.read_text()
     section = md.split("## 7. Can I trust this dataset?")[1].split("\n## ")[0]
     for dataset_id, (_, verdict, *_) in VERDICT_CASES.items():
-        assert re.search(rf"^\| {re.escape(dataset_id)} \| {verdict} \| exact-2026 \|", section, re.MULTILINE), dataset_id
+        assert re.search(rf"^\| {re.escape(dataset_id)} \| {verdict} \| near-2026 \|", section, re.MULTILINE), dataset_id
     exact_rules, fallback_rules = section.split("falls back to the LLE rule")
     assert "- **minor**: not clean, worst normalized contaminated_test_pct below 1%" in exact_rules
     assert "- **caution**: not clean, worst normalized contaminated_test_pct ≥ 1% and below 5%" in exact_rules
@@ -260,20 +262,26 @@ def test_report_has_a_verdict_for_every_dataset_with_the_rule_and_the_csv_link(v
     assert "- **caution**: not clean, worst text test_biased ≥ 1% and below 5%" in fallback_rules
     assert "- **unreliable**: not clean, worst text test_biased ≥ 5%" in fallback_rules
     assert "- **clean**: 0 text leaks from train or validation to test and 0 text duplicates in test" in fallback_rules
-    assert "| unreliable | exact-2026 | 2 | 7 | 28.57% |" in section  # the verdict counts
+    assert "| unreliable | near-2026 | 2 | 7 | 28.57% |" in section  # the verdict counts
     assert "[results.csv](results.csv)" in section and "Denominator" in section
     assert '<a href="results.csv">results.csv</a>' in html and "v/almost-five" in html
 
     with Store(planted_db, read_only=True) as store:
         md = render_report(store, tmp_path / "p")[0].read_text()
-    # dataset | verdict | basis | worst normalized | worst raw | in config | contaminated normalized | raw |
-    # worst text test_biased | in config | configs | exact | test rows | text leaks train, validation | duplicates
+    # dataset | verdict | basis | worst near | in config | near-contaminated rows | worst normalized | worst raw |
+    # in config | contaminated normalized | raw | worst text test_biased | in config | configs | near | exact |
+    # test rows | text leaks train, validation | duplicates
+    # (near = normalized: the planted texts are 2 characters, one shingle each, Jaccard 0 unless identical)
     # gamma: w0 in train, w1 w2 in validation, the second w4 a repeat: 4 of 6 test rows (LLE: 2 of 6)
-    assert "| acme/gamma | unreliable | exact-2026 | 66.667% | 66.667% | default | 4 | 4 | 33.333% | default | 1 | 1 | 6 | 1 | 2 | 1 |" in md
-    assert "| acme/beta | unreliable | exact-2026 | 25.0% | 25.0% | default | 1 | 1 | 25.0% | default | 1 | 1 | 4 | 0 | NR | 1 |" in md
+    assert ("| acme/gamma | unreliable | near-2026 | 66.667% | default | 4 | 66.667% | 66.667% | default | 4 | 4 "
+            "| 33.333% | default | 1 | 1 | 1 | 6 | 1 | 2 | 1 |") in md
+    assert ("| acme/beta | unreliable | near-2026 | 25.0% | default | 1 | 25.0% | 25.0% | default | 1 | 1 | 25.0% "
+            "| default | 1 | 1 | 1 | 4 | 0 | NR | 1 |") in md
     # alpha: t0 t1 in train, t2 in validation: 3 of 10 (LLE's test_biased leaves the validation leak out)
-    assert "| acme/alpha | unreliable | exact-2026 | 30.0% | 30.0% | default | 3 | 3 | 20.0% | default | 1 | 1 | 10 | 2 | 1 | 0 |" in md
-    assert "| acme/delta | clean | exact-2026 | 0.0% | 0.0% | default | 0 | 0 | 0.0% | default | 1 | 1 | 2 | 0 | 0 | 0 |" in md
+    assert ("| acme/alpha | unreliable | near-2026 | 30.0% | default | 3 | 30.0% | 30.0% | default | 3 | 3 | 20.0% "
+            "| default | 1 | 1 | 1 | 10 | 2 | 1 | 0 |") in md
+    assert ("| acme/delta | clean | near-2026 | 0.0% | default | 0 | 0.0% | 0.0% | default | 0 | 0 | 0.0% | default "
+            "| 1 | 1 | 1 | 2 | 0 | 0 | 0 |") in md
 
 
 def _figure_of(monkeypatch, draw, *args):
