@@ -8,13 +8,24 @@ the survey, but never equals the string "None").
 
 ``exact_reference`` does the same for the "exact" figures of issue 11 (test rows contaminated,
 the ``raw`` and ``normalized`` key profiles, label conflicts), defined in its docstring.
+
+``near_reference`` gives the near-duplicate figures of issue 12 (``near-2026``, defined in
+/work/wt/NEAR_SPEC.md and the method doc), exhaustively: every pair of texts that can reach the
+threshold is found and its Jaccard computed exactly, with no MinHash or any other approximation.
+The only thing it shares with the engine is the one-line ``normalize_text`` definition.
 """
 
 from __future__ import annotations
 
+import bisect
+import math
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
+
+from hubsurvey.survey.normalize import normalize_text
 
 SPLITS = ("train", "validation", "test")
 
@@ -226,4 +237,411 @@ def exact_reference(
         out[f"{profile}_{name}_pct"] = _pct(counts[name], n_test)
     out[f"{profile}_contaminated_test_pct"] = _pct(contaminated, n_test)
     out[f"{profile}_validation_rows_in_train_pct"] = _pct(validation_in_train, n_validation)
+    return out
+
+
+# --- issue 12: the near-duplicate figures (near-2026), exhaustive -----------------------------------
+#
+# How it works, and why it is exhaustive:
+# 1. Every row becomes a text (``near_text``), every text a set of character shingles (``shingles``).
+# 2. Similarity is computed between DISTINCT texts only (``near_text_pairs``): two rows with the same
+#    text have the same shingle set, so J = 1, and a text shared by many rows would otherwise make the
+#    pair set quadratic in its rows (miam/vm2's "mhm backchannel a" alone is 921 rows). Rows come back
+#    only where a figure or a pair list needs them.
+# 3. Candidate pairs come from an inverted index shingle -> texts: two texts sharing no shingle have
+#    J = 0. Indexing EVERY shingle (``index="full"``, the literal definition of issue 12) is plain
+#    but visits up to 2.8e9 pairs on the shared configs (tweet_eval/emoji: " the " is in half the
+#    tweets), which plain Python cannot do. The default (``index="prefix"``) indexes only each set's
+#    PREFIX, then drops candidates by two bounds (sizes, overlap); none of the three loses a pair at
+#    J >= t, and each has its proof where it is applied. Only pairs with a test or validation text
+#    are computed. The tests check the result against a brute force over all pairs, and "full".
+# 4. Every candidate left is verified with the exact Jaccard of the two sets (a Fraction).
+
+CURVE = {"0_9": Fraction(9, 10), "0_8": Fraction(8, 10), "0_7": Fraction(7, 10), "0_6": Fraction(6, 10)}
+"""The threshold curve: figure-name suffix -> τ (``test_rows_near_train_at_<suffix>``)."""
+
+Pair = tuple[tuple[str, int], tuple[str, int]]
+"""A pair of rows, each (split, position in the split), in canonical order (``canonical_pair``)."""
+
+
+def _as_fraction(threshold: float | Fraction) -> Fraction:
+    """τ as the decimal it is written as: 0.9 is 9/10, not the binary float 0.9000000000000000222.
+
+    Why: J = 9/10 must count at τ = 0.9, as it does when J and τ are both floats (9 / 10 == 0.9).
+    Compared exactly with the float 0.9, 9/10 would be below it.
+    """
+    if isinstance(threshold, Fraction):
+        return threshold
+    return Fraction(str(threshold))
+
+
+def _near_value(value: Any) -> str:
+    """One column value as text (NEAR_SPEC, "The text of a row")."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return normalize_text(value)
+    if isinstance(value, list):
+        # Non-NULL elements, each normalized (a non-string one through str() first), joined by " ".
+        # An element that normalizes to "" is kept (the spec drops only NULL elements).
+        return " ".join(normalize_text(e if isinstance(e, str) else str(e)) for e in value if e is not None)
+    return normalize_text(str(value))
+
+
+def near_text(row: Mapping[str, Any], text_columns: Sequence[str]) -> str:
+    """The text of a row: its text columns' values as text, in order, the non-empty ones joined by " "."""
+    parts = [_near_value(row[c]) for c in text_columns]
+    return " ".join(p for p in parts if p != "")
+
+
+def shingles(text: str, n: int = 5) -> frozenset[str]:
+    """The shingle set of a text: its character n-grams (code points); a text shorter than n is one shingle."""
+    if n < 1:
+        raise ValueError(f"shingle size must be >= 1, not {n}")
+    if len(text) < n:
+        return frozenset([text])  # "" included: the empty text is the one shingle ""
+    return frozenset(text[i : i + n] for i in range(len(text) - n + 1))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> Fraction:
+    """J(A, B) = len(A & B) / len(A | B), exactly."""
+    return Fraction(len(a & b), len(a | b))
+
+
+def _prefix(ordered: Sequence[str], t: Fraction) -> Sequence[str]:
+    """The prefix of a shingle set (listed in the global order): its first |A| - ceil(t·|A|) + 1 shingles.
+
+    Why no pair at J >= t is lost (the prefix filter). All sets are listed in one global order of
+    the shingles. Let J(A, B) >= t > 0 and o = len(A & B). Then o >= t·len(A | B) >= t·|A|, and o is
+    an integer, so o >= ceil(t·|A|). Let x be the first shared shingle in the order. The shingles of
+    A before x are not shared, so there are at most |A| - o of them: x is among the first
+    |A| - o + 1 <= |A| - ceil(t·|A|) + 1 shingles of A, i.e. in A's prefix. The same holds for B, so
+    A and B share the prefix shingle x and meet in the prefix index. Any one order would do; rarest
+    first keeps the posting lists short.
+    """
+    return ordered[: len(ordered) - math.ceil(t * len(ordered)) + 1]
+
+
+def near_text_pairs(
+    texts: Iterable[str],
+    *,
+    queries: Iterable[str] | None = None,
+    shingle_size: int = 5,
+    min_threshold: float | Fraction = 0.6,
+    index: str = "prefix",
+) -> dict[tuple[str, str], Fraction]:
+    """Every pair of DISTINCT texts with J >= min_threshold: {(text_a, text_b): J}, text_a < text_b.
+
+    Identical texts are not listed: their J is 1 (``near_pairs`` and ``near_reference`` add them).
+    ``queries``: when given, only pairs with at least one text among them are computed (the
+    figures need no train-train pair, and on tweet_eval/emoji those are most of the work).
+    ``index``: ``"prefix"`` (default) indexes each set's prefix (``_prefix``); ``"full"`` indexes every
+    shingle, i.e. every pair sharing one is a candidate (the literal definition; slow on real data).
+
+    Steps, each exact (nothing that can reach t is dropped; the proofs are in the comments):
+    shingle sets -> global order (rarest first) -> inverted index shingle -> texts, on the indexed
+    shingles -> for each query text, the texts sharing an indexed shingle, counted -> two bounds
+    that no pair at J >= t can fail -> the exact Jaccard of the two sets.
+    """
+    t = _as_fraction(min_threshold)
+    if not 0 < t <= 1:
+        raise ValueError(f"min_threshold must be in (0, 1], not {min_threshold}")
+    if index not in ("prefix", "full"):
+        raise ValueError(f"unknown index {index!r}")
+    num, den = t.numerator, t.denominator  # x / y >= t is x * den >= num * y: integers, exact and fast
+
+    # Distinct texts, numbered by (set size, text): a range of sizes is then a range of numbers.
+    set_of = {text: shingles(text, shingle_size) for text in set(texts)}
+    distinct = sorted(set_of, key=lambda text: (len(set_of[text]), text))
+    sets = [set_of[text] for text in distinct]
+    sizes = [len(s) for s in sets]
+    query_set = set(queries) if queries is not None else None
+    probes = [query_set is None or text in query_set for text in distinct]
+
+    # The global order: rarest shingle first (document frequency over the distinct texts), then the string.
+    df: Counter[str] = Counter()
+    for shingle_set in sets:
+        df.update(shingle_set)
+    rank = {shingle: r for r, shingle in enumerate(sorted(df, key=lambda s: (df[s], s)))}
+    indexed = []
+    for shingle_set in sets:
+        ordered = sorted(shingle_set, key=rank.__getitem__)
+        indexed.append(_prefix(ordered, t) if index == "prefix" else ordered)
+    end = [rank[shingle_list[-1]] for shingle_list in indexed]  # where each indexed part ends in the order
+    rest = [size - len(shingle_list) for size, shingle_list in zip(sizes, indexed, strict=True)]  # not indexed
+
+    postings: dict[str, list[int]] = {}  # shingle -> the texts indexing it, in increasing number
+    for i, shingle_list in enumerate(indexed):
+        for shingle in shingle_list:
+            postings.setdefault(shingle, []).append(i)
+
+    pairs: dict[tuple[str, str], Fraction] = {}
+    for i, a in enumerate(sets):
+        if not probes[i]:
+            continue
+        # Size filter: J <= min(|A|, |B|) / max(|A|, |B|), so J >= t needs t·|A| <= |B| <= |A| / t.
+        lo = bisect.bisect_left(sizes, math.ceil(t * sizes[i]))
+        hi = bisect.bisect_right(sizes, math.floor(sizes[i] / t))
+        shared: Counter[int] = Counter()  # text j -> c, how many indexed shingles i and j share
+        for shingle in indexed[i]:
+            ids = postings[shingle]
+            shared.update(ids[bisect.bisect_left(ids, lo) : bisect.bisect_left(ids, hi)])
+        for j, c in shared.items():
+            if j == i or (probes[j] and j < i):
+                continue  # a text with itself; a pair of two queries is done once, from its lower number
+            # Overlap bound: say i's indexed part ends no later than j's in the order. A shared shingle
+            # in i's part is then in j's part too (a part holds all of its set up to its end), so
+            # o <= c + rest[i]; else o <= c + rest[j]. J >= t iff o >= t·(|A| + |B|) / (1 + t).
+            # (With index="full", rest is 0 and c is o itself.)
+            o_max = c + (rest[i] if end[i] <= end[j] else rest[j])
+            if o_max * (num + den) < num * (sizes[i] + sizes[j]):
+                continue
+            common = len(a & sets[j])
+            union = sizes[i] + sizes[j] - common
+            if common * den >= num * union:  # J >= t
+                first, second = sorted((distinct[i], distinct[j]))
+                pairs[(first, second)] = Fraction(common, union)
+    return pairs
+
+
+def _split_texts(splits: Mapping[str, Sequence[Mapping[str, Any]]], text_columns: Sequence[str]) -> dict[str, list[str]]:
+    return {s: [near_text(row, text_columns) for row in splits[s]] for s in SPLITS if s in splits}
+
+
+def _similar_texts(
+    texts: Mapping[str, Sequence[str]], shingle_size: int, min_threshold: Fraction
+) -> dict[str, dict[str, Fraction]]:
+    """text -> {every text at J >= min_threshold from it, ITSELF INCLUDED (J = 1): J}.
+
+    Complete for the texts of test and validation rows (the queries); a text found only in train
+    lists only its pairs with those (train-train pairs are not computed: no figure uses them).
+    """
+    every = {text for split_texts in texts.values() for text in split_texts}
+    queries = {text for split in ("validation", "test") for text in texts.get(split, ())}
+    similar: dict[str, dict[str, Fraction]] = {text: {text: Fraction(1)} for text in every}
+    pairs = near_text_pairs(every, queries=queries, shingle_size=shingle_size, min_threshold=min_threshold)
+    for (a, b), similarity in pairs.items():
+        similar[a][b] = similarity
+        similar[b][a] = similarity
+    return similar
+
+
+def canonical_pair(a: tuple[str, int], b: tuple[str, int]) -> Pair:
+    """(split, position) pairs in one order: train < validation < test, then by position."""
+    rank = {name: i for i, name in enumerate(SPLITS)}
+    first, second = sorted((a, b), key=lambda row: (rank[row[0]], row[1]))
+    return first, second
+
+
+def near_pairs(
+    splits: Mapping[str, Sequence[Mapping[str, Any]]],
+    text_columns: Sequence[str],
+    *,
+    shingle_size: int = 5,
+    min_threshold: float | Fraction = 0.6,
+) -> dict[Pair, Fraction]:
+    """Every pair of ROWS at J >= min_threshold that a figure can use: {canonical_pair: J}.
+
+    ``splits`` is as for ``exact_reference``. A pair is two different rows (identical texts
+    included, J = 1), within or across splits, with at least one row in test or validation:
+    train-train pairs are left out, no figure uses them. Beware: a text shared by k rows gives
+    about k²/2 pairs; ``near_text_pairs`` is the compact form (distinct texts).
+    """
+    t = _as_fraction(min_threshold)
+    texts = _split_texts(splits, text_columns)
+    rows_of: dict[str, list[tuple[str, int]]] = {}
+    for split, split_texts in texts.items():
+        for position, text in enumerate(split_texts):
+            rows_of.setdefault(text, []).append((split, position))
+    similar = _similar_texts(texts, shingle_size, t)
+
+    out: dict[Pair, Fraction] = {}
+    for text, rows in rows_of.items():
+        for other, similarity in similar[text].items():
+            if other < text:
+                continue  # each pair of texts once (a text with itself once too)
+            for a in rows:
+                for b in rows_of[other]:
+                    if a == b or (a[0] == "train" and b[0] == "train"):
+                        continue
+                    out[canonical_pair(a, b)] = similarity
+    return out
+
+
+def _near_row_sets(
+    texts: Mapping[str, Sequence[str]],
+    labels: Mapping[str, Sequence[Any]] | None,
+    similar: Mapping[str, Mapping[str, Fraction]],
+    tau: Fraction,
+) -> dict[str, set[int] | None]:
+    """The rows each count figure counts at τ, as positions in their split; None where the figure is NR.
+
+    Plain loops over the rows, in the spec's words. near(x) = the texts at J >= τ from text x, x
+    included, so a row of S is in near_S(r) exactly when its text is in near(text of r).
+    """
+
+    def near(text: str) -> set[str]:
+        return {other for other, similarity in similar[text].items() if similarity >= tau}
+
+    test = texts["test"]
+    train_texts = set(texts["train"]) if "train" in texts else None
+    validation_texts = set(texts["validation"]) if "validation" in texts else None
+
+    # test_rows_near_train / _near_validation: a test row with a train (validation) row at J >= τ.
+    # Other splits than the row's own: "other than r itself" cannot exclude anything there.
+    near_train: set[int] | None = None
+    if train_texts is not None:
+        near_train = {i for i, text in enumerate(test) if near(text) & train_texts}
+    near_validation: set[int] | None = None
+    if validation_texts is not None:
+        near_validation = {i for i, text in enumerate(test) if near(text) & validation_texts}
+
+    # test_rows_near_repeated: a test row with a row at an EARLIER test position at J >= τ.
+    near_repeated: set[int] = set()
+    earlier: set[str] = set()
+    for i, text in enumerate(test):
+        if near(text) & earlier:
+            near_repeated.add(i)
+        earlier.add(text)
+
+    # test_rows_near_contaminated: near train, near validation or near-repeated; each row once.
+    contaminated = set(near_repeated) | (near_train or set()) | (near_validation or set())
+
+    # validation_rows_near_train: NR without train or without validation.
+    validation_near_train: set[int] | None = None
+    if train_texts is not None and validation_texts is not None:
+        validation_near_train = {i for i, text in enumerate(texts["validation"]) if near(text) & train_texts}
+
+    # test_rows_near_train_conflicting_label: near train, and no near train row carries r's label.
+    conflicting: set[int] | None = None
+    if labels is not None and train_texts is not None:
+        labels_of: dict[str, set[Any]] = {}  # train text -> the labels its train rows carry
+        for text, label in zip(texts["train"], labels["train"], strict=True):
+            labels_of.setdefault(text, set()).add(label)
+        conflicting = set()
+        for i, (text, label) in enumerate(zip(test, labels["test"], strict=True)):
+            near_train_texts = near(text) & train_texts
+            if near_train_texts and not any(label in labels_of[other] for other in near_train_texts):
+                conflicting.add(i)
+
+    return {
+        "test_rows_near_train": near_train,
+        "test_rows_near_validation": near_validation,
+        "test_rows_near_repeated": near_repeated,
+        "test_rows_near_contaminated": contaminated,
+        "validation_rows_near_train": validation_near_train,
+        "test_rows_near_train_conflicting_label": conflicting,
+    }
+
+
+def _labels(splits: Mapping[str, Sequence[Mapping[str, Any]]], label_column: str | None) -> dict[str, list[Any]] | None:
+    """Each split's labels, frozen (a list as a whole, hashable; NULL stays None), or None without a label."""
+    if not label_column:
+        return None
+    return {s: [_freeze(row[label_column]) for row in splits[s]] for s in SPLITS if s in splits}
+
+
+def near_rows(
+    splits: Mapping[str, Sequence[Mapping[str, Any]]],
+    text_columns: Sequence[str],
+    label_column: str | None,
+    *,
+    threshold: float | Fraction = 0.8,
+    shingle_size: int = 5,
+) -> dict[str, set[int] | None]:
+    """The rows behind each count of ``near_reference`` at τ = threshold: figure name -> positions.
+
+    Positions are in the test split, except ``validation_rows_near_train`` (validation positions).
+    None where the figure is NR. For comparing an engine's rows, not only its counts.
+    """
+    tau = _as_fraction(threshold)
+    texts = _split_texts(splits, text_columns)
+    return _near_row_sets(texts, _labels(splits, label_column), _similar_texts(texts, shingle_size, tau), tau)
+
+
+# Percentage name -> (count it is made of, split whose rows it divides by).
+NEAR_PCTS = {
+    "test_rows_near_train_pct": ("test_rows_near_train", "test"),
+    "test_rows_near_validation_pct": ("test_rows_near_validation", "test"),
+    "test_rows_near_repeated_pct": ("test_rows_near_repeated", "test"),
+    "near_contaminated_test_pct": ("test_rows_near_contaminated", "test"),
+    "validation_rows_near_train_pct": ("validation_rows_near_train", "validation"),
+    "test_rows_near_train_conflicting_label_pct": ("test_rows_near_train_conflicting_label", "test"),
+    **{f"test_rows_near_train_at_{k}_pct": (f"test_rows_near_train_at_{k}", "test") for k in CURVE},
+}
+
+
+def near_reference(
+    splits: Mapping[str, Sequence[Mapping[str, Any]]],
+    text_columns: Sequence[str],
+    label_column: str | None,
+    *,
+    threshold: float | Fraction = 0.8,
+    shingle_size: int = 5,
+) -> dict[str, float | int | None]:
+    """Return the near-duplicate figures of issue 12 for one (config, label column), exhaustively.
+
+    ``splits`` is as for ``exact_reference`` (``test`` always there, an absent split an absent key).
+    Definitions: NEAR_SPEC.md. Counts are rows, each once; a figure that does not apply is None (NR):
+
+    - ``test_rows_near_train``: test rows with a train row at J >= threshold. NR without train.
+    - ``test_rows_near_validation``: the same against validation. NR without validation.
+    - ``test_rows_near_repeated``: test rows with a test row at an earlier position at J >= threshold.
+    - ``test_rows_near_contaminated``: test rows near train, near validation or near-repeated, once.
+    - ``validation_rows_near_train``: validation rows with a train row at J >= threshold. NR without
+      train or without validation.
+    - ``test_rows_near_train_conflicting_label``: test rows near train none of whose near train rows
+      carries the test row's label (compared exactly, a list as a whole, NULL = NULL). NR without
+      train or without a label column.
+    - ``test_rows_near_train_at_0_9``, ``_0_8``, ``_0_7``, ``_0_6``: ``test_rows_near_train`` at
+      τ = 0.9, 0.8, 0.7, 0.6 whatever ``threshold`` is. NR without train.
+    - percentages (``NEAR_PCTS``), unrounded, count / rows of the split * 100 (the curve's too):
+      NR when the count is NR or the split has no rows. ``near_contaminated_test_pct`` is the
+      percentage of ``test_rows_near_contaminated``.
+
+    τ is read as the decimal it is written as (``_as_fraction``) and J is exact (a Fraction).
+    """
+    by_label = near_reference_by_label(
+        splits, text_columns, [label_column] if label_column else [], threshold=threshold, shingle_size=shingle_size
+    )
+    return next(iter(by_label.values()))
+
+
+def near_reference_by_label(
+    splits: Mapping[str, Sequence[Mapping[str, Any]]],
+    text_columns: Sequence[str],
+    label_columns: Sequence[str],
+    *,
+    threshold: float | Fraction = 0.8,
+    shingle_size: int = 5,
+) -> dict[str | None, dict[str, float | int | None]]:
+    """``near_reference`` for each label column ({None: ...} without one), the similar texts found once."""
+    tau = _as_fraction(threshold)
+    texts = _split_texts(splits, text_columns)
+    # One similarity table at the lowest τ needed; each figure filters it at its own τ.
+    similar = _similar_texts(texts, shingle_size, min(tau, *CURVE.values()))
+    out: dict[str | None, dict[str, float | int | None]] = {}
+    columns: list[str | None] = [*label_columns] or [None]
+    for label_column in columns:
+        out[label_column] = _near_figures(texts, _labels(splits, label_column), similar, tau)
+    return out
+
+
+def _near_figures(
+    texts: Mapping[str, Sequence[str]],
+    labels: Mapping[str, Sequence[Any]] | None,
+    similar: Mapping[str, Mapping[str, Fraction]],
+    tau: Fraction,
+) -> dict[str, float | int | None]:
+    """The figures from the rows each counts (``_near_row_sets``) at τ, and the curve at its own τs."""
+    counts: dict[str, int | None] = {}
+    for name, rows in _near_row_sets(texts, labels, similar, tau).items():
+        counts[name] = None if rows is None else len(rows)
+    for suffix, curve_tau in CURVE.items():
+        rows = _near_row_sets(texts, labels, similar, curve_tau)["test_rows_near_train"]
+        counts[f"test_rows_near_train_at_{suffix}"] = None if rows is None else len(rows)
+
+    out: dict[str, float | int | None] = dict(counts)
+    for name, (count, split) in NEAR_PCTS.items():
+        out[name] = _pct(counts[count], len(texts[split]) if split in texts else 0)
     return out
