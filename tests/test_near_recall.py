@@ -2,15 +2,18 @@
 
 On every shared config: every pair the engine reports is a reference pair with the same Jaccard
 (precision 1, by verification), and the engine finds at least 95 % of the reference's pairs at
-J >= 0.8 and 90 % at J >= 0.6. Where it finds all of them, its figures equal the reference's.
+J >= 0.8 and 90 % at J >= 0.6. Where it finds all of them, its figures equal the reference's. The
+invariants hold: exact (normalized) leaks are near leaks, and the curve never rises with tau.
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import shared_index
 
-from hubsurvey.core.figures import NEAR_METHOD
+from hubsurvey.core.figures import EXACT_METHOD, NEAR_METHOD
 from hubsurvey.core.roles import resolve_roles
 from hubsurvey.survey import near
 from hubsurvey.survey.measure import measure_config
@@ -41,7 +44,7 @@ def recall_and_precision(data, monkeypatch) -> dict:
         return result
 
     monkeypatch.setattr(near, "find_pairs", capture)
-    rows = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0).rows
+    rows = measure_config(data, n_configs=1, source="folder", methods=[EXACT_METHOD, NEAR_METHOD], examples=0).rows
     roles = resolve_roles(data.features, data.dataset_id, data.config)
     splits = _rows(data)
     texts = {s: [near_text(r, roles.text_columns) for r in rs] for s, rs in splits.items()}
@@ -67,6 +70,11 @@ def test_engine_against_the_exhaustive_reference(shared_datasets, monkeypatch, d
     for tau, least in ((0.8, 0.95), (0.6, 0.90)):
         got, want = result[f"recall_{tau}"]
         assert want == 0 or got / want >= least, (tau, got, want)
+    for row in result["rows"]:  # invariants: exact (normalized) leaks are near leaks; the curve never rises with tau
+        assert row["normalized_test_rows_in_train"] is None or row["normalized_test_rows_in_train"] <= row["test_rows_near_train"]
+        assert row["normalized_test_rows_contaminated"] <= row["test_rows_near_contaminated"] <= row["rows_test"]
+        curve = [p["test_rows_near_train"] for p in json.loads(row["near_curve"] or "[]")]
+        assert curve == sorted(curve)  # listed from 0.9 down to 0.6
     if result["recall_0.6"][0] == result["recall_0.6"][1]:  # every pair found: the figures must be the reference's
         for row in result["rows"]:
             expected = near_reference(result["splits"], result["text_columns"], row["label_column"])
