@@ -247,8 +247,8 @@ def find_pairs(texts: Sequence[str], query: np.ndarray, params: NearParams, *,
                max_pairs: int = 10_000_000, batch: int = 20_000) -> NearPairs:
     """Every pair of texts at Jaccard >= ``params.lowest`` that MinHash-LSH proposes, verified.
 
-    Signatures are computed ``batch`` texts at a time, so memory holds one batch's shingles and
-    every text's band hashes (8 bytes a band), not every shingle.
+    Signatures are computed ``batch`` texts at a time, so memory holds one batch's shingles, and
+    for every text its band hashes (4 bytes a band) and its sketch (128 bytes), not every shingle.
     """
     n = len(texts)
     bands = np.empty((n, params.bins // params.band_rows), dtype=np.uint32)
