@@ -103,7 +103,7 @@ class LocalExecutor(_Executor):
             try:
                 _set(outer, inner.result())
             except FutureTimeout:
-                _set(outer, JobOutcome.failure("timeout", f"{where}: took longer than {self.job_timeout:.0f} s"))
+                _set(outer, JobOutcome.failure("timeout", f"{where}: took longer than {self.job_timeout:g} s"))
             except ProcessExpired as e:
                 if e.exitcode == MEMORY_EXIT_CODE:
                     _set(outer, JobOutcome.failure(

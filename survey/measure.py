@@ -20,9 +20,9 @@ from hubsurvey.core.figures import (
     EXACT_METHOD_VERSION,
     LLE_METHOD,
     LLE_METHOD_VERSION,
-    METHODS,
     NEAR_METHOD,
     NEAR_METHOD_VERSION,
+    registered_methods,
 )
 from hubsurvey.core.roles import ColumnRoles, RoleOverrides, resolve_roles
 from hubsurvey.core.store import now
@@ -135,7 +135,7 @@ def measure_config(
             tool_version=__version__,
             measured_at=measured_at,
             run_id=run_id,
-            methods={m: v for m, v in METHODS.items() if methods is None or m in methods},
+            methods={m: v for m, v in registered_methods().items() if methods is None or m in methods},
             near=_json(near.info) if near else None,
             near_curve=_json([{"threshold": t, "test_rows_near_train": n} for t, n in near.curve.items()])
             if near and near.curve else None,

@@ -156,8 +156,8 @@ def test_html_is_self_contained(report_dir):
     assert "<script" not in html.lower() and "<link" not in html.lower()
     assert "@import" not in html and "url(" not in html and "@font-face" not in html
     sources = re.findall(r'<img [^>]*src="([^"]*)"', html)
-    # splits, test bias, task categories, raw vs normalized contamination
-    assert len(sources) == 4 and all(s.startswith("data:image/png;base64,") for s in sources)
+    # splits, test bias, task categories, raw vs normalized contamination, near vs exact, the near curve
+    assert len(sources) == 6 and all(s.startswith("data:image/png;base64,") for s in sources)
 
 
 @pytest.mark.slow
@@ -227,7 +227,7 @@ def test_card_parses_and_has_the_required_yaml(planted_db):
     assert "2026-01-02 03:04 UTC" in body
     assert '"task_categories": \\["text-classification"\\]' in body and '"limit": 100' in body
     assert SECRET not in text and not re.search(r"^\s*\w*token\w*\s*:", front_matter(text), re.MULTILINE | re.IGNORECASE)
-    assert "| method | exact-2026 v1, lle-2024 v1 |" in body and "hubsurvey 0.1.0" in body  # both methods measured
+    assert "| method | exact-2026 v1, lle-2024 v1, near-2026 v1 |" in body and "hubsurvey 0.1.0" in body  # every method measured
     assert "| result rows / datasets / configs | 4 / 4 / 4 |" in body
     assert "| jobs / done / failed | 6 / 3 / 3 |" in body
     # the findings table states its denominator

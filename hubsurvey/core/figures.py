@@ -41,10 +41,17 @@ METHODS: dict[str, int] = {
     LLE_METHOD: LLE_METHOD_VERSION, EXACT_METHOD: EXACT_METHOD_VERSION, NEAR_METHOD: NEAR_METHOD_VERSION,
 }
 
+def registered_methods() -> dict[str, int]:
+    """Every method that has a figure in the registry, with its version (``METHODS``; 1 for a
+    method declared only by its figures), so that a newly declared figure is measured by default."""
+    declared = {c.method for c in figure_columns()}
+    return {m: METHODS.get(m, 1) for m in sorted(declared | set(METHODS))}
+
+
 def methods_measured(*, near: bool = True) -> dict[str, int]:
     """The methods a survey or audit measures, with their versions: all, or all but the
     near-duplicate method (``--no-near``: it costs more than the others together)."""
-    return {m: v for m, v in METHODS.items() if near or m != NEAR_METHOD}
+    return {m: v for m, v in registered_methods().items() if near or m != NEAR_METHOD}
 
 
 #: Examples stored per kind, profile and label column (``--examples`` on ``audit`` and ``run``).

@@ -94,7 +94,7 @@ class JobQueue:
     def __init__(self, store: Store, *, max_attempts: int = 3, methods: dict[str, int] | None = None):
         self.store = store
         self.max_attempts = max_attempts
-        self.methods = figures.METHODS if methods is None else methods  # what this run measures
+        self.methods = figures.registered_methods() if methods is None else methods  # what this run measures
         self._run_attempts: dict[str, int] = {}  # attempts ended in this run, per job
 
     # --- filling the queue -------------------------------------------------------------------------
