@@ -13,8 +13,8 @@ decides which pairs are compared, and its misses (recall) are what the parameter
 
 Why OPH and not k hash functions: k-permutation MinHash costs shingles x k operations (120 M x 128
 for the 1M-row benchmark: minutes in numpy); OPH costs one per shingle. A bin empty in both texts
-is filled from its neighbour (``densify``), so two texts agree on a bin with probability equal
-to their Jaccard, as with k independent permutations.
+is filled from a non-empty bin that a fixed pseudo-random sequence names (``densify``), so two
+texts agree on a bin with probability equal to their Jaccard, as with k independent permutations.
 """
 
 from __future__ import annotations
@@ -42,12 +42,14 @@ class NearParams:
     threshold: float = 0.8  # tau: near-duplicates at Jaccard >= threshold
     curve: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6)  # the thresholds of the curve
     shingle_size: int = 5  # n: character n-grams
-    bins: int = 256  # OPH signature length (a power of two)
-    band_rows: int = 5  # bins per LSH band: bins // band_rows bands (51): P(candidate) = 0.98 at J = 0.6
+    bins: int = 128  # OPH signature length (a power of two)
+    band_rows: int = 4  # bins per LSH band: bins // band_rows bands (32): P(candidate) = 0.99 at J = 0.6
     #: a bucket of more texts than this is not paired in that band (its texts still meet in the
-    #: others): thousands of texts sharing a band are templates or boilerplate, and pairing them
-    #: all would cost millions of comparisons; the figures record how many buckets were skipped
-    max_bucket: int = 500
+    #: others), and the figures record that some were skipped. Large buckets are real: code
+    #: translation pairs share boilerplate, and 500 (the first cut) left code_x_glue at recall 0.26
+    #: at J >= 0.6, where a few thousand texts are truly alike; the pair budget of ``find_pairs``
+    #: bounds the work either way
+    max_bucket: int = 5_000
     seed: int = 2026  # of the hash; a signature depends on it, a verified pair does not
     #: distinct texts compared at most: above it, the texts held only by train rows are sampled
     #: (by hash: the same texts on every run), and the figures say so (a lower bound)
@@ -135,24 +137,53 @@ def signatures(hashes: np.ndarray, text_of: np.ndarray, n_texts: int, bins: int)
     return sig.reshape(n_texts, bins)
 
 
-def densify(sig: np.ndarray) -> np.ndarray:
-    """Fill each empty bin from the next non-empty bin to its right (circularly), shifted by the
-    distance (Shrivastava & Li's rotation densification). Two texts then agree on a bin with
-    probability equal to their Jaccard, as with k independent permutations; left empty, bins
-    empty in both texts would agree for nothing, and short texts would all be candidates."""
+#: Densification tries this many pseudo-random bins for an empty bin before it falls back to the
+#: nearest non-empty bin to the right: a bin is left to the fallback with probability e^t, where e
+#: is the share of empty bins (a text of k shingles in 128 bins: e = e^(-k/128); 0.6^32 ~ 1e-7).
+DENSIFY_ATTEMPTS = 32
+
+
+def _borrow_table(bins: int, attempts: int) -> np.ndarray:
+    """(attempts, bins): the bin an empty bin borrows from at each attempt. Fixed for every text
+    (seeded), so two texts with the same empty bins borrow alike; never the bin itself."""
+    draws = _mix(np.arange(1, attempts + 1, dtype=np.uint64)[:, None] * np.uint64(0x9E3779B97F4A7C15)
+                 + np.arange(bins, dtype=np.uint64)[None, :] * np.uint64(0xD1B54A32D192ED03))
+    offset = (draws % np.uint64(bins - 1)).astype(np.int64) + 1 if bins > 1 else np.zeros_like(draws, dtype=np.int64)
+    return (np.arange(bins)[None, :] + offset) % max(bins, 1)
+
+
+def densify(sig: np.ndarray, attempts: int = DENSIFY_ATTEMPTS) -> np.ndarray:
+    """Fill each empty bin with the value of a non-empty bin picked by a fixed pseudo-random
+    sequence per bin (Shrivastava's optimal densification, 2017): two texts then agree on a bin
+    with probability equal to their Jaccard, as with k independent permutations.
+
+    Why not rotation (an empty bin copies its right neighbour): a short text's empty runs then
+    copy one value into a whole LSH band, and a frequent shingle (" the ", or a code keyword) with a
+    small hash puts thousands of unrelated texts in one bucket: 36 M chance candidates for 100k
+    rows of the benchmark, against under 1 M here. A bin still empty after ``attempts`` tries
+    takes the nearest non-empty bin to its right, so every bin of a text with a shingle is filled."""
     n, bins = sig.shape
-    columns = np.ascontiguousarray(sig.T)  # one bin's values are contiguous: a column per step
-    out = columns.copy()
-    carry = np.full(n, _EMPTY, dtype=np.uint64)  # the nearest non-empty value to the right so far
-    distance = np.zeros(n, dtype=np.uint64)
-    for step in range(2 * bins - 1, -1, -1):  # twice round, right to left: the right end wraps to the left
-        i = step % bins
-        present = columns[i] != _EMPTY
-        distance = np.where(present, np.uint64(0), distance + np.uint64(1))
-        carry = np.where(present, columns[i], carry)
-        if step < bins:
-            out[i] = np.where(present, columns[i], carry + distance * np.uint64(0x9E3779B97F4A7C15))
-    return np.ascontiguousarray(out.T)
+    flat = sig.ravel()
+    out = flat.copy()
+    todo = np.flatnonzero(flat == _EMPTY)
+    table = _borrow_table(bins, attempts)
+    for attempt in range(attempts):
+        if not len(todo):
+            break
+        row_start = todo - todo % bins
+        value = flat[row_start + table[attempt][todo % bins]]
+        found = value != _EMPTY
+        out[todo[found]] = value[found]
+        todo = todo[~found]
+    for step in range(1, bins):  # the fallback: rare (texts of one or two shingles)
+        if not len(todo):
+            break
+        row_start = todo - todo % bins
+        value = flat[row_start + (todo % bins + step) % bins]
+        found = value != _EMPTY
+        out[todo[found]] = value[found]
+        todo = todo[~found]
+    return out.reshape(n, bins)
 
 
 def band_hashes(sig: np.ndarray, band_rows: int) -> np.ndarray:
@@ -196,9 +227,9 @@ def candidate_pairs(bands: np.ndarray, query: np.ndarray, max_pairs: int, max_bu
         if not len(asked):
             continue
         reps = run_size[asked]
-        if total + reps.sum() > max_pairs:
+        if total + reps.sum() > max_pairs:  # this band would pass the budget: skip it, try the next
             capped = True
-            break
+            continue
         total += int(reps.sum())
         a = np.repeat(ts[asked], reps)
         within = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)

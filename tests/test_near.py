@@ -51,14 +51,44 @@ def test_shingle_sets_and_jaccard_equal_plain_python(texts):
     assert near.jaccard(pairs, texts, 5).tolist() == pytest.approx([_jaccard(texts[a], texts[b]) for a, b in pairs])
 
 
-def test_densify_fills_every_bin_from_the_right():
+def test_densify_fills_every_bin_and_keeps_identical_signatures_identical():
     empty = near._EMPTY
     sig = np.array([[5, empty, 7, empty], [empty, empty, empty, 9]], dtype=np.uint64)
     out = near.densify(sig)
     assert (out != empty).all()
-    assert out[0, 0] == 5 and out[0, 2] == 7 and out[1, 3] == 9
+    assert out[0, 0] == 5 and out[0, 2] == 7 and out[1, 3] == 9  # a filled bin keeps its own value
+    assert set(out[0].tolist()) <= {5, 7} and set(out[1].tolist()) == {9}  # the others borrow a real one
     # identical sparse signatures stay identical (two copies of a short text still meet)
     assert (near.densify(np.array([sig[1], sig[1]]))[0] == near.densify(np.array([sig[1], sig[1]]))[1]).all()
+
+
+def _agreement(a: set[str], b: set[str], bins: int = 128, band_rows: int = 4, seeds: range = range(40)):
+    """Mean share of agreeing signature bins and of agreeing LSH bands of two shingle sets, over seeds."""
+    texts = sorted(a | b)
+    bins_agree, bands_agree = [], []
+    for seed in seeds:
+        hashes, _ = near.shingle_hashes(texts, 5, seed)  # 5-character texts: one shingle each, in order
+        h = dict(zip(texts, hashes.tolist()))
+        flat = np.array([h[t] for t in sorted(a)] + [h[t] for t in sorted(b)], dtype=np.uint64)
+        owner = np.array([0] * len(a) + [1] * len(b))
+        sig = near.densify(near.signatures(flat, owner, 2, bins))
+        bins_agree.append((sig[0] == sig[1]).mean())
+        bands = near.band_hashes(sig, band_rows)
+        bands_agree.append((bands[0] == bands[1]).mean())
+    return float(np.mean(bins_agree)), float(np.mean(bands_agree))
+
+
+@pytest.mark.parametrize("size", [12, 40, 400])  # sparse (most bins empty) to dense signatures
+def test_densified_bins_agree_with_probability_jaccard_and_bands_with_its_power(size):
+    """The property LSH rests on, for short and long texts alike: a bin agrees with probability J,
+    a band of r bins with about J^r (rotation densification broke the second for short texts)."""
+    shared = [f"s{i:04d}" for i in range(size // 2)]
+    a = set(shared) | {f"a{i:04d}" for i in range(size - len(shared))}
+    b = set(shared) | {f"b{i:04d}" for i in range(size - len(shared))}
+    j = len(a & b) / len(a | b)  # 1/3
+    bins_agree, bands_agree = _agreement(a, b)
+    assert bins_agree == pytest.approx(j, abs=0.05)
+    assert bands_agree < 3 * j**4 + 0.01  # rotation gave ~J for a 12-shingle text: whole bands copied one bin
 
 
 # --- planted cases ------------------------------------------------------------------------------

@@ -57,17 +57,8 @@ def recall_and_precision(data, monkeypatch) -> dict:
     return out
 
 
-# Known shortfall, kept visible: code translation pairs share boilerplate, so thousands of snippets
-# fall in one LSH bucket, which is skipped over 500 texts (recorded as `capped`); recall at 0.6 is
-# 0.27 there (0.8: 1.00). strict: the day it passes, the mark must go.
-KNOWN_SHORT = {("google/code_x_glue_cc_code_to_code_trans", "default"): "recall at 0.6 is 0.27: buckets over 500 skipped"}
-
-
 def _marks(d: str, c: str) -> list:
-    marks = [] if (d, c) in FAST_CONFIGS else [pytest.mark.slow]
-    if (d, c) in KNOWN_SHORT:
-        marks.append(pytest.mark.xfail(reason=KNOWN_SHORT[(d, c)], strict=True))
-    return marks
+    return [] if (d, c) in FAST_CONFIGS else [pytest.mark.slow]
 
 
 @pytest.mark.parametrize("dataset_id,config", [
