@@ -1,0 +1,573 @@
+"""Contamination with benchmarks (method ``bench-2026``): which rows of a surveyed split hold a
+benchmark's test items.
+
+The definitions, in words (README, "Contamination with benchmarks"):
+
+- An item's text, and a row's, is its text columns' ``normalized`` profile (``survey/normalize.py``;
+  a list's non-NULL elements joined by a space, NULL: nothing), the non-empty ones joined by a space.
+  Its words are that text split on spaces.
+- A row is contaminated by a benchmark when 13 consecutive words of the row equal 13 consecutive
+  words of one of the benchmark's items (a word 13-gram), or, for an item shorter than 13 words,
+  when the row's whole text (or one of its text columns' whole text) equals the item's text.
+- Each row counts once per benchmark, whatever the number of items or passages it holds.
+
+How, in one paragraph. The index holds each benchmark's normalized items. Every word of the items
+gets a 64-bit value (blake2b of the word) and every 13-gram a 64-bit polynomial hash of its 13
+values; the scan gives each row word the value of the same word in the benchmarks' vocabulary
+(Arrow's ``index_in``, a C++ hash lookup; a word no item holds ends every 13-gram through it), hashes
+every 13-gram of the rows with numpy (13 multiply-adds over the whole batch), and a DuckDB hash join
+of those hashes with the index's gives the candidates. Every candidate is then verified exactly:
+its 13 words are compared with the item's 13 words (a short item: the texts are compared), so no
+false positive, from a hash collision or from anything else, reaches the results. Measured on 5M
+hashes against 500k (benchmarks/bench_contamination.py): the DuckDB join takes 0.15 s, numpy's
+``isin`` 1.0 s, an rbloom Bloom filter queried from Python 0.96 s; the join is the candidate stage.
+
+The scan is a pure function of (the rows' text columns, the index): no network, no DB. It runs
+inside the survey's measuring job, in ``hubsurvey contamination``, and as Dask tasks
+(:func:`dask_scan`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import tomllib
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hubsurvey.core.errors import BadInputError
+from hubsurvey.survey import normalize
+
+METHOD = "bench-2026"
+METHOD_VERSION = 1
+NGRAM = 13  # words in a matched passage; an item with fewer is matched whole
+DEFAULT_EXAMPLES = 5  # examples kept per (split, benchmark)
+PASSAGE_CHARS = 200  # a stored passage is cut to this many characters
+BATCH_ROWS = 50_000  # rows scanned at a time (bounds the scan's memory)
+DEFAULT_BENCHMARKS_FILE = Path(__file__).with_name("benchmarks.toml")
+_P = np.uint64(0x9E3779B97F4A7C15)  # the polynomial hash's base (odd)
+
+
+# --- the benchmarks file ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark test set: where its items are and which columns are their text."""
+
+    id: str
+    config: str
+    split: str
+    text_columns: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.id}/{self.config}/{self.split}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "config": self.config, "split": self.split, "text_columns": list(self.text_columns)}
+
+
+def load_benchmarks(path: str | Path | None = None) -> list[Benchmark]:
+    """The benchmarks of a TOML file (default: the shipped ``benchmarks.toml``): a list of
+    ``[[benchmark]]`` tables with ``id``, ``config``, ``split`` and ``text_columns``."""
+    path = Path(path) if path is not None else DEFAULT_BENCHMARKS_FILE
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise BadInputError(f"{path}: cannot read the benchmarks file: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise BadInputError(f"{path}: not valid TOML: {e}") from None
+    entries = data.get("benchmark")
+    if not isinstance(entries, list) or not entries:
+        raise BadInputError(f"{path}: no [[benchmark]] table (each needs id, config, split, text_columns)")
+    out: list[Benchmark] = []
+    for n, entry in enumerate(entries, start=1):
+        where = f"{path}: benchmark {n}"
+        if not isinstance(entry, dict):
+            raise BadInputError(f"{where}: not a table")
+        missing = [k for k in ("id", "config", "split", "text_columns") if k not in entry]
+        if missing:
+            raise BadInputError(f"{where}: missing {', '.join(missing)}")
+        columns = entry["text_columns"]
+        if not (isinstance(columns, list) and columns and all(isinstance(c, str) and c for c in columns)):
+            raise BadInputError(f"{where}: text_columns must be a non-empty list of column names")
+        for k in ("id", "config", "split"):
+            if not isinstance(entry[k], str) or not entry[k] or ".." in entry[k] or entry[k].startswith("/"):
+                raise BadInputError(f"{where}: {k} must be a plain name, not {entry[k]!r}")
+        bench = Benchmark(entry["id"], entry["config"], entry["split"], tuple(columns))
+        if any(b.key == bench.key for b in out):
+            raise BadInputError(f"{where}: {bench.key} is listed twice")
+        out.append(bench)
+    return out
+
+
+# --- texts --------------------------------------------------------------------------------------------
+
+def _python_text(value: Any) -> str:
+    """The text of one value the vectorized paths do not take (a struct, a list with NULLs)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return normalize.normalize_text(value)
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return " ".join(t for t in (_python_text(v) for v in value) if t)
+    return ""  # a number inside a struct is not text
+
+
+def joinable(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Each value as one string, not yet normalized: a string as it is, a list's non-NULL elements
+    joined by a space, NULL: the empty string (a struct: its strings, normalized, in order)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    t = values.type
+    if pa.types.is_dictionary(t):
+        return joinable(values.dictionary_decode())
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        values, t = values.cast(pa.string()), pa.string()
+    if pa.types.is_string(t):
+        out = values
+    elif (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is_string(t.value_type):
+        if values.values.null_count:
+            out = pa.array([None if v is None else " ".join(x for x in v if x is not None) for v in values.to_pylist()],
+                           type=pa.string())
+        else:
+            out = pc.binary_join(values.cast(pa.list_(pa.string())), " ")
+    else:
+        out = pa.array([_python_text(v) for v in values.to_pylist()], type=pa.string())
+    return pc.fill_null(out, "")
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def join_texts(parts: Sequence[pa.Array]) -> pa.Array:
+    """The non-empty strings of each row joined by a space."""
+    text = parts[0]
+    for part in parts[1:]:
+        joined = pc.binary_join_element_wise(text, part, " ")
+        text = pc.if_else(pc.equal(text, ""), part, pc.if_else(pc.equal(part, ""), text, joined))
+    return text
+
+
+def words(raw: pa.Array) -> pa.Array:
+    """The words of each string's ``normalized`` profile, ``normalize_text(s).split()``, as a list array.
+
+    An ASCII string's profile is its lower case (NFKC changes nothing, casefold is lower), and
+    Arrow's ASCII split on whitespace gives its words (no whitespace collapse is needed); the others
+    are normalized in Python.
+    """
+    lowered = pc.ascii_lower(raw)
+    # Python's whitespace holds four ASCII characters Arrow's ASCII split does not (\x1c-\x1f): a
+    # string holding one takes the slow path, whose result has no whitespace but single spaces
+    others = pc.or_(pc.invert(pc.string_is_ascii(raw)), pc.match_substring_regex(raw, "[\x1c-\x1f]"))
+    if pc.any(others).as_py():
+        slow = [normalize.normalize_text(s) for s in pc.filter(raw, others).to_pylist()]
+        lowered = pc.replace_with_mask(lowered, others, pa.array(slow, pa.string()))
+    return pc.ascii_split_whitespace(lowered)
+
+
+def row_words(columns: Sequence[pa.Array | pa.ChunkedArray]) -> tuple[pa.Array, list[pa.Array]]:
+    """(each row's words, each text column's words when there are several): a row's text is its
+    columns' texts joined by a space."""
+    if not columns:
+        raise ValueError("no text column")
+    parts = [joinable(c) for c in columns]
+    return words(join_texts(parts)), ([words(p) for p in parts] if len(parts) > 1 else [])
+
+
+def row_texts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> list[str]:
+    """Each row's normalized text: its words joined by a space, as ``normalize_text`` gives it."""
+    return pc.binary_join(row_words(columns)[0], " ").to_pylist()
+
+
+_CHUNK = 1 << 20  # window_hashes works on this many words at a time (the size of its power tables)
+_P_INV = np.uint64(pow(int(_P), -1, 2**64))
+_POWERS: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _powers() -> tuple[np.ndarray, np.ndarray]:
+    """P^j and P^-j mod 2^64 for j < _CHUNK + NGRAM (computed once per process)."""
+    global _POWERS
+    if _POWERS is None:
+        n = _CHUNK + NGRAM
+        with np.errstate(over="ignore"):
+            up = np.cumprod(np.full(n, _P, dtype=np.uint64))
+            down = np.cumprod(np.full(n, _P_INV, dtype=np.uint64))
+        one = np.ones(1, dtype=np.uint64)
+        _POWERS = (np.concatenate([one, up[:-1]]), np.concatenate([one, down[:-1]]))
+    return _POWERS
+
+
+def window_hashes(values: np.ndarray, n: int = NGRAM) -> np.ndarray:
+    """h[s] = sum over k < n of values[s + k] * P^k mod 2^64, for every s <= len - n; from prefix sums
+    (4 passes over the values, whatever n), a chunk of words at a time."""
+    m = len(values) - n + 1
+    if m <= 0:
+        return np.zeros(0, dtype=np.uint64)
+    up, down = _powers()
+    out = np.empty(m, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for start in range(0, m, _CHUNK):
+            stop = min(m, start + _CHUNK)  # windows start..stop-1 read values start..stop+n-2
+            v = values[start:stop + n - 1]
+            prefix = np.zeros(len(v) + 1, dtype=np.uint64)
+            np.cumsum(v * up[:len(v)], out=prefix[1:])
+            out[start:stop] = (prefix[n:n + stop - start] - prefix[:stop - start]) * down[:stop - start]
+    return out
+
+
+_MIX = np.uint64(0xD6E8FEB86659FD93)  # a word's value: (its vocabulary id + 1) times this (odd); unknown: 0
+
+
+def word_values(flat: pa.Array, vocab: pa.Array) -> np.ndarray:
+    """Each word's value (uint64): from its id in the benchmarks' vocabulary, 0 for a word no item has."""
+    ids = pc.index_in(flat, value_set=vocab)
+    with np.errstate(over="ignore"):
+        return (pc.fill_null(pc.add(ids, 1), 0).to_numpy().astype(np.uint64)) * _MIX
+
+
+# --- the index ---------------------------------------------------------------------------------------
+
+@dataclass
+class IndexedBenchmark:
+    """One benchmark as indexed: where it came from (its revision) and its normalized items."""
+
+    benchmark: Benchmark
+    revision_sha: str | None
+    items: list[str]  # normalized item texts, in the split's row order (item index = position)
+    parquet_sha: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        words = [len(t.split(" ")) if t else 0 for t in self.items]
+        return {**self.benchmark.as_dict(), "revision_sha": self.revision_sha, "parquet_sha": self.parquet_sha,
+                "items": len(self.items), "short_items": sum(0 < w < NGRAM for w in words),
+                "empty_items": sum(w == 0 for w in words)}
+
+
+@dataclass
+class BenchmarkIndex:
+    """The benchmarks' items and their 13-gram hashes. Built from the items alone, so the saved
+    form (:meth:`save`) is the items, and every hash is computed again where it is loaded.
+
+    ``hash_bits`` below 64 keeps only that many bits of each hash for the candidate join: many
+    more candidates (a test forces false ones this way), the same verified results.
+    """
+
+    benchmarks: list[IndexedBenchmark]
+    hash_bits: int = 64
+    vocab: pa.Array = field(init=False, repr=False)
+    grams: pa.Table = field(init=False, repr=False)  # h, key, bench, item, pos (one row per (bench, h))
+    shorts: pa.Table = field(init=False, repr=False)  # text, bench, item
+    item_words: list[list[list[str]]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.item_words = [[t.split(" ") if t else [] for t in b.items] for b in self.benchmarks]
+        self.vocab = pa.array(sorted({w for bench in self.item_words for item in bench for w in item}), pa.string())
+        hs, benches, items, offsets = [], [], [], []
+        short_text, short_bench, short_item = [], [], []
+        for b, bench in enumerate(self.item_words):
+            for i, item in enumerate(bench):
+                if not item:
+                    continue
+                if len(item) < NGRAM:
+                    short_text.append(self.benchmarks[b].items[i])
+                    short_bench.append(b)
+                    short_item.append(i)
+                    continue
+                h = window_hashes(word_values(pa.array(item, pa.string()), self.vocab))
+                hs.append(h)
+                benches.append(np.full(len(h), b, dtype=np.int32))
+                items.append(np.full(len(h), i, dtype=np.int32))
+                offsets.append(np.arange(len(h), dtype=np.int32))
+        grams = pa.table({
+            "h": np.concatenate(hs) if hs else np.zeros(0, np.uint64),
+            "bench": np.concatenate(benches) if benches else np.zeros(0, np.int32),
+            "item": np.concatenate(items) if items else np.zeros(0, np.int32),
+            "pos": np.concatenate(offsets) if offsets else np.zeros(0, np.int32),
+        })
+        con = duckdb.connect(":memory:")
+        try:
+            con.register("g", grams)
+            # one row per (benchmark, hash): the first item holding the passage (verification
+            # compares words, so any item holding it proves it); key: the bits the join compares
+            self.grams = con.sql(
+                "SELECT h, (h & $mask)::UBIGINT AS key, bench, min(item) AS item, arg_min(pos, item) AS pos "
+                "FROM g GROUP BY h, bench", params={"mask": self.mask}).to_arrow_table()
+        finally:
+            con.close()
+        self.shorts = pa.table({"text": pa.array(short_text, pa.string()), "bench": pa.array(short_bench, pa.int32()),
+                                "item": pa.array(short_item, pa.int32())})
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.hash_bits) - 1
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [b.describe() for b in self.benchmarks]
+
+    # --- the saved form: a folder with index.json and one Parquet file of items per benchmark ------
+
+    def save(self, folder: str | Path) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        entries = []
+        for n, b in enumerate(self.benchmarks):
+            name = f"items-{n:04d}.parquet"  # never a Hub name: the path stays inside the folder
+            pq.write_table(pa.table({"text": pa.array(b.items, pa.string())}), folder / name)
+            entries.append({**b.benchmark.as_dict(), "revision_sha": b.revision_sha, "parquet_sha": b.parquet_sha,
+                            "items_file": name})
+        (folder / "index.json").write_text(json.dumps({"method": METHOD, "method_version": METHOD_VERSION,
+                                                       "hash_bits": self.hash_bits, "benchmarks": entries}, indent=1))
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path) -> BenchmarkIndex:
+        folder = Path(folder)
+        meta = json.loads((folder / "index.json").read_text())
+        benchmarks = []
+        for e in meta["benchmarks"]:
+            path = (folder / e["items_file"]).resolve()
+            if not path.is_relative_to(folder.resolve()):
+                raise BadInputError(f"{folder}: index entry {e['items_file']!r} leaves the index folder")
+            items = pq.read_table(path).column("text").to_pylist()
+            bench = Benchmark(e["id"], e["config"], e["split"], tuple(e["text_columns"]))
+            benchmarks.append(IndexedBenchmark(bench, e["revision_sha"], items, e.get("parquet_sha")))
+        return cls(benchmarks, hash_bits=int(meta.get("hash_bits", 64)))
+
+
+def items_from_columns(columns: Sequence[pa.Array | pa.ChunkedArray]) -> list[str]:
+    """A benchmark's normalized item texts from its text columns (the same text as a row's)."""
+    return row_texts(columns)
+
+
+def index_from_tables(tables: Sequence[tuple[Benchmark, str | None, pa.Table]], hash_bits: int = 64) -> BenchmarkIndex:
+    """An index from in-memory tables: ``(benchmark, revision, table with its text columns)``."""
+    out = []
+    for bench, revision, table in tables:
+        missing = [c for c in bench.text_columns if c not in table.column_names]
+        if missing:
+            raise BadInputError(f"benchmark {bench.key}: no column {', '.join(missing)} "
+                                f"(has: {', '.join(table.column_names)})")
+        out.append(IndexedBenchmark(bench, revision, items_from_columns([table.column(c) for c in bench.text_columns])))
+    return BenchmarkIndex(out, hash_bits=hash_bits)
+
+
+# --- the scan (pure) ---------------------------------------------------------------------------------
+
+@dataclass
+class Found:
+    """What a scan found for one benchmark: its contaminated rows (each once) and how."""
+
+    bench: int
+    rows: set[int] = field(default_factory=set)
+    examples: dict[int, dict[str, Any]] = field(default_factory=dict)  # position -> first match
+    candidates: int = 0  # (row position, item passage) candidates from the hash join
+    verified: int = 0  # those whose words (or text) are equal: the rest were false candidates
+
+    def add(self, position: int, item: int, passage: str, how: str, limit: int) -> None:
+        if position in self.rows:
+            return
+        self.rows.add(position)
+        if limit > 0 and (len(self.examples) < limit or position < max(self.examples)):
+            self.examples[position] = {"position": position, "item": item, "match": how,
+                                       "passage": passage[:PASSAGE_CHARS] + ("…" if len(passage) > PASSAGE_CHARS else "")}
+            if len(self.examples) > limit:
+                del self.examples[max(self.examples)]
+
+    def summary(self) -> dict[str, Any]:
+        return {"contaminated_rows": len(self.rows), "examples": [self.examples[p] for p in sorted(self.examples)],
+                "candidates": self.candidates, "verified": self.verified}
+
+
+def scan(columns: Sequence[pa.Array | pa.ChunkedArray], index: BenchmarkIndex, *, offset: int = 0,
+         examples: int = DEFAULT_EXAMPLES, found: list[Found] | None = None) -> list[Found]:
+    """Scan rows (their text columns, aligned) against every benchmark of the index.
+
+    ``offset`` is the first row's position in its split (batches of one split); pass the previous
+    batch's ``found`` to accumulate. Returns one :class:`Found` per benchmark, in index order.
+    """
+    found = found if found is not None else [Found(b) for b in range(len(index.benchmarks))]
+    if not columns or len(columns[0]) == 0:
+        return found
+    row, parts = row_words(columns)
+    con = _connection()
+    try:
+        _scan_grams(con, row, index, offset, examples, found)
+        _scan_whole(con, row, parts, index, offset, examples, found)
+    finally:
+        for name in ("q", "g", "u", "s"):
+            with suppress(duckdb.Error):
+                con.unregister(name)
+    return found
+
+
+_LOCAL = threading.local()
+
+
+def _connection() -> duckdb.DuckDBPyConnection:
+    """This thread's in-memory DuckDB connection for the candidate joins (opening one per batch
+    costs more than some batches' join)."""
+    con = getattr(_LOCAL, "con", None)
+    if con is None:
+        con = _LOCAL.con = duckdb.connect(":memory:")
+    return con
+
+
+def _scan_grams(con: duckdb.DuckDBPyConnection, row: pa.Array, index: BenchmarkIndex, offset: int,
+                examples: int, found: list[Found]) -> None:
+    """Rows holding 13 consecutive words of an item. Every window of 13 words is hashed (also those
+    across two rows or through a word no item has: they find nothing, or are rejected below)."""
+    if index.grams.num_rows == 0:
+        return
+    flat = pc.list_flatten(row)
+    if len(flat) < NGRAM:
+        return
+    h = window_hashes(word_values(flat, index.vocab))
+    if index.hash_bits < 64:
+        h &= np.uint64(index.mask)
+    con.register("q", pa.table({"start": np.arange(len(h), dtype=np.int64), "key": h}))
+    con.register("g", index.grams.select(["key", "bench", "item", "pos"]))
+    hits = con.sql("SELECT q.start, g.bench, g.item, g.pos FROM q JOIN g USING (key)").to_arrow_table()
+    if not hits.num_rows:
+        return
+    hits = hits.sort_by([("start", "ascending"), ("bench", "ascending")])
+    start = hits.column("start").to_numpy()
+    ends = np.asarray(row.offsets)[1:]  # a row's words end (exclusive) in flat
+    rows = np.searchsorted(ends, start, side="right")
+    window = (start[:, None] + np.arange(NGRAM)[None, :]).ravel()
+    got_words = flat.take(pa.array(window)).to_pylist()
+    for n, (b, i, o) in enumerate(zip(hits.column("bench").to_pylist(), hits.column("item").to_pylist(),
+                                      hits.column("pos").to_pylist())):
+        f = found[b]
+        f.candidates += 1
+        got = got_words[n * NGRAM:(n + 1) * NGRAM]
+        # exact verification: the 13 words lie in one row and equal the item's 13 words
+        if start[n] + NGRAM <= ends[rows[n]] and got == index.item_words[b][i][o:o + NGRAM]:
+            f.verified += 1
+            f.add(offset + int(rows[n]), i, " ".join(got), "13-gram", examples)
+
+
+def _scan_whole(con: duckdb.DuckDBPyConnection, row: pa.Array, parts: Sequence[pa.Array], index: BenchmarkIndex,
+                offset: int, examples: int, found: list[Found]) -> None:
+    """Rows whose whole text (or one text column's) equals a short item's: only texts of 1 to 12
+    words are compared."""
+    if index.shorts.num_rows == 0:
+        return
+    units, positions = [], []
+    for unit in [row, *parts]:
+        lengths = pc.list_value_length(unit).to_numpy(zero_copy_only=False)
+        short = np.flatnonzero((lengths > 0) & (lengths < NGRAM))
+        if len(short):
+            units.append(pc.binary_join(unit.take(pa.array(short)), " "))
+            positions.append(short)
+    if not units:
+        return
+    con.register("u", pa.table({"row": np.concatenate(positions), "text": pa.concat_arrays(units)}))
+    con.register("s", index.shorts)
+    hits = con.execute(
+        "WITH s AS (SELECT (hash(text) & $mask)::UBIGINT AS key, text, bench, item FROM s), "
+        "u AS (SELECT row, text, (hash(text) & $mask)::UBIGINT AS key FROM u) "
+        "SELECT DISTINCT u.row, s.bench, s.item, u.text AS row_text, s.text AS item_text "
+        "FROM u JOIN s USING (key) ORDER BY u.row, s.bench, s.item", {"mask": index.mask}).fetchall()
+    for r, b, i, row_text, item_text in hits:
+        f = found[b]
+        f.candidates += 1
+        if row_text == item_text:  # exact verification: the whole texts are equal
+            f.verified += 1
+            f.add(offset + int(r), int(i), row_text, "whole", examples)
+
+
+# --- scanning a split's files -------------------------------------------------------------------------
+
+def iter_batches(files: Sequence[str], columns: Sequence[str], batch_rows: int = BATCH_ROWS,
+                 table: pa.Table | None = None) -> Iterator[list[pa.Array]]:
+    """The text columns of a split, in row order (its files in order), ``batch_rows`` at a time."""
+    if table is not None:
+        for start in range(0, table.num_rows, batch_rows):
+            part = table.slice(start, batch_rows)
+            yield [part.column(c) for c in columns]
+        return
+    for path in files:
+        parquet = pq.ParquetFile(path)
+        names = parquet.schema_arrow.names
+        picked = [names.index(c) for c in columns]
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=list(columns)):
+            yield [batch.column(i) for i in range(len(picked))]
+
+
+def scan_batches(batches: Iterable[list[pa.Array]], index: BenchmarkIndex, *, examples: int = DEFAULT_EXAMPLES,
+                 threads: int | None = None) -> tuple[int, list[Found]]:
+    """(rows, found per benchmark) over one split's batches, in order, ``threads`` batches at a time
+    (default: one per core, at most 4): Arrow, numpy and DuckDB release the GIL, so batches overlap;
+    at most ``threads + 1`` batches are held at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = threads or min(4, os.cpu_count() or 1)
+    found: list[Found] = [Found(b) for b in range(len(index.benchmarks))]
+    rows = 0
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bench-scan") as pool:
+        pending: deque = deque()
+        for batch in batches:
+            n = len(batch[0]) if batch else 0
+            pending.append(pool.submit(scan, batch, index, offset=rows, examples=examples))
+            rows += n
+            while len(pending) > workers:
+                found = merge([found, pending.popleft().result()], examples)
+        while pending:
+            found = merge([found, pending.popleft().result()], examples)
+    return rows, found
+
+
+def scan_split(files: Sequence[str], columns: Sequence[str], index: BenchmarkIndex, *,
+               examples: int = DEFAULT_EXAMPLES, table: pa.Table | None = None,
+               batch_rows: int = BATCH_ROWS, threads: int | None = None) -> tuple[int, list[Found]]:
+    """(rows, found per benchmark) for one split's files (or an in-memory table)."""
+    return scan_batches(iter_batches(files, columns, batch_rows, table), index, examples=examples, threads=threads)
+
+
+def merge(parts: Iterable[list[Found]], examples: int = DEFAULT_EXAMPLES) -> list[Found]:
+    """The found of one split from the found of its batches (their positions already absolute)."""
+    out: list[Found] | None = None
+    for part in parts:
+        if out is None:
+            out = [Found(f.bench) for f in part]
+        for total, f in zip(out, part):
+            total.candidates += f.candidates
+            total.verified += f.verified
+            for position in sorted(f.rows):
+                ex = f.examples.get(position)
+                if ex is None:
+                    total.rows.add(position)
+                else:
+                    total.add(position, ex["item"], ex["passage"], ex["match"], examples)
+    return out or []
+
+
+def _scan_part(columns: list[pa.Array], index: BenchmarkIndex, offset: int, examples: int) -> list[Found]:
+    return scan(columns, index, offset=offset, examples=examples)
+
+
+def dask_scan(client: Any, batches: Iterable[list[pa.Array]], index: BenchmarkIndex,
+              examples: int = DEFAULT_EXAMPLES) -> list[Found]:
+    """The 13-gram scan of one split's batches as Dask tasks (one per batch), merged: the same
+    result as :func:`scan` over the whole split. The index is scattered to the workers once."""
+    shared = client.scatter(index, broadcast=True)
+    futures, offset = [], 0
+    for batch in batches:
+        futures.append(client.submit(_scan_part, batch, shared, offset, examples, pure=False))
+        offset += len(batch[0])
+    return merge(client.gather(futures), examples)
