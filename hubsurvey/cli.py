@@ -261,10 +261,11 @@ def audit(
 
 def _commands() -> list[Callable[..., Any]]:
     """Every command, in the order ``hubsurvey --help`` lists them."""
-    from hubsurvey.commands import analysis, crawl, survey
+    from hubsurvey.commands import analysis, contamination, crawl, survey
 
     return [audit, crawl.crawl, survey.run, survey.status, survey.demo,
-            analysis.show, analysis.sql, analysis.report, analysis.export, analysis.publish]
+            analysis.show, analysis.sql, analysis.report, analysis.export, analysis.publish,
+            contamination.contamination]  # contamination with benchmarks (issue 13)
 
 
 #: the one place commands are registered, each inside the error handler

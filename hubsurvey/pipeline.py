@@ -24,11 +24,14 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import tempfile
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,8 @@ from hubsurvey.core.queue import JobOutcome, JobQueue, JobStatus, QueuedJob
 from hubsurvey.core.runs import Runs, RunStatus, new_run_id
 from hubsurvey.core.store import Store, StoreError, now
 from hubsurvey.survey.jobs import JobSpec
+
+log = logging.getLogger(__name__)
 
 
 class RunLockedError(StoreError):
@@ -68,6 +73,7 @@ class RunOptions:
     keep_cache: bool = False  # keep each job's files after measuring (default: delete them)
     examples: int = DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
     near: bool = True  # measure the near-duplicate figures (run --no-near: False)
+    benchmarks: str | None = None  # a benchmarks file (TOML; 'default': the shipped one): check contamination too
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +92,7 @@ class RunOptions:
             "keep_cache": self.keep_cache,
             "examples": self.examples,
             "near": self.near,
+            "benchmarks": self.benchmarks,
         }
 
 
@@ -104,6 +111,7 @@ class RunSummary:
     measure_seconds: float = 0.0
     job_seconds: float = 0.0
     report: list[str] = field(default_factory=list)
+    contamination: dict[str, Any] | None = None  # the check of configs the jobs did not cover (run --benchmarks)
 
     def counts(self) -> dict[str, Any]:
         return {
@@ -117,6 +125,7 @@ class RunSummary:
             "seconds": round(self.seconds, 3),
             "measure_seconds": round(self.measure_seconds, 3),
             "job_seconds": round(self.job_seconds, 3),
+            **({"contamination": self.contamination} if self.contamination is not None else {}),
         }
 
     def line(self) -> str:
@@ -205,9 +214,16 @@ def run_survey(
                     summary.crawl = crawl(store, client, filters, run_id=run_id).as_json()
                 specs = [_spec(job, run_id) for job in queue.enqueue(run_id, options.retry_failed)]
                 summary.queued = len(specs)
-                live.progress(phase="measuring", pending=len(specs), force=True)
-                live.snapshot(store.con, force=True)
-                _execute(queue, client, specs, options, summary, deadline, progress, started, live=live)
+                with _benchmark_index(store, client, options, run_id) as index_dir:  # contamination (issue 13)
+                    for spec in specs:
+                        spec.benchmarks_index = index_dir
+                    live.progress(phase="measuring", pending=len(specs), force=True)
+                    live.snapshot(store.con, force=True)
+                    _execute(queue, client, specs, options, summary, deadline, progress, started, live=live)
+                    if index_dir is not None and not summary.left_pending:
+                        # configs measured before this run, or by a run without these benchmarks
+                        live.progress(phase="contamination", force=True)
+                        summary.contamination = check_contamination(store, client, index_dir, run_id=run_id).counts()
                 live.progress(phase="reporting", force=True)
                 summary.status = (RunStatus.TIMED_OUT if summary.left_pending else RunStatus.DONE).value
                 if options.report_dir is not None:
@@ -306,6 +322,130 @@ def _refresh_report(store: Store, out_dir: Path, final_run: dict[str, Any] | Non
     from hubsurvey.analysis.report import render_report
 
     return render_report(store, out_dir, final_run=final_run)
+
+
+# --- contamination with benchmarks (bench-2026; issue 13) ------------------------------------------
+
+@contextmanager
+def _benchmark_index(store: Store, client: HubClient, options: RunOptions, run_id: str) -> Iterator[str | None]:
+    """The run's benchmark index, saved in a temporary folder that the jobs load (None: no
+    benchmarks file). Indexing records each benchmark's revision (table ``benchmarks``)."""
+    if not options.benchmarks:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="hubsurvey-benchmarks-") as tmp:
+        index = index_benchmarks(store, client, options.benchmarks, run_id=run_id)
+        yield str(index.save(Path(tmp) / "index"))
+
+
+def index_benchmarks(store: Store, client: HubClient, benchmarks_file: str | Path | None, *,
+                     run_id: str | None = None) -> Any:
+    """Index the benchmarks of a file (None or 'default': the shipped one) through the Hub client and
+    record them; a benchmark that cannot be indexed is recorded as failed, the others are used."""
+    from hubsurvey import __version__
+    from hubsurvey.survey import contamination as bench
+
+    path = None if benchmarks_file in (None, "default") else benchmarks_file
+    index, failed = bench.index_from_hub(bench.load_benchmarks(path), client, log=log)
+    indexed_at = now()
+    common = {"method": bench.METHOD, "method_version": bench.METHOD_VERSION, "tool_version": __version__,
+              "indexed_at": indexed_at, "run_id": run_id}
+    rows = [{"benchmark_id": d["id"], "benchmark_config": d["config"], "benchmark_split": d["split"],
+             "text_columns": d["text_columns"], "revision_sha": d["revision_sha"], "parquet_sha": d["parquet_sha"],
+             "items": d["items"], "short_items": d["short_items"], "status": "indexed", "error_message": None, **common}
+            for d in index.describe()]
+    rows += [{"benchmark_id": b.id, "benchmark_config": b.config, "benchmark_split": b.split,
+              "text_columns": list(b.text_columns), "revision_sha": None, "parquet_sha": None, "items": None,
+              "short_items": None, "status": "failed", "error_message": why, **common} for b, why in failed]
+    store.record_benchmarks(rows)
+    return index
+
+
+@dataclass
+class ContaminationSummary:
+    checked: int = 0  # configs checked
+    failed: list[str] = field(default_factory=list)  # one line each
+    contaminated: int = 0  # (split, benchmark) rows with contaminated rows
+
+    def counts(self) -> dict[str, Any]:
+        return {"configs_checked": self.checked, "configs_failed": len(self.failed), "contaminated_pairs": self.contaminated}
+
+
+def check_contamination(store: Store, client: HubClient, index: Any, *, run_id: str | None = None,
+                        only_missing: bool = True, progress: Callable[[str], None] | None = None) -> ContaminationSummary:
+    """Check the surveyed configs (``current_measurements`` read from the Hub) against a benchmark
+    index (a ``BenchmarkIndex`` or a saved one's folder): each config's files are downloaded again
+    through the job download path (pinned to the Parquet commit it was measured at), scanned and
+    deleted. ``only_missing``: skip configs already checked against every benchmark at its revision."""
+    from hubsurvey.survey import contamination as bench
+    from hubsurvey.survey.jobs import JobSpec, discard_downloads, download, error_outcome
+    from hubsurvey.survey.sources import config_from_files
+
+    if not isinstance(index, bench.BenchmarkIndex):
+        index = bench.load_index(index)
+    checked = [(b.benchmark.id, b.benchmark.config, b.benchmark.split) for b in index.benchmarks]
+    summary = ContaminationSummary()
+    if not checked:
+        return summary
+    targets = store.records(
+        """SELECT m.dataset_id, m.revision_sha, m.config, any_value(m.text_columns) AS text_columns,
+                  any_value(m.parquet_sha) AS parquet_sha, any_value(d.configs) AS configs
+           FROM current_measurements m JOIN datasets d USING (dataset_id)
+           WHERE m.source = 'hub' GROUP BY m.dataset_id, m.revision_sha, m.config ORDER BY ALL""")
+    revisions = {(b.benchmark.id, b.benchmark.config, b.benchmark.split): b.revision_sha for b in index.benchmarks}
+    for t in targets:
+        if only_missing:
+            have = store.query(
+                "SELECT DISTINCT benchmark_id, benchmark_config, benchmark_split, benchmark_revision FROM contamination "
+                "WHERE dataset_id = $d AND revision_sha = $r AND config = $c",
+                {"d": t["dataset_id"], "r": t["revision_sha"], "c": t["config"]})[1]
+            if {(i, c, s) for i, c, s, rev in have if rev == revisions[(i, c, s)]} >= set(checked):
+                continue
+        configs = json.loads(t["configs"]) if isinstance(t["configs"], str) else (t["configs"] or {})
+        splits = configs.get(t["config"], {})
+        files = {s: v["files"] for s, v in splits.items()}
+        spec = JobSpec(f"{t['dataset_id']}@{t['revision_sha']}/{t['config']}", t["dataset_id"], t["revision_sha"],
+                       t["config"], len(configs), files, endpoint=client.endpoint,
+                       cache_dir=str(client.cache_dir) if client.cache_dir else None, parquet_sha=t["parquet_sha"])
+        where = f"{t['dataset_id']} [{t['config']}]"
+        if progress:
+            progress(where)
+        local = spec
+        try:
+            local = download(spec, client)
+            data = config_from_files(spec.dataset_id, spec.config, spec.revision_sha, local.local_files or {})
+            rows = bench.config_rows(data, list(t["text_columns"]), index, run_id=run_id)
+        except Exception as e:  # one config that cannot be read never stops the check
+            summary.failed.append(error_outcome(e, where).message or where)
+            continue
+        finally:
+            discard_downloads(local)
+        store.replace_contamination(spec.dataset_id, spec.revision_sha, spec.config, checked, rows)
+        summary.checked += 1
+        summary.contaminated += sum(1 for r in rows if r["contaminated_rows"])
+    return summary
+
+
+def run_contamination(db: str | Path, client: HubClient, benchmarks_file: str | Path | None = None, *,
+                      recheck: bool = False, progress: Callable[[str], None] | None = None) -> tuple[Any, ContaminationSummary]:
+    """``hubsurvey contamination``: index the benchmarks, check every surveyed config (those not yet
+    checked against them at their revisions, unless ``recheck``); recorded as a ``contamination`` run.
+    Returns (the index, the summary)."""
+    with Store(db) as store:
+        runs = Runs(store)
+        run_id = runs.start("contamination", {"benchmarks": str(benchmarks_file) if benchmarks_file else "default",
+                                              "recheck": recheck})
+        summary = ContaminationSummary()
+        try:
+            index = index_benchmarks(store, client, benchmarks_file, run_id=run_id)
+            summary = check_contamination(store, client, index, run_id=run_id, only_missing=not recheck,
+                                          progress=progress)
+        except BaseException as e:
+            runs.finish(run_id, RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED,
+                        summary.counts(), error=e)
+            raise
+        runs.finish(run_id, RunStatus.DONE, summary.counts())
+    return index, summary
 
 
 # --- status -------------------------------------------------------------------------------------------

@@ -177,7 +177,11 @@ def words(raw: pa.Array) -> pa.Array:
     if pc.any(others).as_py():
         slow = [normalize.normalize_text(s) for s in pc.filter(raw, others).to_pylist()]
         lowered = pc.replace_with_mask(lowered, others, pa.array(slow, pa.string()))
-    return pc.ascii_split_whitespace(lowered)
+    # (a split keeps an empty word for whitespace at either end, trimmed first, and gives an empty
+    # string one empty word: no words)
+    trimmed = pc.ascii_trim_whitespace(lowered)
+    split = pc.ascii_split_whitespace(pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed))
+    return pc.fill_null(split, pa.scalar([], pa.list_(pa.string())))
 
 
 def row_words(columns: Sequence[pa.Array | pa.ChunkedArray]) -> tuple[pa.Array, list[pa.Array]]:
@@ -277,28 +281,22 @@ class BenchmarkIndex:
     def __post_init__(self) -> None:
         self.item_words = [[t.split(" ") if t else [] for t in b.items] for b in self.benchmarks]
         self.vocab = pa.array(sorted({w for bench in self.item_words for item in bench for w in item}), pa.string())
-        hs, benches, items, offsets = [], [], [], []
-        short_text, short_bench, short_item = [], [], []
-        for b, bench in enumerate(self.item_words):
-            for i, item in enumerate(bench):
-                if not item:
-                    continue
-                if len(item) < NGRAM:
-                    short_text.append(self.benchmarks[b].items[i])
-                    short_bench.append(b)
-                    short_item.append(i)
-                    continue
-                h = window_hashes(word_values(pa.array(item, pa.string()), self.vocab))
-                hs.append(h)
-                benches.append(np.full(len(h), b, dtype=np.int32))
-                items.append(np.full(len(h), i, dtype=np.int32))
-                offsets.append(np.arange(len(h), dtype=np.int32))
-        grams = pa.table({
-            "h": np.concatenate(hs) if hs else np.zeros(0, np.uint64),
-            "bench": np.concatenate(benches) if benches else np.zeros(0, np.int32),
-            "item": np.concatenate(items) if items else np.zeros(0, np.int32),
-            "pos": np.concatenate(offsets) if offsets else np.zeros(0, np.int32),
-        })
+        lists = [item for bench in self.item_words for item in bench]
+        bench_of = np.repeat(np.arange(len(self.benchmarks), dtype=np.int32), [len(b) for b in self.item_words])
+        item_of = np.concatenate([np.arange(len(b), dtype=np.int32) for b in self.item_words] or [np.zeros(0, np.int32)])
+        lengths = np.array([len(item) for item in lists], dtype=np.int64)
+        # every 13-gram of the long items, all items at once (windows across two items are dropped)
+        flat = pa.array([w for item in lists for w in item], pa.string())
+        ends = np.cumsum(lengths)
+        h = window_hashes(word_values(flat, self.vocab))
+        item_at = np.searchsorted(ends, np.arange(len(h)), side="right")  # the item each window starts in
+        keep = np.flatnonzero(np.arange(len(h)) + NGRAM <= ends[item_at]) if len(h) else np.zeros(0, np.int64)
+        starts = ends - lengths
+        grams = pa.table({"h": h[keep], "bench": bench_of[item_at[keep]], "item": item_of[item_at[keep]],
+                          "pos": (keep - starts[item_at[keep]]).astype(np.int32)})
+        short = np.flatnonzero((lengths > 0) & (lengths < NGRAM))
+        short_text = [" ".join(lists[k]) for k in short]
+        short_bench, short_item = bench_of[short], item_of[short]
         con = duckdb.connect(":memory:")
         try:
             con.register("g", grams)
@@ -364,6 +362,56 @@ def index_from_tables(tables: Sequence[tuple[Benchmark, str | None, pa.Table]], 
                                 f"(has: {', '.join(table.column_names)})")
         out.append(IndexedBenchmark(bench, revision, items_from_columns([table.column(c) for c in bench.text_columns])))
     return BenchmarkIndex(out, hash_bits=hash_bits)
+
+
+def index_from_hub(benchmarks: Sequence[Benchmark], client: Any, *, hash_bits: int = 64,
+                   log: Any = None) -> tuple[BenchmarkIndex, list[tuple[Benchmark, str]]]:
+    """Download and index each benchmark through the Hub client (its Parquet branch, pinned to one
+    commit, like a survey job; the files are deleted once read). Returns the index and the
+    benchmarks that could not be indexed, each with its one-line reason: the others are indexed."""
+    from hubsurvey.core.errors import HubsurveyError, one_line
+    from hubsurvey.core.hub import branch_split, delete_files
+
+    indexed: list[IndexedBenchmark] = []
+    failed: list[tuple[Benchmark, str]] = []
+    for bench in benchmarks:
+        paths: list[str] = []
+        try:
+            revision = client.dataset_info(bench.id).sha
+            parquet_sha = client.parquet_sha(bench.id)
+            files = sorted(f.path for f in client.parquet_tree(bench.id, revision=parquet_sha)
+                           if _in_split(f.path, bench.config, bench.split, branch_split))
+            if not files:
+                raise BadInputError(f"benchmark {bench.key}: no Parquet files for config {bench.config!r} split "
+                                    f"{bench.split!r} on its Parquet branch")
+            paths = [str(client.download(bench.id, path, parquet_sha)) for path in files]
+            table = pa.concat_tables(_read_columns(p, bench) for p in paths)
+            items = items_from_columns([table.column(c) for c in bench.text_columns])
+            indexed.append(IndexedBenchmark(bench, revision, items, parquet_sha))
+        except (HubsurveyError, OSError, pa.ArrowException, ValueError) as e:
+            failed.append((bench, one_line(e)))
+            if log is not None:
+                log.warning("benchmark %s not indexed: %s", bench.key, one_line(e))
+        except Exception as e:  # a Hub error (huggingface_hub): the benchmark is skipped, never the run
+            if type(e).__module__.split(".")[0] not in ("huggingface_hub", "httpx2"):
+                raise
+            failed.append((bench, one_line(e)))
+        finally:
+            delete_files(paths)
+    return BenchmarkIndex(indexed, hash_bits=hash_bits), failed
+
+
+def _in_split(path: str, config: str, split: str, branch_split: Any) -> bool:
+    parts = path.split("/")
+    return len(parts) == 3 and parts[0] == config and branch_split(parts[1]) == split
+
+
+def _read_columns(path: str, bench: Benchmark) -> pa.Table:
+    schema = pq.read_schema(path)
+    missing = [c for c in bench.text_columns if c not in schema.names]
+    if missing:
+        raise BadInputError(f"benchmark {bench.key}: no column {', '.join(missing)} (has: {', '.join(schema.names)})")
+    return pq.read_table(path, columns=list(bench.text_columns))
 
 
 # --- the scan (pure) ---------------------------------------------------------------------------------
@@ -571,3 +619,60 @@ def dask_scan(client: Any, batches: Iterable[list[pa.Array]], index: BenchmarkIn
         futures.append(client.submit(_scan_part, batch, shared, offset, examples, pure=False))
         offset += len(batch[0])
     return merge(client.gather(futures), examples)
+
+
+# --- one surveyed config: the rows of the contamination table ------------------------------------------
+
+_LOADED: dict[tuple[str, float], BenchmarkIndex] = {}
+
+
+def load_index(folder: str | Path) -> BenchmarkIndex:
+    """The saved index at ``folder``, loaded once per process (a worker's jobs share it)."""
+    meta = Path(folder) / "index.json"
+    key = (str(meta.resolve()), meta.stat().st_mtime)
+    if key not in _LOADED:
+        _LOADED.clear()
+        _LOADED[key] = BenchmarkIndex.load(folder)
+    return _LOADED[key]
+
+
+def is_own_split(bench: Benchmark, dataset_id: str, config: str, split_name: str) -> bool:
+    """Whether a surveyed split is the benchmark's own test set (it is not checked against itself)."""
+    return bench.id == dataset_id and bench.config == config and bench.split == split_name
+
+
+def config_rows(data: Any, text_columns: Sequence[str], index: BenchmarkIndex, *, run_id: str | None = None,
+                examples: int = DEFAULT_EXAMPLES, threads: int | None = None) -> list[dict[str, Any]]:
+    """The contamination rows of one surveyed config (a ``survey.sources.ConfigData``): one per
+    (split, benchmark), contaminated or not, with up to ``examples`` examples and the provenance."""
+    from hubsurvey import __version__
+    from hubsurvey.core.splits import CANONICAL_SPLITS
+    from hubsurvey.core.store import now
+
+    measured_at = now()
+    out = []
+    for canonical in CANONICAL_SPLITS:
+        split = data.splits.get(canonical)
+        if split is None:
+            continue
+        rows, found = scan_split(split.files, text_columns, index, examples=examples, table=split.table,
+                                 threads=threads)
+        for f in found:
+            b = index.benchmarks[f.bench]
+            if is_own_split(b.benchmark, data.dataset_id, data.config, split.source_name):
+                continue
+            got = f.summary()
+            out.append({
+                "dataset_id": data.dataset_id, "revision_sha": data.revision_sha, "config": data.config,
+                "split": canonical, "split_name": split.source_name, "rows_split": rows,
+                "text_columns": list(text_columns),
+                "benchmark_id": b.benchmark.id, "benchmark_config": b.benchmark.config,
+                "benchmark_split": b.benchmark.split, "benchmark_revision": b.revision_sha,
+                "contaminated_rows": got["contaminated_rows"],
+                "contaminated_pct": 100.0 * got["contaminated_rows"] / rows if rows else None,
+                "examples": json.dumps(got["examples"], ensure_ascii=False),
+                "candidates": got["candidates"], "verified": got["verified"],
+                "method": METHOD, "method_version": METHOD_VERSION, "tool_version": __version__,
+                "measured_at": measured_at, "run_id": run_id,
+            })
+    return out

@@ -48,6 +48,7 @@ class JobSpec:
     engine_options: dict[str, Any] = field(default_factory=dict)
     examples: int = DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
     near: bool = True  # measure the near-duplicate figures (False: run --no-near)
+    benchmarks_index: str | None = None  # a saved benchmark index (run --benchmarks): check contamination too
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,6 +128,7 @@ def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
             examples=spec.examples,
             methods=list(methods_measured(near=spec.near)),
         )
+        contamination, checked = _contamination(spec, data, result.roles.text_columns)
     except Exception as exc:  # every failure becomes data for the coordinator
         outcome = error_outcome(exc, where)
         if outcome.error_class not in ("bad_input", "unreadable", "schema_mismatch", "gated") and not outcome.transient:
@@ -136,7 +138,7 @@ def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
         if watchdog:
             watchdog.stop()
         discard_downloads(spec)
-    return JobOutcome.success(
+    outcome = JobOutcome.success(
         result.rows,
         examples=result.examples,
         seconds=time.perf_counter() - started,
@@ -144,6 +146,21 @@ def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
         download_seconds=download_seconds,
         parquet_sha=spec.parquet_sha,
     )
+    outcome.contamination, outcome.benchmarks_checked = contamination, checked
+    return outcome
+
+
+def _contamination(spec: JobSpec, data: Any, text_columns: Any) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]]]:
+    """Contamination with benchmarks (issue 13), when the run has a benchmarks file: the config's
+    splits, already on disk for the measurement, against the run's index."""
+    if not spec.benchmarks_index:
+        return [], []
+    from hubsurvey.survey import contamination
+
+    index = contamination.load_index(spec.benchmarks_index)
+    rows = contamination.config_rows(data, text_columns, index, run_id=spec.run_id,
+                                     threads=spec.engine_options.get("threads"))
+    return rows, [(b.benchmark.id, b.benchmark.config, b.benchmark.split) for b in index.benchmarks]
 
 
 class MemoryWatchdog:

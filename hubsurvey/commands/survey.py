@@ -15,6 +15,7 @@ from hubsurvey.commands.options import (
     DEFAULT_REPORT_DIR,
     AllowGated,
     Authors,
+    Benchmarks,
     CacheDir,
     Dask,
     Db,
@@ -63,6 +64,8 @@ def _summary_lines(summary) -> list[str]:
         c = summary.crawl
         lines.append(f"crawl: listed {c['listed']}, eligible {c['eligible']}, excluded {sum(c['excluded'].values())} {json.dumps(c['excluded'], sort_keys=True)}")
     lines.append(summary.line())
+    if summary.contamination:
+        lines.append("contamination: " + json.dumps(summary.contamination, sort_keys=True))
     if summary.report:
         lines.append("report: " + ", ".join(summary.report))
     return lines
@@ -124,6 +127,7 @@ def run(
     keep_cache: KeepCache = RunOptions.keep_cache,
     examples: Examples = RunOptions.examples,
     no_near: NoNear = not RunOptions.near,
+    benchmarks: Benchmarks = RunOptions.benchmarks,
     rate: Rate = DEFAULT_RATE,
     file_rate: FileRate = DEFAULT_FILE_RATE,
     db: Db = Path(DEFAULT_DB),
@@ -134,13 +138,13 @@ def run(
                            memory_mb=memory_mb, report_dir=report_dir, roles_file=str(roles) if roles else None,
                            retry_failed=_retry_classes(retry_failed), cache_dir=cache_dir,
                            max_cache_gb=max_cache_gb, keep_cache=keep_cache, examples=examples,
-                           near=not no_near)
+                           near=not no_near, benchmarks=benchmarks)
     client = hub_client(rate, file_rate)
     args = {"filters": filters.as_json(), "workers": workers, "max_hours": options.max_hours, "dask": dask,
             "job_timeout": job_timeout, "memory_mb": memory_mb, "report_dir": str(report_dir), "db": str(db),
             "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate,
             "cache_dir": str(cache_dir) if cache_dir else None, "max_cache_gb": max_cache_gb, "keep_cache": keep_cache,
-            "examples": examples, "near": not no_near}
+            "examples": examples, "near": not no_near, "benchmarks": benchmarks}
     _survey(db, client, filters, options, args)
 
 

@@ -56,6 +56,10 @@ class JobOutcome:
     download_seconds: float = 0.0
     parquet_sha: str | None = None  # the Parquet-branch commit every file was downloaded from
     examples: list[dict[str, Any]] = field(default_factory=list)  # rows of the examples table
+    # contamination with benchmarks (issue 13): rows of the contamination table, and the benchmarks
+    # checked ((id, config, split) each) when the run has a benchmarks file
+    contamination: list[dict[str, Any]] = field(default_factory=list)
+    benchmarks_checked: list[tuple[str, str, str]] = field(default_factory=list)
 
     @classmethod
     def success(cls, rows: list[dict[str, Any]], *, seconds: float, measure_seconds: float = 0.0,
@@ -204,6 +208,9 @@ class JobQueue:
                 # every row says which Parquet-branch commit it measured (the one the files came from)
                 rows = [{**row, "parquet_sha": outcome.parquet_sha} for row in outcome.rows] if outcome.parquet_sha else outcome.rows
                 self.store.replace_measurements(job.dataset_id, job.revision_sha, job.config, rows, outcome.examples)
+                if outcome.benchmarks_checked:  # contamination with benchmarks: in the same transaction
+                    self.store.replace_contamination(job.dataset_id, job.revision_sha, job.config,
+                                                     outcome.benchmarks_checked, outcome.contamination)
                 con.execute(
                     "UPDATE jobs SET status = $st, attempts = attempts + 1, error_class = NULL, error_message = NULL, "
                     "transient = NULL, finished_at = $t, seconds = $s, parquet_sha = coalesce($p, parquet_sha) WHERE job_id = $j",

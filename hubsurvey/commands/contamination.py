@@ -1,0 +1,48 @@
+"""``hubsurvey contamination``: a thin layer over :func:`hubsurvey.pipeline.run_contamination`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hubsurvey.commands.crawl import hub_client
+from hubsurvey.commands.options import Benchmarks, Db, FileRate, Rate
+from hubsurvey.core.errors import ExitCode
+from hubsurvey.core.hub import DEFAULT_FILE_RATE, DEFAULT_RATE
+from hubsurvey.core.store import DEFAULT_DB
+
+Recheck = Annotated[bool, typer.Option(
+    "--recheck", help="Check every surveyed config again, also those already checked against these benchmarks")]
+
+
+def contamination(
+    benchmarks: Benchmarks = None,
+    recheck: Recheck = False,
+    rate: Rate = DEFAULT_RATE,
+    file_rate: FileRate = DEFAULT_FILE_RATE,
+    db: Db = Path(DEFAULT_DB),
+) -> None:
+    """Check the surveyed datasets against benchmark test sets (13-gram contamination), alone.
+
+    Indexes the benchmarks of --benchmarks (default: the shipped list of widely used benchmarks),
+    downloads each surveyed config's splits again through the survey's download path, and stores
+    the contaminated rows per (split, benchmark) in the contamination table.
+    """
+    from hubsurvey.pipeline import run_contamination
+
+    client = hub_client(rate, file_rate)
+    index, summary = run_contamination(db, client, benchmarks, recheck=recheck,
+                                       progress=lambda where: typer.echo(f"checking {where}", err=True))
+    described = index.describe()
+    typer.echo(f"benchmarks indexed: {len(described)}" + "".join(
+        f"\n  {d['id']} [{d['config']}/{d['split']}] @ {(d['revision_sha'] or '?')[:12]}: {d['items']} items "
+        f"({d['short_items']} shorter than 13 words)" for d in described))
+    typer.echo(f"contamination: {summary.checked} config(s) checked, {len(summary.failed)} failed, "
+               f"{summary.contaminated} (split, benchmark) pair(s) contaminated; "
+               f"hubsurvey sql \"SELECT * FROM findings_contamination\" --db {db}")
+    for line in summary.failed:
+        typer.echo(f"error: {line}", err=True)
+    if summary.failed or not described:
+        raise typer.Exit(ExitCode.PARTIAL)
