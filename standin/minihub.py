@@ -5,7 +5,8 @@
 - ``index.json``: ``{"datasets": [...], "filler": {"count": N, "seed": S}}`` (filler only if N > 0);
 - ``<owner>__<name>/<config>/<split>/NNNN.parquet``: the Parquet-branch layout, files written with
   pyarrow and carrying HF features (ClassLabel names included) under ``b"huggingface"``;
-- ``truth.json``: ``{"seed", "expected": {id: outcome}, "measurements": [...]}``, where each
+- ``truth.json``: ``{"seed", "expected": {id: outcome}, "measurements": [...], "benchmarks": [...],
+  "contamination": [...]}`` (benchmarks: see "contamination with benchmarks" below), where each
   measurement is ``{"dataset_id", "config", "label_column", "text_columns", "figures"}`` and the
   figures are ``reference.lle_reference`` of the rows written, splits mapped to canonical names
   (valid/dev → validation). There is one measurement per eligible (dataset, config, label
@@ -394,6 +395,125 @@ def _specs(seed: int) -> list[_Spec]:
     ]
 
 
+# ---------------------------------------------------------------- contamination with benchmarks (issue 13)
+# Two mini-hub test splits are the benchmarks (tests and the demo index them through the stand-in):
+# qa_small's contexts (12 to 20 words: passages, and 12-word items matched whole) and sentiment's
+# texts (5 to 12 words: all matched whole). Their items are planted into other datasets' train
+# splits: copied with changed case and whitespace, and as 13- to 16-word passages inside longer texts
+# (in a text column, a list-of-tokens column, and one column of a two-column row). truth.json's
+# "contamination" is computed from the rows written, in plain Python (_contamination_truth).
+
+#: the mini-hub's benchmarks, as a benchmarks file lists them
+BENCHMARKS = [
+    {"id": "mini-nlp/qa_small", "config": "default", "split": "test", "text_columns": ["context"]},
+    {"id": "mini-nlp/sentiment", "config": "default", "split": "test", "text_columns": ["text"]},
+]
+
+
+def _vary(g: random.Random, text: str) -> str:
+    """The same item with its case and whitespace changed (the normalized profile undoes both)."""
+    words = text.split(" ")
+    case = g.choice([str.upper, str.title, str.swapcase, str.capitalize])
+    seps = [g.choice([" ", "  ", "\t", " \n "]) for _ in words[1:]]
+    out = case(words[0]) + "".join(sep + case(w) for sep, w in zip(seps, words[1:]))
+    return g.choice(["", " ", "\t"]) + out + g.choice(["", "  ", "\n"])
+
+
+def _passage(g: random.Random, item: str) -> str:
+    """13 to 16 consecutive words of a long item (cased at random)."""
+    words = item.split(" ")
+    k = g.randint(13, min(16, len(words)))
+    at = g.randrange(len(words) - k + 1)
+    return " ".join(w.upper() if g.random() < 0.3 else w for w in words[at:at + k])
+
+
+def _plant_benchmarks(seed: int, specs: list[_Spec]) -> None:
+    by_id = {s.id: s for s in specs}
+    contexts = [r["context"] for r in by_id["mini-nlp/qa_small"].configs["default"]["test"]]
+    long_items = [c for c in contexts if len(c.split()) >= 13]
+    short_items = [r["text"] for r in by_id["mini-nlp/sentiment"].configs["default"]["test"]]
+
+    def insert(target: str, split: str, new_rows: list[dict]) -> None:
+        g = random.Random(f"{seed}:bench-plant:{target}:{split}")
+        rows = by_id[target].configs["default"][split]
+        for row in new_rows:
+            rows.insert(g.randrange(len(rows) + 1), row)
+
+    g = random.Random(f"{seed}:bench-plant")
+    # short items copied whole, case and whitespace changed
+    insert("mini-nlp/topics_no_val", "train",
+           [{"text": _vary(g, t), "label": g.randrange(2)} for t in g.sample(short_items, 5)])
+    # long items copied whole (case and whitespace changed), and short ones exactly
+    insert("mini-nlp/reviews_valid", "train",
+           [{"text": _vary(g, t), "label": g.randrange(2)} for t in g.sample(long_items, 4)]
+           + [{"text": t, "label": g.randrange(2)} for t in g.sample(short_items, 3)])
+
+    def filler(lo: int, hi: int) -> str:
+        return " ".join(g.choices(_FR_WORDS, k=g.randint(lo, hi)))  # words no benchmark item has
+
+    # 13- to 16-word passages inside longer texts
+    insert("mini-nlp/intents_dev", "train",
+           [{"text": f"{filler(2, 8)} {_passage(g, t)} {filler(0, 8)}", "label": g.randrange(2)}
+            for t in g.sample(long_items, 6)])
+    # a passage as a list of tokens
+    tokens = [[*filler(1, 4).split(), *_passage(g, t).split(), "."] for t in g.sample(long_items, 2)]
+    insert("mini-nlp/toy_ner", "train", [{"id": "", "tokens": toks, "pos_tags": [g.randrange(len(_POS)) for _ in toks],
+                                          "ner_tags": [g.randrange(len(_NER)) for _ in toks]} for toks in tokens])
+    by_id["mini-nlp/toy_ner"].configs["default"]["train"] = [
+        {**r, "id": f"ner-train-{i:05d}"} for i, r in enumerate(by_id["mini-nlp/toy_ner"].configs["default"]["train"])]
+    # two-column rows: a passage in the premise, and a short item as the whole hypothesis
+    insert("mini-nlp/nli_pairs", "train",
+           [{"premise": _passage(g, t), "hypothesis": filler(3, 6), "label": g.randrange(3)} for t in g.sample(long_items, 2)]
+           + [{"premise": filler(5, 9), "hypothesis": _vary(g, t), "label": g.randrange(3)} for t in g.sample(short_items, 2)])
+
+
+def _norm(value: Any) -> str:
+    """A value's normalized text, by the definition (NFKC, casefold, whitespace collapsed); a list:
+    its non-NULL elements' texts joined by a space; NULL: nothing."""
+    import unicodedata
+
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return " ".join(t for t in (_norm(v) for v in value) if t)
+    return " ".join(unicodedata.normalize("NFKC", str(value)).casefold().split())
+
+
+def _contamination_truth(specs: list[_Spec]) -> list[dict[str, Any]]:
+    """Per eligible (dataset, config, split) and benchmark (its own split left out): the rows whose
+    text holds 13 consecutive words of an item, or equals (as a whole, or one text column) an item
+    shorter than 13 words. Plain Python over the rows written: sets of 13-word tuples."""
+    by_id = {s.id: s for s in specs}
+    indexes = []
+    for b in BENCHMARKS:
+        rows = by_id[b["id"]].configs[b["config"]][b["split"]]
+        texts = [" ".join(t for t in (_norm(r[c]) for c in b["text_columns"]) if t) for r in rows]
+        grams = {tuple(w[i:i + 13]) for w in (t.split() for t in texts) if len(w) >= 13 for i in range(len(w) - 12)}
+        whole = {t for t in texts if 0 < len(t.split()) < 13}
+        indexes.append((b, grams, whole))
+    out = []
+    for spec in specs:
+        if spec.expected != "eligible":
+            continue
+        for config, splits in spec.configs.items():
+            for split, rows in splits.items():
+                for b, grams, whole in indexes:
+                    if (spec.id, config, split) == (b["id"], b["config"], b["split"]):
+                        continue
+                    n = 0
+                    for r in rows:
+                        parts = [_norm(r[c]) for c in spec.text_columns]
+                        text = " ".join(p for p in parts if p)
+                        w = text.split()
+                        units = {text, *parts} if len(parts) > 1 else {text}
+                        if any(u in whole for u in units) or any(tuple(w[i:i + 13]) in grams for i in range(len(w) - 12)):
+                            n += 1
+                    out.append({"dataset_id": spec.id, "config": config, "split": SPLIT_ALIASES[split],
+                                "benchmark_id": b["id"], "benchmark_config": b["config"], "benchmark_split": b["split"],
+                                "contaminated_rows": n})
+    return out
+
+
 # ---------------------------------------------------------------- writing
 
 
@@ -464,6 +584,7 @@ def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     specs = _specs(seed)
+    _plant_benchmarks(seed, specs)  # contamination with benchmarks (issue 13)
     entries, measurements = [], []
     for spec in specs:
         entries.append(_write(spec, out, random.Random(f"{seed}:{spec.id}:entry")))
@@ -472,7 +593,9 @@ def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
     index: dict[str, Any] = {"datasets": entries}
     if filler:
         index["filler"] = {"count": filler, "seed": seed}
-    truth = {"seed": seed, "expected": {s.id: s.expected for s in specs}, "measurements": measurements}
+    truth = {"seed": seed, "expected": {s.id: s.expected for s in specs}, "measurements": measurements,
+             # contamination with benchmarks (issue 13): the planted benchmarks and what they contaminate
+             "benchmarks": BENCHMARKS, "contamination": _contamination_truth(specs)}
     (out / "index.json").write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "truth.json").write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
