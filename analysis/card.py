@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, columns
+from hubsurvey.analysis.export import CONTAMINATION_CSV_PATH, CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, columns
 from hubsurvey.analysis.findings import findings
 from hubsurvey.analysis.render import (
     DEFINITIONS,
@@ -39,6 +39,8 @@ FILE_DESCRIPTIONS = {
     LLE_CSV_PATH: "the lle view in the published lbourdois/LLE train.csv format: ';'-separated, its header "
                   "spelling (valididation) kept, NR, 10.049%, 7.0",
     REPORT_MD: "the survey's findings, every table with its denominator",
+    CONTAMINATION_CSV_PATH: "contamination with benchmarks: per dataset, the benchmarks it was checked against, at "
+                            "which revisions, and whether its splits hold their items (clean or contaminated)",
 }
 
 
@@ -170,6 +172,9 @@ def render_card(
         "a": found["annotation"][0],
         "p": public_provenance(provenance(store, overview)),
         "key_labels": KEY_LABELS,
+        # contamination with benchmarks (issue 13): the line per dataset
+        "contamination": found["contamination"],
+        "contamination_overview": found["contamination_overview"][0],
     }
     context["tables"] = shared_tables(found, context["p"], KEY_LABELS)
     return environment().get_template("card.md.j2").render(context)

@@ -8,6 +8,10 @@ Files written by :func:`export_results` into ``out_dir``:
 - ``lle.csv`` (``lle_compat=True``): the ``lle`` view under the header of the published
   lbourdois/LLE ``train.csv``, its ``valididation`` spelling kept, ``;``-separated.
 
+- ``contamination.csv`` (when datasets were checked against benchmarks): one row per dataset, its
+  line "checked against K benchmarks at revisions …: clean | contaminated (which)" and its parts
+  (the view ``findings_contamination``).
+
 - ``.hubsurvey-export.json``: the manifest, the list of files hubsurvey wrote into the folder.
 
 The output depends only on the DB's content (rows sorted, timestamps in UTC), so exporting an
@@ -44,6 +48,7 @@ log = logging.getLogger(__name__)
 PARQUET_PATH = "data/train-00000-of-00001.parquet"
 CSV_PATH = "results.csv"
 LLE_CSV_PATH = "lle.csv"
+CONTAMINATION_CSV_PATH = "contamination.csv"  # contamination with benchmarks (issue 13)
 NR = figures.NR
 MANIFEST_PATH = ".hubsurvey-export.json"
 #: Files earlier hubsurvey versions wrote without a manifest: removed on overwrite when it is absent.
@@ -144,6 +149,36 @@ def write_lle_csv(store: Store, path: Path) -> Path:
     return path
 
 
+# --- contamination with benchmarks (issue 13) ---------------------------------------------------------
+
+CONTAMINATION_COLUMNS = ("dataset_id", "status", "line", "benchmarks", "revisions", "benchmarks_contaminating",
+                         "contaminated_benchmarks", "contaminated_rows", "configs_checked", "configs")
+
+
+def contamination_rows(store: Store) -> tuple[list[str], list[tuple]]:
+    """The per-dataset contamination lines (``findings_contamination``), sorted by dataset."""
+    from hubsurvey.analysis.findings import create_views
+
+    create_views(store)
+    cols = ", ".join(quote_ident(c) for c in CONTAMINATION_COLUMNS)
+    return store.query(f"SELECT {cols} FROM findings_contamination ORDER BY dataset_id")
+
+
+def write_contamination_csv(store: Store, path: Path) -> Path | None:
+    """``contamination.csv``, or nothing when no dataset was checked against benchmarks."""
+    names, rows = contamination_rows(store)
+    if not rows:
+        return None
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(names)
+    for row in rows:
+        writer.writerow([csv_cell(v) for v in row])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(buf.getvalue(), encoding="utf-8", newline="")
+    return path
+
+
 def _manifest_files(out: Path) -> list[str] | None:
     """The files the folder's manifest lists (relative paths), or None without a readable manifest."""
     try:
@@ -210,5 +245,8 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
     written = [write_parquet(store, out / PARQUET_PATH), write_results_csv(store, out / CSV_PATH)]
     if lle_compat:
         written.append(write_lle_csv(store, out / LLE_CSV_PATH))
+    contamination = write_contamination_csv(store, out / CONTAMINATION_CSV_PATH)  # issue 13
+    if contamination is not None:
+        written.append(contamination)
     write_manifest(out, [p.relative_to(out).as_posix() for p in written])
     return written

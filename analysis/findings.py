@@ -43,6 +43,10 @@ FINDINGS: dict[str, str] = {
     "near_label_conflicts": "findings_near_label_conflicts",
     "near_curve": "findings_near_curve",
     "mixed_revisions": "findings_mixed_revisions",
+    # contamination with benchmarks (issue 13)
+    "contamination": "findings_contamination",
+    "contamination_pairs": "findings_contamination_pairs",
+    "contamination_overview": "findings_contamination_overview",
 }
 
 DEFAULT_TOP_N = 20

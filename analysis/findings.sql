@@ -943,3 +943,88 @@ SELECT d.dataset_id, d.revisions, d.configs, d.newest_revision,
        d.oldest_measured_at, d.newest_measured_at
 FROM per_dataset d
 ORDER BY d.dataset_id;
+
+
+-- view: findings_contamination_pairs
+-- Contamination with benchmarks (bench-2026; issue 13).
+-- The table `contamination` holds, per surveyed (dataset, revision, config, split) and benchmark
+-- (id, config, split, at the revision it was indexed), the split's rows that hold 13 consecutive
+-- words of a benchmark item, or whose whole text equals an item shorter than 13 words, each row
+-- counted once per benchmark, every match verified word for word (survey/contamination.py). A
+-- benchmark's own test split is not checked against itself. Only the checks at each config's
+-- current revision (the one `current_measurements` shows) count.
+--
+-- One row per (dataset, config, split, benchmark) checked at the config's current revision, most
+-- contaminated first:
+--   contaminated_rows / rows_split / contaminated_pct   the split's rows holding the benchmark's items
+--   benchmark_revision                                   the benchmark revision it was checked against
+--   examples                                              up to N: row position, item index, match, passage
+SELECT k.dataset_id, k.config, k.split, k.split_name, k.benchmark_id, k.benchmark_config, k.benchmark_split,
+       k.benchmark_revision, k.contaminated_rows, k.rows_split, round(k.contaminated_pct, 3) AS contaminated_pct,
+       k.examples, k.revision_sha, k.method, k.method_version, k.tool_version, k.measured_at
+FROM contamination k
+WHERE EXISTS (SELECT 1 FROM current_measurements m
+              WHERE m.dataset_id = k.dataset_id AND m.revision_sha = k.revision_sha AND m.config = k.config)
+ORDER BY k.contaminated_rows DESC, k.contaminated_pct DESC, k.dataset_id, k.config, k.split, k.benchmark_id,
+         k.benchmark_config, k.benchmark_split;
+
+-- view: findings_contamination
+-- The line per dataset: "checked against K benchmarks at revisions …: clean | contaminated (which)".
+-- Unit: a dataset, over its current configs that were checked (configs_checked of configs). One row
+-- per dataset with at least one checked config:
+--   benchmarks            K, the distinct benchmarks (id, config, split) its configs were checked against
+--   revisions             each benchmark with the revision it was checked at (first 12 characters)
+--   contaminated_benchmarks  the benchmarks with at least one contaminated row in one of its splits,
+--                         each with its rows per split
+--   contaminated_rows     the sum over (config, split, benchmark) of contaminated rows (a row that holds
+--                         items of two benchmarks counts twice)
+--   status                'contaminated' when contaminated_benchmarks is not empty, else 'clean'
+--   line                  the sentence above, as the export and the card show it
+WITH checked AS (
+    SELECT * FROM findings_contamination_pairs
+), per_benchmark AS (
+    SELECT dataset_id, benchmark_id, benchmark_config, benchmark_split,
+           benchmark_id || ' [' || benchmark_config || '/' || benchmark_split || ']' AS benchmark,
+           string_agg(DISTINCT coalesce(left(benchmark_revision, 12), '?'), '/') AS revisions,
+           sum(contaminated_rows) AS rows,
+           string_agg(CASE WHEN contaminated_rows > 0 THEN contaminated_rows || ' rows in ' || config || '/' || split_name END,
+                      ', ' ORDER BY config, split) AS where_found
+    FROM checked
+    GROUP BY dataset_id, benchmark_id, benchmark_config, benchmark_split
+), per_dataset AS (
+    SELECT dataset_id,
+           count(*)                                                        AS benchmarks,
+           string_agg(benchmark || ' @' || revisions, ', ' ORDER BY benchmark) AS revisions,
+           string_agg(CASE WHEN rows > 0 THEN benchmark || ': ' || where_found END, chr(59) || ' ' ORDER BY benchmark)
+                                                                           AS contaminated_benchmarks,
+           count(*) FILTER (WHERE rows > 0)                                AS benchmarks_contaminating,
+           sum(rows)::BIGINT                                               AS contaminated_rows
+    FROM per_benchmark
+    GROUP BY dataset_id
+)
+SELECT d.dataset_id,
+       (SELECT count(DISTINCT k.config) FROM checked k WHERE k.dataset_id = d.dataset_id)          AS configs_checked,
+       (SELECT count(DISTINCT m.config) FROM current_measurements m WHERE m.dataset_id = d.dataset_id) AS configs,
+       d.benchmarks, d.revisions, d.benchmarks_contaminating, d.contaminated_benchmarks, d.contaminated_rows,
+       CASE WHEN d.benchmarks_contaminating > 0 THEN 'contaminated' ELSE 'clean' END AS status,
+       'checked against ' || d.benchmarks || ' benchmark' || CASE WHEN d.benchmarks = 1 THEN '' ELSE 's' END
+           || ' at revisions ' || d.revisions || ': '
+           || CASE WHEN d.benchmarks_contaminating > 0 THEN 'contaminated (' || d.contaminated_benchmarks || ')'
+                   ELSE 'clean' END AS line
+FROM per_dataset d
+ORDER BY d.benchmarks_contaminating DESC, d.contaminated_rows DESC, d.dataset_id;
+
+-- view: findings_contamination_overview
+-- One row: datasets checked against benchmarks (of the datasets in current_measurements), those
+-- contaminated, and the benchmarks checked (indexed: table benchmarks, status 'indexed'; failed:
+-- could not be indexed, so nothing was checked against them).
+SELECT (SELECT count(DISTINCT dataset_id) FROM current_measurements)              AS datasets,
+       count(*)                                                                   AS datasets_checked,
+       count(*) FILTER (WHERE status = 'contaminated')                            AS datasets_contaminated,
+       pct(count(*) FILTER (WHERE status = 'contaminated'), count(*))             AS pct_datasets_contaminated,
+       (SELECT count(*) FROM benchmarks WHERE status = 'indexed')                 AS benchmarks_indexed,
+       (SELECT count(*) FROM benchmarks WHERE status = 'failed')                  AS benchmarks_failed,
+       (SELECT string_agg(benchmark_id || ' [' || benchmark_config || '/' || benchmark_split || '] @'
+                          || coalesce(left(revision_sha, 12), '?'), ', ' ORDER BY benchmark_id, benchmark_config, benchmark_split)
+        FROM benchmarks WHERE status = 'indexed')                                 AS benchmarks_list
+FROM findings_contamination

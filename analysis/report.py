@@ -86,6 +86,10 @@ def report_context(
         # the datasets whose near contamination exceeds the exact one, largest gain first
         "near_gainers": [r for r in found["near_vs_exact"] if r["extra_test_rows"] > 0][:top_n],
         "near_gainers_total": sum(1 for r in found["near_vs_exact"] if r["extra_test_rows"] > 0),
+        # contamination with benchmarks (issue 13)
+        "contamination": found["contamination"],
+        "contamination_overview": found["contamination_overview"][0],
+        "contamination_pairs": [r for r in found["contamination_pairs"] if r["contaminated_rows"] > 0][:top_n],
     }
     context["tables"] = shared_tables(found, context["p"], KEY_LABELS)
     context["tables"]["raw_vs_normalized"] = raw_vs_normalized_table(context["gainers"])

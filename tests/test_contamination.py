@@ -316,6 +316,24 @@ def test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees(minihub, 
     assert counts(again) == counts(stored) and run["status"] == "done"
     assert sorted(json.dumps(json.loads(r["examples"])) for r in again) == sorted(json.dumps(json.loads(r["examples"])) for r in stored)
 
+    # the line per dataset in the results export, the card and the report
+    from hubsurvey.analysis.card import render_card
+    from hubsurvey.analysis.export import CONTAMINATION_CSV_PATH, export_results
+    from hubsurvey.analysis.report import render_report
+
+    line = lines["mini-nlp/intents_dev"]["line"]
+    with Store(db, read_only=True) as store:
+        written = export_results(store, tmp_path / "export")
+        card = render_card(store, "me/results", [p.relative_to(tmp_path / "export").as_posix() for p in written])
+        md, html = render_report(store, tmp_path / "report")
+    exported = (tmp_path / "export" / CONTAMINATION_CSV_PATH).read_text()
+    assert line in exported and "mini-lab/messy_text,clean," in exported
+    from hubsurvey.analysis.render import md as markdown
+
+    assert markdown(line) in card and f"`{CONTAMINATION_CSV_PATH}`" in card
+    assert markdown(line) in md.read_text() and "## 10. Contamination with benchmarks" in md.read_text()
+    assert line in html.read_text() and "10. Contamination with benchmarks" in html.read_text()
+
 
 # --- Dask -------------------------------------------------------------------------------------------
 
