@@ -180,7 +180,10 @@ def words(raw: pa.Array) -> pa.Array:
     # (a split keeps an empty word for whitespace at either end, trimmed first, and gives an empty
     # string one empty word: no words)
     trimmed = pc.ascii_trim_whitespace(lowered)
-    split = pc.ascii_split_whitespace(pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed))
+    empty = pc.equal(trimmed, "")
+    if not pc.any(empty).as_py():
+        return pc.ascii_split_whitespace(trimmed)
+    split = pc.ascii_split_whitespace(pc.if_else(empty, pa.scalar(None, pa.string()), trimmed))
     return pc.fill_null(split, pa.scalar([], pa.list_(pa.string())))
 
 
