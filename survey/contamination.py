@@ -11,12 +11,13 @@ The definitions, in words (README, "Contamination with benchmarks"):
   when the row's whole text (or one of its text columns' whole text) equals the item's text.
 - Each row counts once per benchmark, whatever the number of items or passages it holds.
 
-How, in one paragraph. The index holds each benchmark's normalized items. Every word of the items
-gets a 64-bit value (blake2b of the word) and every 13-gram a 64-bit polynomial hash of its 13
-values; the scan gives each row word the value of the same word in the benchmarks' vocabulary
-(Arrow's ``index_in``, a C++ hash lookup; a word no item holds ends every 13-gram through it), hashes
-every 13-gram of the rows with numpy (13 multiply-adds over the whole batch), and a DuckDB hash join
-of those hashes with the index's gives the candidates. Every candidate is then verified exactly:
+How, in one paragraph. The index holds each benchmark's normalized items. Every word gets a 64-bit
+value (FNV-1a of its UTF-8 bytes) and every 13-gram a 64-bit polynomial hash of its 13 values. The
+scan tokenizes a batch of rows in one pass over their bytes (a numba-compiled kernel, ``pip install
+hubsurvey[fast]``; without numba, Arrow's split and a lookup in the benchmarks' vocabulary give the
+same values for every word an item has), hashes every 13-word window with numpy prefix sums (4
+passes, whatever n), and a DuckDB hash join of those hashes with the index's gives the candidates;
+a text of 1 to 12 words is joined on the hash of all its words. Every candidate is then verified exactly:
 its 13 words are compared with the item's 13 words (a short item: the texts are compared), so no
 false positive, from a hash collision or from anything else, reaches the results. Measured on 5M
 hashes against 500k (benchmarks/bench_contamination.py): the DuckDB join takes 0.15 s, numpy's
@@ -163,23 +164,26 @@ def join_texts(parts: Sequence[pa.Array]) -> pa.Array:
     return text
 
 
-def words(raw: pa.Array) -> pa.Array:
-    """The words of each string's ``normalized`` profile, ``normalize_text(s).split()``, as a list array.
-
-    An ASCII string's profile is its lower case (NFKC changes nothing, casefold is lower), and
-    Arrow's ASCII split on whitespace gives its words (no whitespace collapse is needed); the others
-    are normalized in Python.
-    """
-    lowered = pc.ascii_lower(raw)
-    # Python's whitespace holds four ASCII characters Arrow's ASCII split does not (\x1c-\x1f): a
-    # string holding one takes the slow path, whose result has no whitespace but single spaces
+def lowered(raw: pa.Array) -> pa.Array:
+    """Each string with its ``normalized`` profile's words separated by ASCII whitespace (not yet
+    collapsed): an ASCII string's profile is its lower case (NFKC changes nothing, casefold is
+    lower); the others are normalized in Python."""
+    low = pc.ascii_lower(raw)
+    # Python's whitespace holds four ASCII characters that Arrow's ASCII split (and the kernel) do
+    # not (\x1c-\x1f): a string holding one takes the slow path, whose result has only single spaces
     others = pc.or_(pc.invert(pc.string_is_ascii(raw)), pc.match_substring_regex(raw, "[\x1c-\x1f]"))
     if pc.any(others).as_py():
         slow = [normalize.normalize_text(s) for s in pc.filter(raw, others).to_pylist()]
-        lowered = pc.replace_with_mask(lowered, others, pa.array(slow, pa.string()))
+        low = pc.replace_with_mask(low, others, pa.array(slow, pa.string()))
+    return low
+
+
+def words(raw: pa.Array) -> pa.Array:
+    """The words of each string's ``normalized`` profile, ``normalize_text(s).split()``, as a list array
+    (:func:`lowered`, split on ASCII whitespace)."""
     # (a split keeps an empty word for whitespace at either end, trimmed first, and gives an empty
     # string one empty word: no words)
-    trimmed = pc.ascii_trim_whitespace(lowered)
+    trimmed = pc.ascii_trim_whitespace(lowered(raw))
     empty = pc.equal(trimmed, "")
     if not pc.any(empty).as_py():
         return pc.ascii_split_whitespace(trimmed)
@@ -237,14 +241,146 @@ def window_hashes(values: np.ndarray, n: int = NGRAM) -> np.ndarray:
     return out
 
 
-_MIX = np.uint64(0xD6E8FEB86659FD93)  # a word's value: (its vocabulary id + 1) times this (odd); unknown: 0
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
 
 
-def word_values(flat: pa.Array, vocab: pa.Array) -> np.ndarray:
-    """Each word's value (uint64): from its id in the benchmarks' vocabulary, 0 for a word no item has."""
+def fnv1a(word: str) -> int:
+    """A word's value: FNV-1a (64 bits) of its UTF-8 bytes, as the tokenizing kernel computes it."""
+    h = _FNV_OFFSET
+    for byte in word.encode("utf-8"):
+        h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def word_values(flat: pa.Array, vocab: pa.Array, vocab_values: np.ndarray) -> np.ndarray:
+    """Each word's value (uint64): its FNV-1a, looked up in the benchmarks' vocabulary (``vocab``,
+    ``vocab_values``); 0 for a word no item has (no window through it can match)."""
     ids = pc.index_in(flat, value_set=vocab)
+    table = np.append(vocab_values, np.uint64(0))
+    return table[pc.fill_null(ids, len(vocab)).to_numpy()]
+
+
+@dataclass
+class Tokens:
+    """The words of a batch of texts: each word's value, where each text's words start and end
+    (``row_words``: n + 1 offsets), and the words themselves on demand (to verify candidates)."""
+
+    values: np.ndarray  # uint64 per word
+    row_words: np.ndarray  # int64, n + 1
+    _flat: pa.Array | None = None  # the words (Arrow path)
+    _bytes: np.ndarray | None = None  # the texts' UTF-8 bytes, and each word's byte range (kernel path)
+    _starts: np.ndarray | None = None
+    _ends: np.ndarray | None = None
+
+    def words(self, start: int, stop: int) -> list[str]:
+        if self._flat is not None:
+            return self._flat.slice(start, stop - start).to_pylist()
+        assert self._bytes is not None and self._starts is not None and self._ends is not None
+        data = self._bytes
+        return [data[a:b].tobytes().decode("utf-8") for a, b in zip(self._starts[start:stop], self._ends[start:stop])]
+
+
+def tokens(raw: pa.Array, index: BenchmarkIndex) -> Tokens:
+    """The words of each text's normalized profile, with their values: by the compiled kernel when
+    numba is installed (one pass over the bytes), else with Arrow kernels (split, vocabulary lookup)."""
+    low = lowered(raw)
+    kernel = _kernel()
+    if kernel is None or low.null_count:
+        split = words(raw) if low.null_count else _split(low)
+        flat = pc.list_flatten(split)
+        return Tokens(word_values(flat, index.vocab, index.vocab_values),
+                      np.asarray(split.offsets).astype(np.int64), _flat=flat)
+    if isinstance(low, pa.ChunkedArray):
+        low = low.combine_chunks()
+    offsets = np.frombuffer(low.buffers()[1], dtype=np.int32)[low.offset:low.offset + len(low) + 1]
+    data = np.frombuffer(low.buffers()[2], dtype=np.uint8) if low.buffers()[2] is not None else np.zeros(0, np.uint8)
+    starts, ends, values, row_words = kernel(data, offsets.astype(np.int64))
+    return Tokens(values, row_words, _bytes=data, _starts=starts, _ends=ends)
+
+
+def _split(low: pa.Array) -> pa.Array:
+    trimmed = pc.ascii_trim_whitespace(low)
+    empty = pc.equal(trimmed, "")
+    if not pc.any(empty).as_py():
+        return pc.ascii_split_whitespace(trimmed)
+    split = pc.ascii_split_whitespace(pc.if_else(empty, pa.scalar(None, pa.string()), trimmed))
+    return pc.fill_null(split, pa.scalar([], pa.list_(pa.string())))
+
+
+_KERNEL: Any = None
+
+
+def _kernel() -> Any:
+    """The tokenizing kernel, compiled once per process (None: numba is not installed, or
+    ``HUBSURVEY_NO_NUMBA`` is set)."""
+    global _KERNEL
+    if _KERNEL is None:
+        _KERNEL = False
+        if not os.environ.get("HUBSURVEY_NO_NUMBA"):
+            try:
+                import numba
+            except ImportError:
+                return None
+            _KERNEL = numba.njit(nogil=True, cache=False)(_tokenize)
+    return _KERNEL or None
+
+
+_SPACE = np.zeros(256, dtype=np.bool_)  # ASCII whitespace as Python's str.split() (\x1c-\x1f aside) sees it
+_SPACE[[9, 10, 11, 12, 13, 32]] = True
+
+
+def _tokenize(data: np.ndarray, offsets: np.ndarray, space: np.ndarray = _SPACE) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Split each text (bytes ``data[offsets[r]:offsets[r+1]]``) on ASCII whitespace; every word's
+    byte range and FNV-1a value, and each text's first word. Two passes: count, then fill
+    (numba-compiled; plain Python gives the same)."""
+    n = len(offsets) - 1
+    count = 0
+    for r in range(n):
+        before = True
+        for i in range(offsets[r], offsets[r + 1]):
+            here = space[data[i]]
+            if before and not here:
+                count += 1
+            before = here
+    starts = np.empty(count, dtype=np.int64)
+    ends = np.empty(count, dtype=np.int64)
+    values = np.empty(count, dtype=np.uint64)
+    row_words = np.empty(n + 1, dtype=np.int64)
+    prime = np.uint64(_FNV_PRIME)
+    k = 0
+    for r in range(n):
+        row_words[r] = k
+        i = offsets[r]
+        end = offsets[r + 1]
+        while i < end:
+            if space[data[i]]:
+                i += 1
+                continue
+            starts[k] = i
+            h = np.uint64(_FNV_OFFSET)
+            while i < end and not space[data[i]]:
+                h = (h ^ np.uint64(data[i])) * prime
+                i += 1
+            ends[k] = i
+            values[k] = h
+            k += 1
+    row_words[n] = k
+    return starts, ends, values, row_words
+
+
+def whole_hashes(values: np.ndarray, row_words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the texts of 1 to 12 words, the hash of each one's words: sum of value * P^k)."""
+    lengths = np.diff(row_words)
+    short = np.flatnonzero((lengths > 0) & (lengths < NGRAM))
+    first = row_words[short]
+    h = np.zeros(len(short), dtype=np.uint64)
+    up, _ = _powers()
     with np.errstate(over="ignore"):
-        return (pc.fill_null(pc.add(ids, 1), 0).to_numpy().astype(np.uint64)) * _MIX
+        for k in range(NGRAM - 1):
+            live = lengths[short] > k
+            h[live] += values[first[live] + k] * up[k]
+    return short, h
 
 
 # --- the index ---------------------------------------------------------------------------------------
@@ -278,12 +414,15 @@ class BenchmarkIndex:
     hash_bits: int = 64
     vocab: pa.Array = field(init=False, repr=False)
     grams: pa.Table = field(init=False, repr=False)  # h, key, bench, item, pos (one row per (bench, h))
-    shorts: pa.Table = field(init=False, repr=False)  # text, bench, item
+    shorts: pa.Table = field(init=False, repr=False)  # key (the whole text's hash), bench, item
+    vocab_values: np.ndarray = field(init=False, repr=False)
     item_words: list[list[list[str]]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.item_words = [[t.split(" ") if t else [] for t in b.items] for b in self.benchmarks]
-        self.vocab = pa.array(sorted({w for bench in self.item_words for item in bench for w in item}), pa.string())
+        vocab = sorted({w for bench in self.item_words for item in bench for w in item})
+        self.vocab = pa.array(vocab, pa.string())
+        self.vocab_values = np.array([fnv1a(w) for w in vocab], dtype=np.uint64)
         lists = [item for bench in self.item_words for item in bench]
         bench_of = np.repeat(np.arange(len(self.benchmarks), dtype=np.int32), [len(b) for b in self.item_words])
         item_of = np.concatenate([np.arange(len(b), dtype=np.int32) for b in self.item_words] or [np.zeros(0, np.int32)])
@@ -291,15 +430,14 @@ class BenchmarkIndex:
         # every 13-gram of the long items, all items at once (windows across two items are dropped)
         flat = pa.array([w for item in lists for w in item], pa.string())
         ends = np.cumsum(lengths)
-        h = window_hashes(word_values(flat, self.vocab))
+        values = word_values(flat, self.vocab, self.vocab_values)
+        h = window_hashes(values)
         item_at = np.searchsorted(ends, np.arange(len(h)), side="right")  # the item each window starts in
         keep = np.flatnonzero(np.arange(len(h)) + NGRAM <= ends[item_at]) if len(h) else np.zeros(0, np.int64)
         starts = ends - lengths
         grams = pa.table({"h": h[keep], "bench": bench_of[item_at[keep]], "item": item_of[item_at[keep]],
                           "pos": (keep - starts[item_at[keep]]).astype(np.int32)})
-        short = np.flatnonzero((lengths > 0) & (lengths < NGRAM))
-        short_text = [" ".join(lists[k]) for k in short]
-        short_bench, short_item = bench_of[short], item_of[short]
+        short, short_h = whole_hashes(values, np.concatenate([[0], ends]))
         con = duckdb.connect(":memory:")
         try:
             con.register("g", grams)
@@ -310,8 +448,7 @@ class BenchmarkIndex:
                 "FROM g GROUP BY h, bench", params={"mask": self.mask}).to_arrow_table()
         finally:
             con.close()
-        self.shorts = pa.table({"text": pa.array(short_text, pa.string()), "bench": pa.array(short_bench, pa.int32()),
-                                "item": pa.array(short_item, pa.int32())})
+        self.shorts = pa.table({"key": short_h & np.uint64(self.mask), "bench": bench_of[short], "item": item_of[short]})
 
     @property
     def mask(self) -> int:
@@ -454,11 +591,13 @@ def scan(columns: Sequence[pa.Array | pa.ChunkedArray], index: BenchmarkIndex, *
     found = found if found is not None else [Found(b) for b in range(len(index.benchmarks))]
     if not columns or len(columns[0]) == 0:
         return found
-    row, parts = row_words(columns)
+    parts = [joinable(col) for col in columns]
+    row = tokens(join_texts(parts), index)
     con = _connection()
     try:
         _scan_grams(con, row, index, offset, examples, found)
-        _scan_whole(con, row, parts, index, offset, examples, found)
+        units = [row, *(tokens(p, index) for p in parts)] if len(parts) > 1 else [row]
+        _scan_whole(con, units, index, offset, examples, found)
     finally:
         for name in ("q", "g", "u", "s"):
             with suppress(duckdb.Error):
@@ -478,16 +617,13 @@ def _connection() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _scan_grams(con: duckdb.DuckDBPyConnection, row: pa.Array, index: BenchmarkIndex, offset: int,
+def _scan_grams(con: duckdb.DuckDBPyConnection, row: Tokens, index: BenchmarkIndex, offset: int,
                 examples: int, found: list[Found]) -> None:
     """Rows holding 13 consecutive words of an item. Every window of 13 words is hashed (also those
     across two rows or through a word no item has: they find nothing, or are rejected below)."""
-    if index.grams.num_rows == 0:
+    if index.grams.num_rows == 0 or len(row.values) < NGRAM:
         return
-    flat = pc.list_flatten(row)
-    if len(flat) < NGRAM:
-        return
-    h = window_hashes(word_values(flat, index.vocab))
+    h = window_hashes(row.values)
     if index.hash_bits < 64:
         h &= np.uint64(index.mask)
     con.register("q", pa.table({"start": np.arange(len(h), dtype=np.int64), "key": h}))
@@ -496,50 +632,45 @@ def _scan_grams(con: duckdb.DuckDBPyConnection, row: pa.Array, index: BenchmarkI
     if not hits.num_rows:
         return
     hits = hits.sort_by([("start", "ascending"), ("bench", "ascending")])
-    start = hits.column("start").to_numpy()
-    ends = np.asarray(row.offsets)[1:]  # a row's words end (exclusive) in flat
-    rows = np.searchsorted(ends, start, side="right")
-    window = (start[:, None] + np.arange(NGRAM)[None, :]).ravel()
-    got_words = flat.take(pa.array(window)).to_pylist()
-    for n, (b, i, o) in enumerate(zip(hits.column("bench").to_pylist(), hits.column("item").to_pylist(),
-                                      hits.column("pos").to_pylist())):
+    ends = row.row_words[1:]  # a row's words end (exclusive)
+    for s_, b, i, o in zip(hits.column("start").to_pylist(), hits.column("bench").to_pylist(),
+                           hits.column("item").to_pylist(), hits.column("pos").to_pylist()):
         f = found[b]
         f.candidates += 1
-        got = got_words[n * NGRAM:(n + 1) * NGRAM]
-        # exact verification: the 13 words lie in one row and equal the item's 13 words
-        if start[n] + NGRAM <= ends[rows[n]] and got == index.item_words[b][i][o:o + NGRAM]:
+        r = int(np.searchsorted(ends, s_, side="right"))
+        if s_ + NGRAM > ends[r]:
+            continue  # across two rows
+        got = row.words(s_, s_ + NGRAM)
+        # exact verification: the 13 words equal the item's 13 words
+        if got == index.item_words[b][i][o:o + NGRAM]:
             f.verified += 1
-            f.add(offset + int(rows[n]), i, " ".join(got), "13-gram", examples)
+            f.add(offset + r, i, " ".join(got), "13-gram", examples)
 
 
-def _scan_whole(con: duckdb.DuckDBPyConnection, row: pa.Array, parts: Sequence[pa.Array], index: BenchmarkIndex,
+def _scan_whole(con: duckdb.DuckDBPyConnection, units: Sequence[Tokens], index: BenchmarkIndex,
                 offset: int, examples: int, found: list[Found]) -> None:
-    """Rows whose whole text (or one text column's) equals a short item's: only texts of 1 to 12
-    words are compared."""
+    """Rows whose whole text (or one text column's) equals an item shorter than 13 words: only texts
+    of 1 to 12 words are compared, by the hash of their words, then word for word."""
     if index.shorts.num_rows == 0:
         return
-    units, positions = [], []
-    for unit in [row, *parts]:
-        lengths = pc.list_value_length(unit).to_numpy(zero_copy_only=False)
-        short = np.flatnonzero((lengths > 0) & (lengths < NGRAM))
-        if len(short):
-            units.append(pc.binary_join(unit.take(pa.array(short)), " "))
-            positions.append(short)
-    if not units:
-        return
-    con.register("u", pa.table({"row": np.concatenate(positions), "text": pa.concat_arrays(units)}))
+    rows, keys, unit_of = [], [], []
+    for u, unit in enumerate(units):
+        short, h = whole_hashes(unit.values, unit.row_words)
+        rows.append(short)
+        keys.append(h & np.uint64(index.mask))
+        unit_of.append(np.full(len(short), u, dtype=np.int32))
+    con.register("u", pa.table({"row": np.concatenate(rows), "unit": np.concatenate(unit_of), "key": np.concatenate(keys)}))
     con.register("s", index.shorts)
-    hits = con.execute(
-        "WITH s AS (SELECT (hash(text) & $mask)::UBIGINT AS key, text, bench, item FROM s), "
-        "u AS (SELECT row, text, (hash(text) & $mask)::UBIGINT AS key FROM u) "
-        "SELECT DISTINCT u.row, s.bench, s.item, u.text AS row_text, s.text AS item_text "
-        "FROM u JOIN s USING (key) ORDER BY u.row, s.bench, s.item", {"mask": index.mask}).fetchall()
-    for r, b, i, row_text, item_text in hits:
+    hits = con.execute("SELECT u.row, u.unit, s.bench, s.item FROM u JOIN s USING (key) "
+                       "ORDER BY u.row, s.bench, s.item, u.unit").fetchall()
+    for r, u, b, i in hits:
         f = found[b]
         f.candidates += 1
-        if row_text == item_text:  # exact verification: the whole texts are equal
+        unit = units[u]
+        got = unit.words(int(unit.row_words[r]), int(unit.row_words[r + 1]))
+        if got == index.item_words[b][i]:  # exact verification: the same words, all of them
             f.verified += 1
-            f.add(offset + int(r), int(i), row_text, "whole", examples)
+            f.add(offset + int(r), int(i), " ".join(got), "whole", examples)
 
 
 # --- scanning a split's files -------------------------------------------------------------------------
