@@ -13,11 +13,13 @@ The definitions, in words (README, "Contamination with benchmarks"):
 
 How, in one paragraph. The index holds each benchmark's normalized items. Every word gets a 64-bit
 value (FNV-1a of its UTF-8 bytes) and every 13-gram a 64-bit polynomial hash of its 13 values. The
-scan tokenizes a batch of rows in one pass over their bytes (a numba-compiled kernel, ``pip install
-hubsurvey[fast]``; without numba, Arrow's split and a lookup in the benchmarks' vocabulary give the
-same values for every word an item has), hashes every 13-word window with numpy prefix sums (4
-passes, whatever n), and a DuckDB hash join of those hashes with the index's gives the candidates;
-a text of 1 to 12 words is joined on the hash of all its words. Every candidate is then verified exactly:
+scan splits a batch of rows into words with Arrow (its ASCII split after the profile, which equals
+``str.split()`` there), gives each word the value of the same word in the benchmarks' vocabulary
+(Arrow's ``index_in``, a C++ hash lookup; a word no item has gets 0: no window through it can
+match), hashes every 13-word window with numpy prefix sums (4 passes, whatever n), and a DuckDB hash
+join of those hashes with the index's gives the candidates; a text of 1 to 12 words is joined on the
+hash of all its words. (A numba kernel tokenizing in one pass over the bytes was measured: 976k
+against 889k rows/s, not worth the dependency.) Every candidate is then verified exactly:
 its 13 words are compared with the item's 13 words (a short item: the texts are compared), so no
 false positive, from a hash collision or from anything else, reaches the results. Measured on 5M
 hashes against 500k (benchmarks/bench_contamination.py): the DuckDB join takes 0.15 s, numpy's
@@ -246,7 +248,7 @@ _FNV_PRIME = 0x100000001B3
 
 
 def fnv1a(word: str) -> int:
-    """A word's value: FNV-1a (64 bits) of its UTF-8 bytes, as the tokenizing kernel computes it."""
+    """A word's value: FNV-1a (64 bits) of its UTF-8 bytes."""
     h = _FNV_OFFSET
     for byte in word.encode("utf-8"):
         h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
@@ -268,105 +270,17 @@ class Tokens:
 
     values: np.ndarray  # uint64 per word
     row_words: np.ndarray  # int64, n + 1
-    _flat: pa.Array | None = None  # the words (Arrow path)
-    _bytes: np.ndarray | None = None  # the texts' UTF-8 bytes, and each word's byte range (kernel path)
-    _starts: np.ndarray | None = None
-    _ends: np.ndarray | None = None
+    flat: pa.Array  # the words
 
     def words(self, start: int, stop: int) -> list[str]:
-        if self._flat is not None:
-            return self._flat.slice(start, stop - start).to_pylist()
-        assert self._bytes is not None and self._starts is not None and self._ends is not None
-        data = self._bytes
-        return [data[a:b].tobytes().decode("utf-8") for a, b in zip(self._starts[start:stop], self._ends[start:stop])]
+        return self.flat.slice(start, stop - start).to_pylist()
 
 
 def tokens(raw: pa.Array, index: BenchmarkIndex) -> Tokens:
-    """The words of each text's normalized profile, with their values: by the compiled kernel when
-    numba is installed (one pass over the bytes), else with Arrow kernels (split, vocabulary lookup)."""
-    low = lowered(raw)
-    kernel = _kernel()
-    if kernel is None or low.null_count:
-        split = words(raw) if low.null_count else _split(low)
-        flat = pc.list_flatten(split)
-        return Tokens(word_values(flat, index.vocab, index.vocab_values),
-                      np.asarray(split.offsets).astype(np.int64), _flat=flat)
-    if isinstance(low, pa.ChunkedArray):
-        low = low.combine_chunks()
-    offsets = np.frombuffer(low.buffers()[1], dtype=np.int32)[low.offset:low.offset + len(low) + 1]
-    data = np.frombuffer(low.buffers()[2], dtype=np.uint8) if low.buffers()[2] is not None else np.zeros(0, np.uint8)
-    starts, ends, values, row_words = kernel(data, offsets.astype(np.int64))
-    return Tokens(values, row_words, _bytes=data, _starts=starts, _ends=ends)
-
-
-def _split(low: pa.Array) -> pa.Array:
-    trimmed = pc.ascii_trim_whitespace(low)
-    empty = pc.equal(trimmed, "")
-    if not pc.any(empty).as_py():
-        return pc.ascii_split_whitespace(trimmed)
-    split = pc.ascii_split_whitespace(pc.if_else(empty, pa.scalar(None, pa.string()), trimmed))
-    return pc.fill_null(split, pa.scalar([], pa.list_(pa.string())))
-
-
-_KERNEL: Any = None
-
-
-def _kernel() -> Any:
-    """The tokenizing kernel, compiled once per process (None: numba is not installed, or
-    ``HUBSURVEY_NO_NUMBA`` is set)."""
-    global _KERNEL
-    if _KERNEL is None:
-        _KERNEL = False
-        if not os.environ.get("HUBSURVEY_NO_NUMBA"):
-            try:
-                import numba
-            except ImportError:
-                return None
-            _KERNEL = numba.njit(nogil=True, cache=False)(_tokenize)
-    return _KERNEL or None
-
-
-_SPACE = np.zeros(256, dtype=np.bool_)  # ASCII whitespace as Python's str.split() (\x1c-\x1f aside) sees it
-_SPACE[[9, 10, 11, 12, 13, 32]] = True
-
-
-def _tokenize(data: np.ndarray, offsets: np.ndarray, space: np.ndarray = _SPACE) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Split each text (bytes ``data[offsets[r]:offsets[r+1]]``) on ASCII whitespace; every word's
-    byte range and FNV-1a value, and each text's first word. Two passes: count, then fill
-    (numba-compiled; plain Python gives the same)."""
-    n = len(offsets) - 1
-    count = 0
-    for r in range(n):
-        before = True
-        for i in range(offsets[r], offsets[r + 1]):
-            here = space[data[i]]
-            if before and not here:
-                count += 1
-            before = here
-    starts = np.empty(count, dtype=np.int64)
-    ends = np.empty(count, dtype=np.int64)
-    values = np.empty(count, dtype=np.uint64)
-    row_words = np.empty(n + 1, dtype=np.int64)
-    prime = np.uint64(_FNV_PRIME)
-    k = 0
-    for r in range(n):
-        row_words[r] = k
-        i = offsets[r]
-        end = offsets[r + 1]
-        while i < end:
-            if space[data[i]]:
-                i += 1
-                continue
-            starts[k] = i
-            h = np.uint64(_FNV_OFFSET)
-            while i < end and not space[data[i]]:
-                h = (h ^ np.uint64(data[i])) * prime
-                i += 1
-            ends[k] = i
-            values[k] = h
-            k += 1
-    row_words[n] = k
-    return starts, ends, values, row_words
+    """The words of each text's normalized profile (:func:`words`), with their values."""
+    split = words(raw)
+    flat = pc.list_flatten(split)
+    return Tokens(word_values(flat, index.vocab, index.vocab_values), np.asarray(split.offsets).astype(np.int64), flat)
 
 
 def whole_hashes(values: np.ndarray, row_words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
