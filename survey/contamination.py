@@ -330,6 +330,9 @@ class BenchmarkIndex:
     grams: pa.Table = field(init=False, repr=False)  # h, key, bench, item, pos (one row per (bench, h))
     shorts: pa.Table = field(init=False, repr=False)  # key (the whole text's hash), bench, item
     vocab_values: np.ndarray = field(init=False, repr=False)
+    item_flat: pa.Array = field(init=False, repr=False)
+    item_starts: np.ndarray = field(init=False, repr=False)
+    item_base: np.ndarray = field(init=False, repr=False)
     item_words: list[list[list[str]]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -349,6 +352,9 @@ class BenchmarkIndex:
         item_at = np.searchsorted(ends, np.arange(len(h)), side="right")  # the item each window starts in
         keep = np.flatnonzero(np.arange(len(h)) + NGRAM <= ends[item_at]) if len(h) else np.zeros(0, np.int64)
         starts = ends - lengths
+        self.item_flat = flat  # every item's words, benchmark by benchmark, item by item
+        self.item_starts = starts  # where each item's words start in item_flat (items numbered across benchmarks)
+        self.item_base = np.concatenate([[0], np.cumsum([len(b) for b in self.item_words])]).astype(np.int64)
         grams = pa.table({"h": h[keep], "bench": bench_of[item_at[keep]], "item": item_of[item_at[keep]],
                           "pos": (keep - starts[item_at[keep]]).astype(np.int32)})
         short, short_h = whole_hashes(values, np.concatenate([[0], ends]))
@@ -546,19 +552,35 @@ def _scan_grams(con: duckdb.DuckDBPyConnection, row: Tokens, index: BenchmarkInd
     if not hits.num_rows:
         return
     hits = hits.sort_by([("start", "ascending"), ("bench", "ascending")])
+    start = hits.column("start").to_numpy()
+    bench = hits.column("bench").to_numpy().astype(np.int64)
+    item = hits.column("item").to_numpy().astype(np.int64)
+    pos = hits.column("pos").to_numpy().astype(np.int64)
+    for b, n in enumerate(np.bincount(bench, minlength=len(found))):
+        found[b].candidates += int(n)
     ends = row.row_words[1:]  # a row's words end (exclusive)
-    for s_, b, i, o in zip(hits.column("start").to_pylist(), hits.column("bench").to_pylist(),
-                           hits.column("item").to_pylist(), hits.column("pos").to_pylist()):
+    rows = np.searchsorted(ends, start, side="right")
+    inside = np.flatnonzero(start + NGRAM <= ends[rows])  # not across two rows
+    if not len(inside):
+        return
+    # exact verification, all candidates at once: the row's 13 words equal the item's 13 words
+    span = np.arange(NGRAM)
+    got = row.flat.take(pa.array((start[inside, None] + span).ravel()))
+    item_at = index.item_starts[index.item_base[bench[inside]] + item[inside]] + pos[inside]
+    want = index.item_flat.take(pa.array((item_at[:, None] + span).ravel()))
+    equal = pc.fill_null(pc.equal(got, want), False).to_numpy(zero_copy_only=False).reshape(-1, NGRAM).all(axis=1)
+    ok = inside[equal]
+    for b, n in enumerate(np.bincount(bench[ok], minlength=len(found))):
+        found[b].verified += int(n)
+    # each (benchmark, row) once: its first passage (the candidates are sorted by start)
+    key = bench[ok] * (len(ends) + 1) + rows[ok]
+    _, first = np.unique(key, return_index=True)
+    for k in ok[np.sort(first)]:
+        b, r = int(bench[k]), int(rows[k])
         f = found[b]
-        f.candidates += 1
-        r = int(np.searchsorted(ends, s_, side="right"))
-        if s_ + NGRAM > ends[r]:
-            continue  # across two rows
-        got = row.words(s_, s_ + NGRAM)
-        # exact verification: the 13 words equal the item's 13 words
-        if got == index.item_words[b][i][o:o + NGRAM]:
-            f.verified += 1
-            f.add(offset + r, i, " ".join(got), "13-gram", examples)
+        if offset + r in f.rows:
+            continue
+        f.add(offset + r, int(item[k]), " ".join(row.words(int(start[k]), int(start[k]) + NGRAM)), "13-gram", examples)
 
 
 def _scan_whole(con: duckdb.DuckDBPyConnection, units: Sequence[Tokens], index: BenchmarkIndex,
