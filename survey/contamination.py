@@ -173,11 +173,25 @@ def lowered(raw: pa.Array) -> pa.Array:
     low = pc.ascii_lower(raw)
     # Python's whitespace holds four ASCII characters that Arrow's ASCII split (and the kernel) do
     # not (\x1c-\x1f): a string holding one takes the slow path, whose result has only single spaces
-    others = pc.or_(pc.invert(pc.string_is_ascii(raw)), pc.match_substring_regex(raw, "[\x1c-\x1f]"))
+    others = pc.invert(pc.string_is_ascii(raw))
+    if _has_control_separators(raw):  # rare: the regex runs only when some byte is one of them
+        others = pc.or_(others, pc.match_substring_regex(raw, "[\x1c-\x1f]"))
     if pc.any(others).as_py():
         slow = [normalize.normalize_text(s) for s in pc.filter(raw, others).to_pylist()]
-        low = pc.replace_with_mask(low, others, pa.array(slow, pa.string()))
+        low = pc.replace_with_mask(low, others, pa.array(slow, low.type))
     return low
+
+
+def _has_control_separators(raw: pa.Array) -> bool:
+    """Whether any string's bytes hold one of \x1c-\x1f (a byte test over the data buffer)."""
+    if isinstance(raw, pa.ChunkedArray):
+        return any(_has_control_separators(chunk) for chunk in raw.chunks)
+    data = raw.buffers()[2]
+    if data is None:
+        return False
+    offsets = np.frombuffer(raw.buffers()[1], dtype=np.int64 if pa.types.is_large_string(raw.type) else np.int32)
+    used = np.frombuffer(data, dtype=np.uint8)[offsets[raw.offset]:offsets[raw.offset + len(raw)]]
+    return bool(np.any((used >= 0x1C) & (used <= 0x1F)))
 
 
 def words(raw: pa.Array) -> pa.Array:
@@ -259,8 +273,8 @@ def word_values(flat: pa.Array, vocab: pa.Array, vocab_values: np.ndarray) -> np
     """Each word's value (uint64): its FNV-1a, looked up in the benchmarks' vocabulary (``vocab``,
     ``vocab_values``); 0 for a word no item has (no window through it can match)."""
     ids = pc.index_in(flat, value_set=vocab)
-    table = np.append(vocab_values, np.uint64(0))
-    return table[pc.fill_null(ids, len(vocab)).to_numpy()]
+    table = vocab_values if len(vocab_values) > len(vocab) else np.append(vocab_values, np.uint64(0))
+    return table.take(pc.fill_null(ids, len(vocab)).to_numpy())
 
 
 @dataclass
@@ -339,7 +353,8 @@ class BenchmarkIndex:
         self.item_words = [[t.split(" ") if t else [] for t in b.items] for b in self.benchmarks]
         vocab = sorted({w for bench in self.item_words for item in bench for w in item})
         self.vocab = pa.array(vocab, pa.string())
-        self.vocab_values = np.array([fnv1a(w) for w in vocab], dtype=np.uint64)
+        # each vocabulary word's value, then 0: the value of a word no item has
+        self.vocab_values = np.array([*(fnv1a(w) for w in vocab), 0], dtype=np.uint64)
         lists = [item for bench in self.item_words for item in bench]
         bench_of = np.repeat(np.arange(len(self.benchmarks), dtype=np.int32), [len(b) for b in self.item_words])
         item_of = np.concatenate([np.arange(len(b), dtype=np.int32) for b in self.item_words] or [np.zeros(0, np.int32)])

@@ -155,8 +155,11 @@ def test_words_are_the_normalized_profile_split():
 
     hostile = ["a\x1cb", "tab\tsep", "\uff26\uff35\uff2c\uff2c width", "İstanbul", "ǅ titlecase", "x\u00a0y", "\u2028line", "",
                "emoji 😍 ok", "  lead", "trail  ", "ß", "a\u200bb", "MiXeD CaSe"]
-    got = c.words(pa.array(hostile)).to_pylist()
-    assert got == [normalize_text(s).split() for s in hostile]
+    want = [normalize_text(s).split() for s in hostile]
+    assert c.words(pa.array(hostile)).to_pylist() == want
+    assert c.words(pa.array(hostile, pa.large_string())).to_pylist() == want
+    assert c.words(pa.array(["x", *hostile]).slice(1)).to_pylist() == want  # a slice: its own bytes only
+    assert c.words(pa.array(["plain", "words only"])).to_pylist() == [["plain"], ["words", "only"]]
 
 
 def test_word_values_are_fnv1a_and_zero_outside_the_vocabulary():
