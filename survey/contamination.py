@@ -445,7 +445,7 @@ def index_from_hub(benchmarks: Sequence[Benchmark], client: Any, *, hash_bits: i
     """Download and index each benchmark through the Hub client (its Parquet branch, pinned to one
     commit, like a survey job; the files are deleted once read). Returns the index and the
     benchmarks that could not be indexed, each with its one-line reason: the others are indexed."""
-    from hubsurvey.core.errors import HubsurveyError, one_line
+    from hubsurvey.core.errors import HubsurveyError, HubUnreachableError, one_line
     from hubsurvey.core.hub import branch_split, delete_files
 
     indexed: list[IndexedBenchmark] = []
@@ -464,6 +464,8 @@ def index_from_hub(benchmarks: Sequence[Benchmark], client: Any, *, hash_bits: i
             table = pa.concat_tables(_read_columns(p, bench) for p in paths)
             items = items_from_columns([table.column(c) for c in bench.text_columns])
             indexed.append(IndexedBenchmark(bench, revision, items, parquet_sha))
+        except HubUnreachableError:
+            raise  # the Hub cannot be reached at all: no benchmark can be (exit 4)
         except (HubsurveyError, OSError, pa.ArrowException, ValueError) as e:
             failed.append((bench, one_line(e)))
             if log is not None:

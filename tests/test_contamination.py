@@ -346,6 +346,20 @@ def test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees(minihub, 
     assert line in html.read_text() and "10. Contamination with benchmarks" in html.read_text()
 
 
+def test_the_command_refuses_a_missing_db_and_an_unreachable_hub(tmp_path):
+    runner = CliRunner()
+    missing = runner.invoke(app, ["contamination", "--db", str(tmp_path / "none.duckdb")])
+    assert missing.exit_code == 3 and "no such results DB" in missing.output
+    assert not (tmp_path / "none.duckdb").exists()
+    Store(tmp_path / "r.duckdb").close()
+    offline = runner.invoke(app, ["contamination", "--db", str(tmp_path / "r.duckdb"), "--rate", "0"],
+                            env={"HF_ENDPOINT": "http://127.0.0.1:9"})  # nothing listens on port 9
+    assert offline.exit_code == 4, offline.output
+    with Store(tmp_path / "r.duckdb") as store:
+        (run,) = store.records("SELECT status, error_class FROM runs WHERE command = 'contamination'")
+    assert run == {"status": "failed", "error_class": "offline"}
+
+
 # --- Dask -------------------------------------------------------------------------------------------
 
 @pytest.mark.slow

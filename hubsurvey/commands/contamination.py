@@ -30,8 +30,11 @@ def contamination(
     downloads each surveyed config's splits again through the survey's download path, and stores
     the contaminated rows per (split, benchmark) in the contamination table.
     """
+    from hubsurvey.core.errors import StoreError
     from hubsurvey.pipeline import run_contamination
 
+    if not Path(db).is_file():  # nothing surveyed: never create an empty DB
+        raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
     client = hub_client(rate, file_rate)
     index, summary = run_contamination(db, client, benchmarks, recheck=recheck,
                                        progress=lambda where: typer.echo(f"checking {where}", err=True))
