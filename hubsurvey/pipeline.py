@@ -68,6 +68,8 @@ class RunOptions:
     keep_cache: bool = False  # keep each job's files after measuring (default: delete them)
     examples: int = DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
     near: bool = True  # measure the near-duplicate figures (run --no-near: False)
+    crossleaks: bool = True  # join the fingerprints across datasets at the end (run --no-crossleaks: False)
+    copy_threshold: float = 0.8  # crossleaks: the share of A's test (and train) rows in B's that makes A a copy
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +88,8 @@ class RunOptions:
             "keep_cache": self.keep_cache,
             "examples": self.examples,
             "near": self.near,
+            "crossleaks": self.crossleaks,
+            "copy_threshold": self.copy_threshold,
         }
 
 
@@ -104,6 +108,7 @@ class RunSummary:
     measure_seconds: float = 0.0
     job_seconds: float = 0.0
     report: list[str] = field(default_factory=list)
+    crossleaks: dict[str, Any] | None = None  # what the crossleaks step found (CrossSummary.as_json)
 
     def counts(self) -> dict[str, Any]:
         return {
@@ -114,6 +119,7 @@ class RunSummary:
             "left_pending": self.left_pending,
             "rows": self.rows,
             "crawl": self.crawl,
+            "crossleaks": self.crossleaks,
             "seconds": round(self.seconds, 3),
             "measure_seconds": round(self.measure_seconds, 3),
             "job_seconds": round(self.job_seconds, 3),
@@ -208,6 +214,10 @@ def run_survey(
                 live.progress(phase="measuring", pending=len(specs), force=True)
                 live.snapshot(store.con, force=True)
                 _execute(queue, client, specs, options, summary, deadline, progress, started, live=live)
+                if options.crossleaks:
+                    live.progress(phase="crossleaks", force=True)
+                    summary.crossleaks = cross_step(store, options, run_id).as_json()
+                    live.snapshot(store.con, force=True)
                 live.progress(phase="reporting", force=True)
                 summary.status = (RunStatus.TIMED_OUT if summary.left_pending else RunStatus.DONE).value
                 if options.report_dir is not None:
@@ -300,6 +310,15 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
     if live:  # the last job's results, for readers while the report renders
         live.progress(done=summary.done, failed=summary.failed, rows=summary.rows, pending=len(todo), force=True)
         live.snapshot(queue.store.con, force=True)
+
+
+def cross_step(store: Store, options: RunOptions, run_id: str | None = None) -> Any:
+    """The crossleaks step of a run: every test split against every other dataset's splits
+    (:func:`hubsurvey.analysis.crossleaks.crossleaks`), within 60% of a worker's memory ceiling."""
+    from hubsurvey.analysis.crossleaks import crossleaks
+
+    return crossleaks(store, copy_threshold=options.copy_threshold, memory_limit=f"{int(options.memory_mb * 0.6)}MB",
+                      run_id=run_id)
 
 
 def _refresh_report(store: Store, out_dir: Path, final_run: dict[str, Any] | None = None) -> list[Path]:
