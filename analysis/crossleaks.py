@@ -21,7 +21,7 @@ Only fingerprints of the revision the findings use (``current_measurements``) an
 hash scheme are read; configs without them are counted as ``missing`` (measured before hubsurvey
 kept fingerprints: the next ``run`` measures them again). Two different texts share a 64-bit hash
 with probability 2^-64 per pair of rows, so an overlap of n test rows with m source rows holds a
-false match with probability about n*m/2^64 (1e-9 for a million rows each).
+false match with probability about n*m/2^64 (5e-8 for a million rows each).
 
 ``crossleaks`` computes; the store writes (``Store.replace_cross_overlaps``): analysis never writes
 the DB itself.
@@ -239,7 +239,7 @@ def crossleaks(store: Store, *, copy_threshold: float = DEFAULT_COPY_THRESHOLD, 
                 **r, "test_revision": test["revision_sha"],
                 "source_revision": by_key[(r["source_dataset"], r["source_config"], r["source_split"])]["revision_sha"],
                 "test_rows": test["rows"], "pct": 100.0 * r["rows"] / test["rows"] if test["rows"] else 0.0,
-                "relation": relation, "method": CROSS_METHOD, "method_version": CROSS_METHOD_VERSION,
+                "relation": relation, "copy_threshold": copy_threshold, "method": CROSS_METHOD, "method_version": CROSS_METHOD_VERSION,
                 "tool_version": __version__, "computed_at": stamp, "run_id": run_id,
             })
         summary.copies = len(copies)

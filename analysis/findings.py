@@ -43,6 +43,9 @@ FINDINGS: dict[str, str] = {
     "near_label_conflicts": "findings_near_label_conflicts",
     "near_curve": "findings_near_curve",
     "mixed_revisions": "findings_mixed_revisions",
+    "cross_top_leaks": "findings_cross_top_leaks",
+    "cross_overview": "findings_cross_overview",
+    "cross_families": "findings_cross_families",
 }
 
 DEFAULT_TOP_N = 20

@@ -504,7 +504,7 @@ def _cross_truth(specs: list[_Spec]) -> dict[str, Any]:
                for s in eligible for c, splits in s.configs.items()}
     found = cross_reference(configs, {s.id: s.text_columns for s in eligible}, COPY_THRESHOLD)
     planted = [{"test_dataset": fork, "source_dataset": of, "relation": "copy"} for fork, of in FORK_OF.items()]
-    tests = {s.id: len(s.configs["default"]["test"]) for s in specs}
+    tests = {s.id: len(s.configs["default"]["test"]) for s in specs if s.id in {source for source, *_ in CROSS_PLANTS}}
     planted += [{"test_dataset": source, "source_dataset": target, "source_split": "train", "relation": "leak",
                  "rows": tests[source] if train is None else train} for source, target, train, _ in CROSS_PLANTS]
     planted += [{"test_dataset": source, "source_dataset": target, "source_split": "validation", "relation": "leak",

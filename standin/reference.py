@@ -652,7 +652,7 @@ def _near_figures(
 
 def cross_reference(
     configs: Mapping[tuple[str, str], Mapping[str, Sequence[Mapping[str, Any]]]],
-    text_columns: Mapping[str, Sequence[str]],
+    text_columns: Mapping[Any, Sequence[str]],
     copy_threshold: float = 0.8,
 ) -> dict[str, Any]:
     """The cross-dataset overlaps of ``configs`` ({(dataset, config): {canonical split: rows}}), as
@@ -667,10 +667,13 @@ def cross_reference(
     - relation: test source: ``copy`` / ``family`` (same family) / ``shared_test``; train or
       validation source: ``family`` (same family) or ``leak``.
 
+    ``text_columns`` maps a dataset, or a (dataset, config), to its text columns.
+
     Returns ``{"overlaps": [...], "copies": [[A, a_config, B, b_config], ...], "families": {dataset: members}}``.
     """
     keys = {
-        (d, c): {s: [tuple(_freeze(normalize_value(row[col])) for col in text_columns[d]) for row in rows]
+        (d, c): {s: [tuple(_freeze(normalize_value(row[col])) for col in text_columns.get((d, c)) or text_columns[d])
+                     for row in rows]
                  for s, rows in splits.items()}
         for (d, c), splits in configs.items()
     }

@@ -192,6 +192,7 @@ MIGRATIONS: list[str] = [
         test_rows       BIGINT NOT NULL,      -- rows of A's test split
         pct             DOUBLE NOT NULL,      -- rows / test_rows x 100
         relation        VARCHAR NOT NULL,     -- copy, leak, shared_test or family
+        copy_threshold  DOUBLE NOT NULL,      -- the share of rows that made a copy (--copy-threshold)
         method          VARCHAR NOT NULL,     -- 'cross-2026'
         method_version  INTEGER NOT NULL,
         tool_version    VARCHAR NOT NULL,
