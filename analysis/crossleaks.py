@@ -208,7 +208,7 @@ def crossleaks(store: Store, *, copy_threshold: float = DEFAULT_COPY_THRESHOLD, 
                 keys = ("test_dataset", "test_config", "source_dataset", "source_config")
                 store.con.register("cross_candidates", pa.Table.from_pylist([{k: c[k] for k in keys} for c in candidates]))
                 try:
-                    agree = {tuple(r[k] for k in keys): r["rows"] for r in store.records(train_agreement_sql(), paths)}  # type: ignore[misc]
+                    agree = {tuple(r[k] for k in keys): r["rows"] for r in store.records(train_agreement_sql(), paths)}
                 finally:
                     store.con.unregister("cross_candidates")
         except duckdb.Error as e:

@@ -24,7 +24,8 @@ from hubsurvey.survey.audit import audit
 from hubsurvey_standin.reference import cross_reference
 
 runner = CliRunner()
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu",
+         "xi", "omicron", "pi", "rho", "sigma"]
 
 
 # --- paths ---------------------------------------------------------------------------------------
