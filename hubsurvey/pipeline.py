@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections import deque
@@ -36,13 +37,15 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from hubsurvey.core import livestate
-from hubsurvey.core.errors import DbLockedError
+from hubsurvey.core.errors import DbLockedError, one_line
 from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobStatus, QueuedJob
 from hubsurvey.core.runs import Runs, RunStatus, new_run_id
 from hubsurvey.core.store import Store, StoreError, now
 from hubsurvey.survey.jobs import JobSpec
+
+log = logging.getLogger(__name__)
 
 
 class RunLockedError(StoreError):
@@ -216,7 +219,7 @@ def run_survey(
                 _execute(queue, client, specs, options, summary, deadline, progress, started, live=live)
                 if options.crossleaks:
                     live.progress(phase="crossleaks", force=True)
-                    summary.crossleaks = cross_step(store, options, run_id).as_json()
+                    summary.crossleaks = cross_step(store, options, run_id)
                     live.snapshot(store.con, force=True)
                 live.progress(phase="reporting", force=True)
                 summary.status = (RunStatus.TIMED_OUT if summary.left_pending else RunStatus.DONE).value
@@ -312,13 +315,21 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
         live.snapshot(queue.store.con, force=True)
 
 
-def cross_step(store: Store, options: RunOptions, run_id: str | None = None) -> Any:
+def cross_step(store: Store, options: RunOptions, run_id: str | None = None) -> dict[str, Any]:
     """The crossleaks step of a run: every test split against every other dataset's splits
-    (:func:`hubsurvey.analysis.crossleaks.crossleaks`), within 60% of a worker's memory ceiling."""
+    (:func:`hubsurvey.analysis.crossleaks.crossleaks`), within 60% of a worker's memory ceiling.
+
+    The measurements are stored by then: a failure here is logged and kept in the run's counts
+    (``{"error": one line}``), and the run goes on to its report; `hubsurvey crossleaks` retries it.
+    """
     from hubsurvey.analysis.crossleaks import crossleaks
 
-    return crossleaks(store, copy_threshold=options.copy_threshold, memory_limit=f"{int(options.memory_mb * 0.6)}MB",
-                      run_id=run_id)
+    try:
+        return crossleaks(store, copy_threshold=options.copy_threshold,
+                          memory_limit=f"{int(options.memory_mb * 0.6)}MB", run_id=run_id).as_json()
+    except StoreError as e:
+        log.warning("crossleaks failed: %s", one_line(e))
+        return {"error": one_line(e)}
 
 
 def _refresh_report(store: Store, out_dir: Path, final_run: dict[str, Any] | None = None) -> list[Path]:

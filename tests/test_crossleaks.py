@@ -247,6 +247,16 @@ def test_the_minihub_survey_finds_the_planted_cross_relations(tmp_path):
             assert found["relation"] == "leak" and found["rows"] >= plant["rows"]
     assert not any(o["relation"] == "leak" for o in got if o["test_dataset"] in families
                    and o["source_dataset"] in families[o["test_dataset"]])
+    # a config whose fingerprints are gone is measured again by the next run; --no-crossleaks leaves the tables
+    with Store(tmp_path / "r.duckdb") as store:
+        store.con.execute("DELETE FROM fingerprints WHERE dataset_id = 'mini-lab/topics_partial'")
+    with StandinHub(root) as hub:
+        client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=tmp_path / "cache")
+        again = run_survey(tmp_path / "r.duckdb", client, None, RunOptions(workers=1, near=False, crossleaks=False))
+    assert (again.done, again.failed, again.crossleaks) == (1, 0, None)
+    with Store(tmp_path / "r.duckdb") as store:
+        assert sorted(map(_key, _got(store))) == sorted(map(_key, truth["overlaps"]))
+        assert store.query("SELECT count(*) FROM fingerprints WHERE dataset_id = 'mini-lab/topics_partial'")[1] == [(3,)]
 
 
 # --- the shared datasets: the SQL against sets over their rows ---------------------------------------

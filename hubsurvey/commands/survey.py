@@ -65,7 +65,9 @@ def _summary_lines(summary) -> list[str]:
         c = summary.crawl
         lines.append(f"crawl: listed {c['listed']}, eligible {c['eligible']}, excluded {sum(c['excluded'].values())} {json.dumps(c['excluded'], sort_keys=True)}")
     lines.append(summary.line())
-    if summary.crossleaks:
+    if summary.crossleaks and "error" in summary.crossleaks:
+        lines.append(f"crossleaks failed: {summary.crossleaks['error']} (run `hubsurvey crossleaks` again)")
+    elif summary.crossleaks:
         from hubsurvey.analysis.crossleaks import CrossSummary
 
         lines.append(CrossSummary(**summary.crossleaks).line())
