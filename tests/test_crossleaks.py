@@ -94,14 +94,26 @@ def _key(o: dict) -> tuple:
                                 "rows", "test_rows", "relation"))
 
 
-@pytest.fixture
-def surveyed(tmp_path):
-    datasets = _planted(tmp_path)
-    db = tmp_path / "r.duckdb"
+def _survey(tmp: Path) -> tuple[Path, dict[str, dict[str, list[str]]]]:
+    """The planted datasets, each audited from its folder into one DB."""
+    datasets = _planted(tmp)
+    db = tmp / "r.duckdb"
     for dataset, splits in datasets.items():
-        outcome = audit(str(_write(tmp_path / "data", dataset, splits)), db=db, near=False, examples=0)
+        outcome = audit(str(_write(tmp / "data", dataset, splits)), db=db, near=False, examples=0)
         assert not outcome.errors
     return db, datasets
+
+
+@pytest.fixture(scope="module")
+def surveyed(tmp_path_factory):
+    """Shared by the tests that only read it (crossleaks again gives the same tables)."""
+    return _survey(tmp_path_factory.mktemp("cross"))
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    """A DB of its own, for a test that measures again."""
+    return _survey(tmp_path)
 
 
 def test_crossleaks_equals_the_plain_python_reference_and_classifies_the_plants(surveyed):
@@ -155,8 +167,8 @@ def test_a_higher_threshold_and_disagreeing_train_splits_are_not_copies(tmp_path
         assert relation[("c/most_of_test", "a/base", "test")] == ("copy" if threshold == 0.8 else "shared_test")  # 17 of 20
 
 
-def test_fingerprints_are_replaced_when_the_revision_changes(surveyed, tmp_path):
-    db, datasets = surveyed
+def test_fingerprints_are_replaced_when_the_revision_changes(fresh, tmp_path):
+    db, datasets = fresh
     root = fingerprints_dir(db)
     with Store(db) as store:
         before = store.records("SELECT split, revision_sha, rows, path FROM fingerprints WHERE dataset_id = 'other/absorb' ORDER BY split")
@@ -208,6 +220,24 @@ def test_cli_crossleaks_and_show_source(surveyed):
     with Store(db, read_only=True) as store:
         assert store.query("SELECT status FROM runs WHERE command = 'crossleaks'")[1] == [("done",)]
 
+
+
+def test_report_and_card_show_the_leaks_across_datasets(surveyed, tmp_path):
+    from hubsurvey.analysis.card import render_card
+    from hubsurvey.analysis.report import render_report
+
+    db, datasets = surveyed
+    with Store(db) as store:
+        crossleaks(store)
+        md, html = render_report(store, tmp_path / "report")
+        card = render_card(store, "someone/results")
+    n = len(datasets["acme/base"]["test"])
+    for text in (md.read_text(), card):
+        assert "Leaks across datasets" in text
+        assert f"| acme/base | default | other/absorb | default | train | {n} | {n} | 100.00% |" in text
+        assert "| families (datasets joined by copies) / their datasets | 1 / 2 |" in text
+    page = html.read_text()
+    assert 'id="cross"' in page and "<td>other/absorb</td>" in page and "&lt;test dataset&gt;" in page
 
 def test_families_are_connected_components():
     edges = [("b", "a"), ("c", "b"), ("x", "y")]
