@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections import deque
@@ -36,13 +37,15 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from hubsurvey.core import livestate
-from hubsurvey.core.errors import DbLockedError
+from hubsurvey.core.errors import DbLockedError, one_line
 from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobStatus, QueuedJob
 from hubsurvey.core.runs import Runs, RunStatus, new_run_id
 from hubsurvey.core.store import Store, StoreError, now
 from hubsurvey.survey.jobs import JobSpec
+
+log = logging.getLogger(__name__)
 
 
 class RunLockedError(StoreError):
@@ -68,6 +71,8 @@ class RunOptions:
     keep_cache: bool = False  # keep each job's files after measuring (default: delete them)
     examples: int = DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
     near: bool = True  # measure the near-duplicate figures (run --no-near: False)
+    crossleaks: bool = True  # join the fingerprints across datasets at the end (run --no-crossleaks: False)
+    copy_threshold: float = 0.8  # crossleaks: the share of A's test (and train) rows in B's that makes A a copy
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +91,8 @@ class RunOptions:
             "keep_cache": self.keep_cache,
             "examples": self.examples,
             "near": self.near,
+            "crossleaks": self.crossleaks,
+            "copy_threshold": self.copy_threshold,
         }
 
 
@@ -104,6 +111,7 @@ class RunSummary:
     measure_seconds: float = 0.0
     job_seconds: float = 0.0
     report: list[str] = field(default_factory=list)
+    crossleaks: dict[str, Any] | None = None  # what the crossleaks step found (CrossSummary.as_json)
 
     def counts(self) -> dict[str, Any]:
         return {
@@ -114,6 +122,7 @@ class RunSummary:
             "left_pending": self.left_pending,
             "rows": self.rows,
             "crawl": self.crawl,
+            "crossleaks": self.crossleaks,
             "seconds": round(self.seconds, 3),
             "measure_seconds": round(self.measure_seconds, 3),
             "job_seconds": round(self.job_seconds, 3),
@@ -208,6 +217,10 @@ def run_survey(
                 live.progress(phase="measuring", pending=len(specs), force=True)
                 live.snapshot(store.con, force=True)
                 _execute(queue, client, specs, options, summary, deadline, progress, started, live=live)
+                if options.crossleaks:
+                    live.progress(phase="crossleaks", force=True)
+                    summary.crossleaks = cross_step(store, options, run_id)
+                    live.snapshot(store.con, force=True)
                 live.progress(phase="reporting", force=True)
                 summary.status = (RunStatus.TIMED_OUT if summary.left_pending else RunStatus.DONE).value
                 if options.report_dir is not None:
@@ -300,6 +313,23 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
     if live:  # the last job's results, for readers while the report renders
         live.progress(done=summary.done, failed=summary.failed, rows=summary.rows, pending=len(todo), force=True)
         live.snapshot(queue.store.con, force=True)
+
+
+def cross_step(store: Store, options: RunOptions, run_id: str | None = None) -> dict[str, Any]:
+    """The crossleaks step of a run: every test split against every other dataset's splits
+    (:func:`hubsurvey.analysis.crossleaks.crossleaks`), within 60% of a worker's memory ceiling.
+
+    The measurements are stored by then: a failure here is logged and kept in the run's counts
+    (``{"error": one line}``), and the run goes on to its report; `hubsurvey crossleaks` retries it.
+    """
+    from hubsurvey.analysis.crossleaks import crossleaks
+
+    try:
+        return crossleaks(store, copy_threshold=options.copy_threshold,
+                          memory_limit=f"{int(options.memory_mb * 0.6)}MB", run_id=run_id).as_json()
+    except StoreError as e:
+        log.warning("crossleaks failed: %s", one_line(e))
+        return {"error": one_line(e)}
 
 
 def _refresh_report(store: Store, out_dir: Path, final_run: dict[str, Any] | None = None) -> list[Path]:

@@ -143,6 +143,7 @@ def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
         measure_seconds=result.seconds,
         download_seconds=download_seconds,
         parquet_sha=spec.parquet_sha,
+        fingerprints=result.fingerprints,
     )
 
 
