@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from hubsurvey.analysis.export import CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, columns
+from hubsurvey.analysis.export import (
+    CROSS_CSV_PATH,
+    CROSS_PARQUET_PATH,
+    CSV_PATH,
+    FAMILIES_CSV_PATH,
+    LLE_CSV_PATH,
+    PARQUET_PATH,
+    columns,
+)
 from hubsurvey.analysis.findings import findings
 from hubsurvey.analysis.render import (
     DEFINITIONS,
@@ -40,7 +48,12 @@ FILE_DESCRIPTIONS = {
     LLE_CSV_PATH: "the lle view in the published lbourdois/LLE train.csv format: ';'-separated, its header "
                   "spelling (valididation) kept, NR, 10.049%, 7.0",
     REPORT_MD: "the survey's findings, every table with its denominator",
+    CROSS_PARQUET_PATH: "leaks across datasets (config cross_overlaps): each surveyed test split's rows found in a split of "
+                        "another dataset, with the relation (copy, leak, shared_test, family)",
+    CROSS_CSV_PATH: "the same cross_overlaps rows as CSV",
+    FAMILIES_CSV_PATH: "dataset families: datasets joined by copy relations (mirrors, forks, re-uploads), with their members",
 }
+CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
 
 
 #: Run arguments that name local files or folders: never shown in the public card.
@@ -157,6 +170,7 @@ def render_card(
         "task_categories": task_categories(store),
         "citations": CITATIONS,
         "parquet_glob": PARQUET_GLOB,
+        "cross_parquet_glob": CROSS_PARQUET_GLOB if CROSS_PARQUET_PATH in files else None,
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,

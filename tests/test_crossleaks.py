@@ -239,6 +239,47 @@ def test_report_and_card_show_the_leaks_across_datasets(surveyed, tmp_path):
     page = html.read_text()
     assert 'id="cross"' in page and "<td>other/absorb</td>" in page and "&lt;test dataset&gt;" in page
 
+def test_the_results_dataset_carries_the_cross_tables_and_their_config(surveyed, tmp_path):
+    import csv
+    import io
+
+    import yaml
+
+    from hubsurvey.analysis.publish import build_folder, is_owned
+    from hubsurvey_standin.cards import front_matter, parse_card
+
+    db, _ = surveyed
+    with Store(db) as store:
+        crossleaks(store)
+        got = _got(store)
+    with Store(db, read_only=True) as store:
+        built = build_folder(store, tmp_path / "out", "me/results")
+    files = [f.path_in_repo for f in built]
+    out = tmp_path / "out"
+    assert {"data/cross_overlaps-00000-of-00001.parquet", "cross_overlaps.csv", "dataset_families.csv"} <= set(files)
+    assert all(is_owned(f) for f in files)  # publish --push removes them once they are no longer produced
+    rows = list(csv.DictReader(io.StringIO((out / "cross_overlaps.csv").read_text())))
+    table = pq.read_table(out / "data/cross_overlaps-00000-of-00001.parquet").to_pylist()
+    assert sorted(map(_key, got)) == sorted(_key({**r, "rows": int(r["rows"]), "test_rows": int(r["test_rows"])}) for r in rows)
+    assert len(table) == len(rows) and {r["relation"] for r in table} == {o["relation"] for o in got}
+    families = list(csv.DictReader(io.StringIO((out / "dataset_families.csv").read_text())))
+    assert {(f["dataset_id"], f["family_id"]) for f in families} == {("acme/base", "acme/base"), ("acme/mirror", "acme/base")}
+    card = (out / "README.md").read_text()
+    assert parse_card(card)[1] == []
+    configs = yaml.safe_load(front_matter(card))["configs"]
+    assert configs[1] == {"config_name": "cross_overlaps",
+                          "data_files": [{"split": "train", "path": "data/cross_overlaps-*.parquet"}]}
+    # the default config's glob does not pick the cross table up
+    assert not Path("data/cross_overlaps-00000-of-00001.parquet").match(configs[0]["data_files"][0]["path"])
+    # crossleaks again (as every run does): the same cross files byte for byte, so publish has nothing new to upload
+    with Store(db) as store:
+        crossleaks(store)
+    with Store(db, read_only=True) as store:
+        again = {f.path_in_repo: f.sha256 for f in build_folder(store, tmp_path / "again", "me/results")}
+    cross_files = ("data/cross_overlaps-00000-of-00001.parquet", "cross_overlaps.csv", "dataset_families.csv")
+    assert [again[p] for p in cross_files] == [next(f.sha256 for f in built if f.path_in_repo == p) for p in cross_files]
+
+
 def test_families_are_connected_components():
     edges = [("b", "a"), ("c", "b"), ("x", "y")]
     got = families_of(edges)
