@@ -363,3 +363,14 @@ def test_crossleaks_on_the_shared_datasets_equals_sets_over_their_rows(shared_da
     columns = {(m["dataset_id"], m["config"]): list(m["text_columns"]) for m in measured}
     want = cross_reference(configs, columns)
     assert sorted(map(_key, got)) == sorted(map(_key, want["overlaps"]))
+    # the real copy among them: silicone's maptask is miam's maptask re-uploaded (its whole test
+    # split, and 92.5 % of its train, are miam's), so the two are one family and never a leak
+    by = {(o["test_dataset"], o["test_config"], o["source_dataset"], o["source_split"]): o for o in got}
+    copy = by[("eusip/silicone", "maptask", "PierreColombo/miam", "test")]
+    assert copy["relation"] == "copy" and copy["rows"] == copy["test_rows"]
+    with Store(db, read_only=True) as store:
+        families = store.records("SELECT dataset_id, family_id FROM dataset_families ORDER BY dataset_id")
+    assert families == [{"dataset_id": "PierreColombo/miam", "family_id": "PierreColombo/miam"},
+                        {"dataset_id": "eusip/silicone", "family_id": "PierreColombo/miam"}]
+    assert not any(o["relation"] == "leak" and {o["test_dataset"], o["source_dataset"]} == {"eusip/silicone", "PierreColombo/miam"}
+                   for o in got)
