@@ -11,6 +11,7 @@ Every write of results is one transaction, so an interrupted write leaves nothin
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -21,7 +22,9 @@ from typing import Any
 import duckdb
 
 from hubsurvey.core import figures, livestate
-from hubsurvey.core.errors import DbLockedError, StoreError
+from hubsurvey.core.errors import DbLockedError, OutdatedSchemaError, StoreError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_DB = "results.duckdb"
 
@@ -386,8 +389,10 @@ class Store:
         try:
             if not read_only:
                 self._migrate()
-            else:
-                self._check_version()
+            elif 0 < self._check_version() < SCHEMA_VERSION:
+                # the views and findings of this version name tables the older schema lacks
+                problem = f"{self.path} has schema version {self._version()}, older than this hubsurvey's {SCHEMA_VERSION}"
+                raise OutdatedSchemaError(f"{problem}: a command that writes to it (run, audit, crossleaks) upgrades it", problem)
         except BaseException:
             self.con.close()
             raise
@@ -406,6 +411,15 @@ class Store:
         deadline = time.monotonic() + wait_s
         while True:
             try:
+                return cls(path, read_only=True, config=config)
+            except OutdatedSchemaError as outdated:
+                # Migrations are versioned and quick: upgrade it, as any writer would, then read.
+                # A DB that cannot be opened for writing (read-only file, held) says why in one line.
+                try:
+                    cls(path).close()
+                except StoreError as cannot:
+                    raise StoreError(f"{outdated.problem}, and cannot be upgraded: {cannot}") from None
+                log.info("upgraded %s to schema version %d", path, SCHEMA_VERSION)
                 return cls(path, read_only=True, config=config)
             except DbLockedError as locked:
                 live = livestate.live_snapshot(path)
