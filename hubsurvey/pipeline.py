@@ -106,7 +106,8 @@ class RunSummary:
     failed: int = 0
     retried: int = 0
     left_pending: int = 0
-    rows: int = 0
+    rows: int = 0  # result rows stored (one per dataset, config, label column)
+    data_rows: int = 0  # dataset rows measured (train + validation + test of each config done)
     seconds: float = 0.0
     measure_seconds: float = 0.0
     job_seconds: float = 0.0
@@ -121,6 +122,7 @@ class RunSummary:
             "retried": self.retried,
             "left_pending": self.left_pending,
             "rows": self.rows,
+            "data_rows": self.data_rows,
             "crawl": self.crawl,
             "crossleaks": self.crossleaks,
             "seconds": round(self.seconds, 3),
@@ -293,6 +295,8 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
                 if status is JobStatus.DONE:
                     summary.done += 1
                     summary.rows += len(outcome.rows)
+                    if outcome.rows:  # a config's rows per split are on each of its result rows
+                        summary.data_rows += sum(outcome.rows[0].get(f"rows_{s}") or 0 for s in ("train", "validation", "test"))
                     summary.measure_seconds += outcome.measure_seconds
                     summary.job_seconds += outcome.seconds
                 elif status is JobStatus.PENDING:
@@ -303,15 +307,15 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
                 if progress:
                     elapsed = time.perf_counter() - started
                     progress({"done": summary.done + summary.failed, "ok": summary.done, "failed": summary.failed,
-                              "total": summary.queued, "rows_per_s": round(summary.rows / elapsed, 2) if elapsed else 0})
+                              "total": summary.queued, "rows_per_s": round(summary.data_rows / elapsed, 2) if elapsed else 0})
             if live:  # between transactions: at most once a second (progress), every few (snapshot)
-                live.tick(queue.store.con, done=summary.done, failed=summary.failed, rows=summary.rows,
+                live.tick(queue.store.con, done=summary.done, failed=summary.failed, rows=summary.data_rows,
                           pending=len(todo) + len(inflight))
     finally:
         executor.close()
     summary.left_pending = len(todo)
     if live:  # the last job's results, for readers while the report renders
-        live.progress(done=summary.done, failed=summary.failed, rows=summary.rows, pending=len(todo), force=True)
+        live.progress(done=summary.done, failed=summary.failed, rows=summary.data_rows, pending=len(todo), force=True)
         live.snapshot(queue.store.con, force=True)
 
 
