@@ -13,12 +13,22 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from hubsurvey.analysis.export import CONTAMINATION_CSV_PATH, CSV_PATH, LLE_CSV_PATH, PARQUET_PATH, columns
+from hubsurvey.analysis.export import (
+    CONTAMINATION_CSV_PATH,
+    CROSS_CSV_PATH,
+    CROSS_PARQUET_PATH,
+    CSV_PATH,
+    FAMILIES_CSV_PATH,
+    LLE_CSV_PATH,
+    PARQUET_PATH,
+    columns,
+)
 from hubsurvey.analysis.findings import findings
 from hubsurvey.analysis.render import (
     DEFINITIONS,
     EXACT_DEFINITIONS,
     NEAR_DEFINITIONS,
+    cross_setting,
     environment,
     near_setting,
     provenance,
@@ -39,9 +49,14 @@ FILE_DESCRIPTIONS = {
     LLE_CSV_PATH: "the lle view in the published lbourdois/LLE train.csv format: ';'-separated, its header "
                   "spelling (valididation) kept, NR, 10.049%, 7.0",
     REPORT_MD: "the survey's findings, every table with its denominator",
+    CROSS_PARQUET_PATH: "leaks across datasets (config cross_overlaps): each surveyed test split's rows found in a split of "
+                        "another dataset, with the relation (copy, leak, shared_test, family)",
+    CROSS_CSV_PATH: "the same cross_overlaps rows as CSV",
+    FAMILIES_CSV_PATH: "dataset families: datasets joined by copy relations (mirrors, forks, re-uploads), with their members",
     CONTAMINATION_CSV_PATH: "contamination with benchmarks: per dataset, the benchmarks it was checked against, at "
                             "which revisions, and whether its splits hold their items (clean or contaminated)",
 }
+CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
 
 
 #: Run arguments that name local files or folders: never shown in the public card.
@@ -158,6 +173,7 @@ def render_card(
         "task_categories": task_categories(store),
         "citations": CITATIONS,
         "parquet_glob": PARQUET_GLOB,
+        "cross_parquet_glob": CROSS_PARQUET_GLOB if CROSS_PARQUET_PATH in files else None,
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,
@@ -166,6 +182,7 @@ def render_card(
         "exact_definitions": EXACT_DEFINITIONS,
         "near_definitions": NEAR_DEFINITIONS,
         **near_setting(overview),
+        **cross_setting(found),
         "gain": found["normalization_gain"][0],
         "f": found,
         "o": overview,

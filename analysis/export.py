@@ -7,6 +7,9 @@ Files written by :func:`export_results` into ``out_dir``:
   timestamps in ISO 8601 (UTC).
 - ``lle.csv`` (``lle_compat=True``): the ``lle`` view under the header of the published
   lbourdois/LLE ``train.csv``, its ``valididation`` spelling kept, ``;``-separated.
+- when ``hubsurvey crossleaks`` has found overlaps: ``data/cross_overlaps-00000-of-00001.parquet``
+  and ``cross_overlaps.csv`` (the ``cross_overlaps`` table: every test split's rows found in
+  another dataset's split, with its relation), and ``dataset_families.csv`` (copies grouped).
 
 - ``contamination.csv`` (when datasets were checked against benchmarks): one row per dataset, its
   line "checked against K benchmarks at revisions …: clean | contaminated (which)" and its parts
@@ -48,6 +51,14 @@ log = logging.getLogger(__name__)
 PARQUET_PATH = "data/train-00000-of-00001.parquet"
 CSV_PATH = "results.csv"
 LLE_CSV_PATH = "lle.csv"
+CROSS_PARQUET_PATH = "data/cross_overlaps-00000-of-00001.parquet"
+CROSS_CSV_PATH = "cross_overlaps.csv"
+FAMILIES_CSV_PATH = "dataset_families.csv"
+#: The cross tables' exported rows, in a stable order (the run id and time are left out: they
+#: change at every run although the content does not, and an unchanged export is not published again).
+CROSS_QUERY = ("SELECT * EXCLUDE (run_id, computed_at) FROM cross_overlaps ORDER BY test_dataset, test_config, source_dataset, "
+               "source_config, source_split")
+FAMILIES_QUERY = "SELECT * EXCLUDE (run_id, computed_at) FROM dataset_families ORDER BY family_id, dataset_id"
 CONTAMINATION_CSV_PATH = "contamination.csv"  # contamination with benchmarks (issue 13)
 NR = figures.NR
 MANIFEST_PATH = ".hubsurvey-export.json"
@@ -111,9 +122,9 @@ def write_parquet(store: Store, path: Path) -> Path:
     return path
 
 
-def write_results_csv(store: Store, path: Path) -> Path:
+def write_results_csv(store: Store, path: Path, query: str | None = None) -> Path:
     _utc(store.con)
-    names, rows = store.query(results_query())
+    names, rows = store.query(query or results_query())
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(names)
@@ -228,6 +239,11 @@ def prepare_folder(out_dir: str | Path, overwrite: bool = False) -> Path:
     return out
 
 
+def has_cross_overlaps(store: Store) -> bool:
+    """Whether ``crossleaks`` has found overlaps (then the results dataset carries its tables)."""
+    return bool(store.query("SELECT count(*) FROM cross_overlaps")[1][0][0])
+
+
 def write_manifest(out_dir: str | Path, files: list[str]) -> Path:
     """Record the files hubsurvey wrote into ``out_dir`` (relative paths), for the next overwrite."""
     path = Path(out_dir) / MANIFEST_PATH
@@ -245,6 +261,12 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
     written = [write_parquet(store, out / PARQUET_PATH), write_results_csv(store, out / CSV_PATH)]
     if lle_compat:
         written.append(write_lle_csv(store, out / LLE_CSV_PATH))
+    if has_cross_overlaps(store):
+        _utc(store.con)
+        (out / CROSS_PARQUET_PATH).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(store.con.sql(CROSS_QUERY).to_arrow_table(), out / CROSS_PARQUET_PATH, compression="zstd")
+        written += [out / CROSS_PARQUET_PATH, write_results_csv(store, out / CROSS_CSV_PATH, CROSS_QUERY),
+                    write_results_csv(store, out / FAMILIES_CSV_PATH, FAMILIES_QUERY)]
     contamination = write_contamination_csv(store, out / CONTAMINATION_CSV_PATH)  # issue 13
     if contamination is not None:
         written.append(contamination)

@@ -43,6 +43,9 @@ FINDINGS: dict[str, str] = {
     "near_label_conflicts": "findings_near_label_conflicts",
     "near_curve": "findings_near_curve",
     "mixed_revisions": "findings_mixed_revisions",
+    "cross_top_leaks": "findings_cross_top_leaks",
+    "cross_overview": "findings_cross_overview",
+    "cross_families": "findings_cross_families",
     # contamination with benchmarks (issue 13)
     "contamination": "findings_contamination",
     "contamination_pairs": "findings_contamination_pairs",
@@ -118,11 +121,13 @@ def findings(store: Store | duckdb.DuckDBPyConnection, top_n: int = DEFAULT_TOP_
 def latest_run(store: Store | duckdb.DuckDBPyConnection, command_like: str = "%") -> dict[str, Any] | None:
     """The newest survey ``runs`` row whose command is LIKE ``command_like`` (for provenance), or None.
 
-    One-off ``audit`` runs are not survey runs: they never stand as the survey's provenance.
+    One-off ``audit`` runs and ``crossleaks`` runs (which measure nothing) are not survey runs:
+    they never stand as the survey's provenance.
     """
     con = _connection(store)
     result = con.execute(
-        "SELECT * FROM runs WHERE command LIKE $c AND command <> 'audit' ORDER BY started_at DESC, run_id DESC LIMIT 1",
+        "SELECT * FROM runs WHERE command LIKE $c AND command NOT IN ('audit', 'crossleaks') "
+        "ORDER BY started_at DESC, run_id DESC LIMIT 1",
         {"c": command_like},
     )
     names = [d[0] for d in result.description]

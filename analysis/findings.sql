@@ -945,6 +945,75 @@ FROM per_dataset d
 ORDER BY d.dataset_id;
 
 
+-- view: findings_cross_top_leaks
+-- Leaks across datasets (method cross-2026, `hubsurvey crossleaks`): the pairs where a test split
+-- A (test_dataset, test_config) has rows in the train or validation split of another dataset B
+-- outside A's family (relation 'leak' in cross_overlaps), largest first. One row per
+-- (A, B, B's config, B's split):
+--   rows       distinct test rows of A (row positions) whose normalized text hash occurs in B's split
+--   test_rows  rows of A's test split; pct = rows / test_rows x 100, rounded to 2 decimals
+--   rank       1 = the most rows (ties: the higher pct, then the names)
+SELECT row_number() OVER (ORDER BY rows DESC, pct DESC, test_dataset, test_config, source_dataset, source_config,
+                                   source_split) AS rank,
+       test_dataset, test_config, source_dataset, source_config, source_split, rows, test_rows,
+       round(pct, 2) AS pct
+FROM cross_overlaps
+WHERE relation = 'leak'
+ORDER BY rank;
+
+
+-- view: findings_cross_overview
+-- Leaks across datasets, in one row:
+--   test_splits          surveyed test splits: (dataset, config) of current_measurements whose test
+--                        split has a fingerprint file at its current revision (what crossleaks compares)
+--   leaking_test_splits  of those, the test splits with at least one 'leak' row: some of their rows
+--                        are in another dataset's train or validation split (outside their family)
+--   pct_leaking          leaking_test_splits / test_splits x 100, rounded to 2 decimals
+--   datasets / leaking_datasets   the same counted by dataset, a family counted once (its id)
+--   leak_pairs           cross_overlaps rows of relation 'leak'
+--   copy_pairs           ordered (A, B) config pairs where A is a copy of B (relation 'copy'); a
+--                        mirror of B is usually counted both ways
+--   families             families (datasets joined by copies), and datasets_in_families their members;
+--   copies               datasets beyond the first of each family: the forks and re-uploads
+--   copy_threshold       the --copy-threshold of that crossleaks (NULL: never ran, or nothing overlapped)
+--   computed_at          when crossleaks last ran (NULL: never, or nothing overlapped)
+WITH tested AS (
+    SELECT DISTINCT f.dataset_id, f.config
+    FROM fingerprints f
+    JOIN (SELECT DISTINCT dataset_id, config, revision_sha FROM current_measurements) m
+      USING (dataset_id, config, revision_sha)
+    WHERE f.split = 'test'
+),
+leaking AS (SELECT DISTINCT test_dataset AS dataset_id, test_config AS config FROM cross_overlaps WHERE relation = 'leak'),
+fam AS (SELECT count(DISTINCT family_id) AS families, count(*) AS members FROM dataset_families)
+SELECT (SELECT count(*) FROM tested)                                              AS test_splits,
+       (SELECT count(*) FROM tested JOIN leaking USING (dataset_id, config))      AS leaking_test_splits,
+       pct((SELECT count(*) FROM tested JOIN leaking USING (dataset_id, config)),
+           (SELECT count(*) FROM tested))                                         AS pct_leaking,
+       (SELECT count(DISTINCT coalesce(d.family_id, t.dataset_id)) FROM tested t
+          LEFT JOIN dataset_families d USING (dataset_id))                        AS datasets,
+       (SELECT count(DISTINCT coalesce(d.family_id, t.dataset_id)) FROM tested t JOIN leaking USING (dataset_id, config)
+          LEFT JOIN dataset_families d USING (dataset_id))                        AS leaking_datasets,
+       (SELECT count(*) FROM cross_overlaps WHERE relation = 'leak')              AS leak_pairs,
+       (SELECT count(*) FROM cross_overlaps WHERE relation = 'copy')              AS copy_pairs,
+       fam.families,
+       fam.members                                                                AS datasets_in_families,
+       fam.members - fam.families                                                 AS copies,
+       (SELECT max(copy_threshold) FROM cross_overlaps)                           AS copy_threshold,
+       (SELECT max(computed_at) FROM cross_overlaps)                              AS computed_at
+FROM fam;
+
+
+-- view: findings_cross_families
+-- The families: datasets joined by copy relations (A's test split mostly in B's, their train
+-- splits agreeing), as connected components. One row per family:
+--   family_id  its smallest dataset id;  members  every dataset of it, sorted;  size  how many
+SELECT family_id, any_value(members) AS members, count(*) AS size
+FROM dataset_families
+GROUP BY family_id
+ORDER BY size DESC, family_id;
+
+
 -- view: findings_contamination_pairs
 -- Contamination with benchmarks (bench-2026; issue 13).
 -- The table `contamination` holds, per surveyed (dataset, revision, config, split) and benchmark

@@ -82,6 +82,15 @@ def near_setting(overview: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+def cross_setting(found: Mapping[str, Any]) -> dict[str, str]:
+    """The copy threshold the last crossleaks used, as a percentage (the default when none ran)."""
+    from hubsurvey.analysis.crossleaks import DEFAULT_COPY_THRESHOLD
+
+    threshold = found["cross_overview"][0].get("copy_threshold") if found.get("cross_overview") else None
+    return {"cross_threshold_pct": f"{100 * threshold:g}%" if threshold is not None
+            else f"{100 * DEFAULT_COPY_THRESHOLD:g}% (the default)"}
+
+
 def near_terms() -> list[tuple[str, str]]:
     """The near-duplicate method (near-2026) in words: its text, shingles, similarity and candidates,
     then each figure (generated from the registry) with its NR rule and its percentage, then the curve
@@ -412,6 +421,34 @@ def near_curve_table(curve: Sequence[Mapping[str, Any]]) -> Table:
     return Table(header, cells, (True,) * 8)
 
 
+#: leaking pairs listed in the report and the card (findings_cross_top_leaks holds them all)
+CROSS_TOP_N = 10
+
+
+def cross_overview_table(o: Mapping[str, Any]) -> Table:
+    """Leaks across datasets in counts (findings_cross_overview), each with its denominator."""
+    rows = [
+        ("surveyed test splits (dataset, config) compared", num(o["test_splits"])),
+        ("test splits with rows in another dataset's train or validation (leak)",
+         f"{num(o['leaking_test_splits'])} of {num(o['test_splits'])} ({pct(o['pct_leaking'])})"),
+        ("datasets (a family counted once) with a leaking test split",
+         f"{num(o['leaking_datasets'])} of {num(o['datasets'])}"),
+        ("leaking pairs (test split, other dataset's split)", num(o["leak_pairs"])),
+        ("families (datasets joined by copies) / their datasets", f"{num(o['families'])} / {num(o['datasets_in_families'])}"),
+        ("copies (datasets beyond the first of each family) / copy relations",
+         f"{num(o['copies'])} / {num(o['copy_pairs'])}"),
+    ]
+    return Table(("leaks across datasets", "count"), rows, (False, True))
+
+
+def cross_leaks_table(leaks: Sequence[Mapping[str, Any]], top: int = CROSS_TOP_N) -> Table:
+    """The largest leaks across datasets (findings_cross_top_leaks): test split, where its rows are, rows, %."""
+    header = ("test dataset", "config", "rows found in", "config", "split", "test rows", "of", "%")
+    cells = [(r["test_dataset"], r["test_config"], r["source_dataset"], r["source_config"], r["source_split"],
+              num(r["rows"]), num(r["test_rows"]), pct(r["pct"])) for r in leaks[:top]]
+    return Table(header, cells, (False, False, False, False, False, True, True, True))
+
+
 def verdict_summary_table(verdicts: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, Any]]) -> Table:
     """How many datasets got each verdict, on each basis (findings_dataset_verdict)."""
     counts: dict[tuple[str, str], int] = {}
@@ -436,4 +473,6 @@ def shared_tables(found: Mapping[str, Any], p: Mapping[str, Any], key_labels: Ma
         "verdict_summary": verdict_summary_table(found["dataset_verdict"], found["verdict_rules"]),
         "near_shares": near_shares_table(found),
         "near_curve": near_curve_table(found["near_curve"]),
+        "cross_overview": cross_overview_table(found["cross_overview"][0]),
+        "cross_leaks": cross_leaks_table(found["cross_top_leaks"]),
     }

@@ -14,6 +14,7 @@ from hubsurvey.analysis.render import (
     DEFINITIONS,
     EXACT_DEFINITIONS,
     NEAR_DEFINITIONS,
+    cross_setting,
     environment,
     near_setting,
     near_vs_exact_table,
@@ -68,6 +69,7 @@ def report_context(
         "ranked": top[0]["rows_ranked"] if top else 0,
         "definitions": DEFINITIONS,
         "key_labels": KEY_LABELS,
+        **cross_setting(found),
         # the verdict rules are defined once, in findings.sql (findings_verdict_rules), per basis:
         # near-2026 first, then the exact and the LLE fallbacks
         "verdict_rules": [r for r in found["verdict_rules"] if r["basis"] == NEAR_METHOD],

@@ -86,29 +86,44 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--out", type=Path, default=Path("/tmp/hubsurvey-bench"))
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each mode, interleaved; the median is shown")
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.folder)
         return
+    if args.generate:
+        print(json.dumps([str(generate(args.out, args.rows)), str(generate_variants(args.out, args.rows))]))
+        return
+    # Generated in a child: a child process starts with its parent's peak RSS as its own on Linux,
+    # so a parent that had held the generated tables would inflate every figure below.
+    proc = subprocess.run([sys.executable, __file__, "--generate", "--rows", str(args.rows), "--out", str(args.out)],
+                          check=True, capture_output=True, text=True)
     failed = False
-    for folder in (generate(args.out, args.rows), generate_variants(args.out, args.rows)):
-        failed |= compare(folder, args.rows)
+    for folder in json.loads(proc.stdout.strip().splitlines()[-1]):
+        failed |= compare(Path(folder), args.rows, args.repeat)
     if failed:
         sys.exit(1)
 
 
-def compare(folder: Path, rows: int) -> bool:
-    """Run the three modes on one dataset and print them side by side; True if the LLE figures differ."""
-    print(f"\ndataset: {folder.name} ({rows:,} rows)")
-    results = {}
-    for mode in MODES:
-        proc = subprocess.run([sys.executable, __file__, "--child", mode, "--folder", str(folder)],
-                              check=True, capture_output=True, text=True)
-        results[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+def compare(folder: Path, rows: int, repeat: int) -> bool:
+    """Run the three modes on one dataset, ``repeat`` times interleaved (a load change hits every
+    mode alike), and print the medians side by side; True if the LLE figures differ."""
+    import statistics
+
+    print(f"\ndataset: {folder.name} ({rows:,} rows), median of {repeat} interleaved runs")
+    runs: dict[str, list[dict]] = {mode: [] for mode in MODES}
+    for _ in range(repeat):
+        for mode in MODES:
+            proc = subprocess.run([sys.executable, __file__, "--child", mode, "--folder", str(folder)],
+                                  check=True, capture_output=True, text=True)
+            runs[mode].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    results = {mode: {**rs[0], "seconds": statistics.median(r["seconds"] for r in rs),
+                      "peak_rss_mb": max(r["peak_rss_mb"] for r in rs)} for mode, rs in runs.items()}
     base = results["lle"]
-    print(f"{'mode':<16}{'wall s':>9}{'x LLE':>8}{'peak RSS MB':>13}{'examples':>10}")
+    print(f"{'mode':<16}{'wall s':>9}{'x LLE':>8}{'peak RSS MB':>13}{'examples':>10}   (peak: the largest of the runs)")
     for mode in MODES:
         r = results[mode]
         print(f"{mode:<16}{r['seconds']:>9.2f}{r['seconds'] / base['seconds']:>8.2f}{r['peak_rss_mb']:>13.0f}{r['examples']:>10}")

@@ -79,11 +79,20 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/hubsurvey-bench"))
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child)
         return
-    folder, truth = generate_near(args.out, args.rows)
+    if args.generate:
+        print(generate_near(args.out, args.rows)[0])
+        return
+    # Generated in a child: a child process starts with its parent's peak RSS as its own on Linux,
+    # so a parent that had held the generated tables would inflate both peaks below.
+    made = subprocess.run([sys.executable, __file__, "--generate", "--rows", str(args.rows), "--out", str(args.out)],
+                          check=True, capture_output=True, text=True)
+    folder = Path(made.stdout.strip().splitlines()[-1])
+    truth = json.loads((folder / "truth.json").read_text())
     print(f"dataset: {folder} ({args.rows:,} rows, {len(truth['pairs'])} planted pairs)")
     runs = {
         "hubsurvey": [sys.executable, __file__, "--child", str(folder)],

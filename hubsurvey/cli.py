@@ -264,7 +264,7 @@ def _commands() -> list[Callable[..., Any]]:
     from hubsurvey.commands import analysis, contamination, crawl, survey
 
     return [audit, crawl.crawl, survey.run, survey.status, survey.demo,
-            analysis.show, analysis.sql, analysis.report, analysis.export, analysis.publish,
+            analysis.crossleaks, analysis.show, analysis.sql, analysis.report, analysis.export, analysis.publish,
             contamination.contamination]  # contamination with benchmarks (issue 13)
 
 

@@ -39,7 +39,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from hubsurvey.core import livestate
-from hubsurvey.core.errors import DbLockedError
+from hubsurvey.core.errors import DbLockedError, one_line
 from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobStatus, QueuedJob
@@ -73,6 +73,8 @@ class RunOptions:
     keep_cache: bool = False  # keep each job's files after measuring (default: delete them)
     examples: int = DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
     near: bool = True  # measure the near-duplicate figures (run --no-near: False)
+    crossleaks: bool = True  # join the fingerprints across datasets at the end (run --no-crossleaks: False)
+    copy_threshold: float = 0.8  # crossleaks: the share of A's test (and train) rows in B's that makes A a copy
     benchmarks: str | None = None  # a benchmarks file (TOML; 'default': the shipped one): check contamination too
 
     def as_json(self) -> dict[str, Any]:
@@ -92,6 +94,8 @@ class RunOptions:
             "keep_cache": self.keep_cache,
             "examples": self.examples,
             "near": self.near,
+            "crossleaks": self.crossleaks,
+            "copy_threshold": self.copy_threshold,
             "benchmarks": self.benchmarks,
         }
 
@@ -106,11 +110,13 @@ class RunSummary:
     failed: int = 0
     retried: int = 0
     left_pending: int = 0
-    rows: int = 0
+    rows: int = 0  # result rows stored (one per dataset, config, label column)
+    data_rows: int = 0  # dataset rows measured (train + validation + test of each config done)
     seconds: float = 0.0
     measure_seconds: float = 0.0
     job_seconds: float = 0.0
     report: list[str] = field(default_factory=list)
+    crossleaks: dict[str, Any] | None = None  # what the crossleaks step found (CrossSummary.as_json)
     contamination: dict[str, Any] | None = None  # the check of configs the jobs did not cover (run --benchmarks)
 
     def counts(self) -> dict[str, Any]:
@@ -121,7 +127,9 @@ class RunSummary:
             "retried": self.retried,
             "left_pending": self.left_pending,
             "rows": self.rows,
+            "data_rows": self.data_rows,
             "crawl": self.crawl,
+            "crossleaks": self.crossleaks,
             "seconds": round(self.seconds, 3),
             "measure_seconds": round(self.measure_seconds, 3),
             "job_seconds": round(self.job_seconds, 3),
@@ -224,6 +232,10 @@ def run_survey(
                         # configs measured before this run, or by a run without these benchmarks
                         live.progress(phase="contamination", force=True)
                         summary.contamination = check_contamination(store, client, index_dir, run_id=run_id).counts()
+                if options.crossleaks:
+                    live.progress(phase="crossleaks", force=True)
+                    summary.crossleaks = cross_step(store, options, run_id)
+                    live.snapshot(store.con, force=True)
                 live.progress(phase="reporting", force=True)
                 summary.status = (RunStatus.TIMED_OUT if summary.left_pending else RunStatus.DONE).value
                 if options.report_dir is not None:
@@ -296,6 +308,8 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
                 if status is JobStatus.DONE:
                     summary.done += 1
                     summary.rows += len(outcome.rows)
+                    if outcome.rows:  # a config's rows per split are on each of its result rows
+                        summary.data_rows += sum(outcome.rows[0].get(f"rows_{s}") or 0 for s in ("train", "validation", "test"))
                     summary.measure_seconds += outcome.measure_seconds
                     summary.job_seconds += outcome.seconds
                 elif status is JobStatus.PENDING:
@@ -306,16 +320,33 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
                 if progress:
                     elapsed = time.perf_counter() - started
                     progress({"done": summary.done + summary.failed, "ok": summary.done, "failed": summary.failed,
-                              "total": summary.queued, "rows_per_s": round(summary.rows / elapsed, 2) if elapsed else 0})
+                              "total": summary.queued, "rows_per_s": round(summary.data_rows / elapsed, 2) if elapsed else 0})
             if live:  # between transactions: at most once a second (progress), every few (snapshot)
-                live.tick(queue.store.con, done=summary.done, failed=summary.failed, rows=summary.rows,
+                live.tick(queue.store.con, done=summary.done, failed=summary.failed, rows=summary.data_rows,
                           pending=len(todo) + len(inflight))
     finally:
         executor.close()
     summary.left_pending = len(todo)
     if live:  # the last job's results, for readers while the report renders
-        live.progress(done=summary.done, failed=summary.failed, rows=summary.rows, pending=len(todo), force=True)
+        live.progress(done=summary.done, failed=summary.failed, rows=summary.data_rows, pending=len(todo), force=True)
         live.snapshot(queue.store.con, force=True)
+
+
+def cross_step(store: Store, options: RunOptions, run_id: str | None = None) -> dict[str, Any]:
+    """The crossleaks step of a run: every test split against every other dataset's splits
+    (:func:`hubsurvey.analysis.crossleaks.crossleaks`), within 60% of a worker's memory ceiling.
+
+    The measurements are stored by then: a failure here is logged and kept in the run's counts
+    (``{"error": one line}``), and the run goes on to its report; `hubsurvey crossleaks` retries it.
+    """
+    from hubsurvey.analysis.crossleaks import crossleaks
+
+    try:
+        return crossleaks(store, copy_threshold=options.copy_threshold,
+                          memory_limit=f"{int(options.memory_mb * 0.6)}MB", run_id=run_id).as_json()
+    except StoreError as e:
+        log.warning("crossleaks failed: %s", one_line(e))
+        return {"error": one_line(e)}
 
 
 def _refresh_report(store: Store, out_dir: Path, final_run: dict[str, Any] | None = None) -> list[Path]:

@@ -41,7 +41,7 @@ from hubsurvey.core.splits import SPLIT_ALIASES  # the method's aliases: the tru
 
 from . import parquetio as pio
 from .filler import BIG_ROWS, big_text_parquet
-from .reference import lle_reference
+from .reference import cross_reference, lle_reference
 from .repos import iso_date
 
 _WORDS = (
@@ -62,6 +62,7 @@ _NER = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-
 _POS = ["DT", "NN", "NNS", "VB", "VBZ", "JJ", "RB", "IN", "CC", "PRP", "."]
 _COARSE = ["ABBR", "ENTY", "DESC", "HUM", "LOC", "NUM"]
 _FINE = [f"{c}:{s}" for c in _COARSE for s in ("a", "b")]  # fine label k belongs to coarse k // 2
+COPY_THRESHOLD = 0.8  # the cross-2026 method's default, which the truth is computed with
 _SIZE_BOUNDS = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                 (10_000_000, "1M<n<10M"))
 
@@ -363,10 +364,47 @@ def _corrupt(seed: int) -> _Spec:
     return spec
 
 
+# Leaks across datasets (issue 13): a fork, and one dataset's test split copied into other datasets' train.
+FORK_OF = {"mini-forks/sentiment_mirror": "mini-nlp/sentiment"}
+#: (source of the test rows, dataset receiving them, rows copied into its train, into its validation)
+CROSS_PLANTS = (
+    ("mini-nlp/reviews_valid", "mini-lab/reviews_absorbed", None, 0),  # the whole test split into train
+    ("mini-nlp/topics_no_val", "mini-lab/topics_partial", 40, 6),  # a third of it into train, a few into validation
+)
+
+
+def _fork(spec: _Spec, repo_id: str) -> _Spec:
+    """A copy of a dataset under a new id: the same rows in the same files (a mirror, a re-upload)."""
+    fork = copy.deepcopy(spec)
+    fork.id = repo_id
+    return fork
+
+
+def _absorbing(seed: int, repo_id: str, source: _Spec, train_rows: int | None, validation_rows: int) -> _Spec:
+    """A dataset of its own whose train split also holds ``train_rows`` of ``source``'s test rows
+    (None: all of them) and whose validation holds ``validation_rows`` others: a test set leaked
+    into another dataset's training data."""
+    spec = _text_spec(seed, repo_id, sizes=(300, 60, 100))
+    g = _Gen(seed, repo_id + ":cross")
+    test = source.configs["default"]["test"]
+    picked = g.sample(test, len(test) if train_rows is None else train_rows + validation_rows)
+    splits = spec.configs["default"]
+    splits["train"] += [copy.deepcopy(r) for r in picked[:len(picked) - validation_rows]]
+    splits["validation"] += [copy.deepcopy(r) for r in picked[len(picked) - validation_rows:]]
+    for rows in splits.values():
+        g.shuffle(rows)
+    return spec
+
+
 def _specs(seed: int) -> list[_Spec]:
     sentiment = _text_spec(seed, "mini-nlp/sentiment", sizes=(900, 150, 200), train_leaks=12, train_relabeled=5,
                            val_leaks=4, val_relabeled=2, train_dups=10, train_dups_relabeled=3, val_dups=2, test_dups=4)
     sentiment.train_shards = 2  # 0000.parquet and 0001.parquet
+    reviews = _text_spec(seed, "mini-nlp/reviews_valid", validation="valid")
+    topics = _text_spec(seed, "mini-nlp/topics_no_val", validation=None, sizes=(350, 0, 120))
+    sources = {reviews.id: reviews, topics.id: topics}
+    crossed = [_absorbing(seed, target, sources[source], train, validation)
+               for source, target, train, validation in CROSS_PLANTS]
     no_test = _text_spec(seed, "mini-misc/train_only", "no_test_split")
     no_test.configs["default"].pop("test")
     no_export = _text_spec(seed, "mini-misc/no_export", "no_parquet_export", entry={"parquet_export": False})
@@ -374,9 +412,9 @@ def _specs(seed: int) -> list[_Spec]:
     return [
         _token_classification(seed),
         sentiment,
-        _text_spec(seed, "mini-nlp/reviews_valid", validation="valid"),
+        reviews,
         _text_spec(seed, "mini-nlp/intents_dev", validation="dev", sizes=(300, 60, 90)),
-        _text_spec(seed, "mini-nlp/topics_no_val", validation=None, sizes=(350, 0, 120)),
+        topics,
         _sentence_pairs(seed),
         _question_answering(seed),
         _multi_config(seed),
@@ -392,6 +430,8 @@ def _specs(seed: int) -> list[_Spec]:
         _tabular(seed),
         no_export,
         _corrupt(seed),
+        *(_fork(sentiment, fork) for fork in FORK_OF),
+        *crossed,
     ]
 
 
@@ -576,6 +616,22 @@ def _truth(spec: _Spec) -> list[dict[str, Any]]:
     return out
 
 
+def _cross_truth(specs: list[_Spec]) -> dict[str, Any]:
+    """The leaks across the eligible datasets (``reference.cross_reference`` of the rows written),
+    and what was planted: the fork, and the test splits copied into other datasets."""
+    eligible = [s for s in specs if s.expected == "eligible"]
+    configs = {(s.id, c): {SPLIT_ALIASES[n]: rows for n, rows in splits.items()}
+               for s in eligible for c, splits in s.configs.items()}
+    found = cross_reference(configs, {s.id: s.text_columns for s in eligible}, COPY_THRESHOLD)
+    planted = [{"test_dataset": fork, "source_dataset": of, "relation": "copy"} for fork, of in FORK_OF.items()]
+    tests = {s.id: len(s.configs["default"]["test"]) for s in specs if s.id in {source for source, *_ in CROSS_PLANTS}}
+    planted += [{"test_dataset": source, "source_dataset": target, "source_split": "train", "relation": "leak",
+                 "rows": tests[source] if train is None else train} for source, target, train, _ in CROSS_PLANTS]
+    planted += [{"test_dataset": source, "source_dataset": target, "source_split": "validation", "relation": "leak",
+                 "rows": validation} for source, target, _, validation in CROSS_PLANTS if validation]
+    return {"copy_threshold": COPY_THRESHOLD, "planted": planted, **found}
+
+
 def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
     """Write the mini-hub for ``seed`` into ``out`` (created if needed) and return ``out``.
 
@@ -594,6 +650,7 @@ def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
     if filler:
         index["filler"] = {"count": filler, "seed": seed}
     truth = {"seed": seed, "expected": {s.id: s.expected for s in specs}, "measurements": measurements,
+             "cross": _cross_truth(specs),
              # contamination with benchmarks (issue 13): the planted benchmarks and what they contaminate
              "benchmarks": BENCHMARKS, "contamination": _contamination_truth(specs)}
     (out / "index.json").write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -645,3 +645,75 @@ def _near_figures(
     for name, (count, split) in NEAR_PCTS.items():
         out[name] = _pct(counts[count], len(texts[split]) if split in texts else 0)
     return out
+
+
+# --- issue 13: leaks across datasets, in plain Python (sets over rows) ---------------------------------
+
+
+def cross_reference(
+    configs: Mapping[tuple[str, str], Mapping[str, Sequence[Mapping[str, Any]]]],
+    text_columns: Mapping[Any, Sequence[str]],
+    copy_threshold: float = 0.8,
+) -> dict[str, Any]:
+    """The cross-dataset overlaps of ``configs`` ({(dataset, config): {canonical split: rows}}), as
+    the ``cross-2026`` method defines them, with no code shared with hubsurvey's SQL:
+
+    - for every test split A and every split S of another dataset: the test rows of A (positions,
+      each counted once) whose normalized text key (``normalize_value`` of each text column) is
+      among S's keys; kept when > 0;
+    - A copy of B: >= ``copy_threshold`` of A's test rows in B's test, and >= ``copy_threshold`` of
+      A's train rows in B's train (or neither has a train split);
+    - families: datasets joined by copies in either direction; id = the smallest dataset id;
+    - relation: test source: ``copy`` / ``family`` (same family) / ``shared_test``; train or
+      validation source: ``family`` (same family) or ``leak``.
+
+    ``text_columns`` maps a dataset, or a (dataset, config), to its text columns.
+
+    Returns ``{"overlaps": [...], "copies": [[A, a_config, B, b_config], ...], "families": {dataset: members}}``.
+    """
+    keys = {
+        (d, c): {s: [tuple(_freeze(normalize_value(row[col])) for col in text_columns.get((d, c)) or text_columns[d])
+                     for row in rows]
+                 for s, rows in splits.items()}
+        for (d, c), splits in configs.items()
+    }
+    sets = {k: {s: set(v) for s, v in splits.items()} for k, splits in keys.items()}
+    found = []
+    for (a, ca), splits_a in keys.items():
+        test = splits_a["test"]
+        for (b, cb), sets_b in sets.items():
+            if a == b:
+                continue
+            for split in SPLITS:
+                if split in sets_b:
+                    n = sum(1 for k in test if k in sets_b[split])
+                    if n:
+                        found.append({"test_dataset": a, "test_config": ca, "source_dataset": b, "source_config": cb,
+                                      "source_split": split, "rows": n, "test_rows": len(test)})
+    copies = []
+    for o in found:
+        if o["source_split"] != "test" or o["rows"] < copy_threshold * o["test_rows"]:
+            continue
+        a_train = keys[(o["test_dataset"], o["test_config"])].get("train")
+        b_train = sets[(o["source_dataset"], o["source_config"])].get("train")
+        if (a_train is None and b_train is None) or (
+                a_train is not None and b_train is not None
+                and sum(1 for k in a_train if k in b_train) >= copy_threshold * len(a_train)):
+            copies.append([o["test_dataset"], o["test_config"], o["source_dataset"], o["source_config"]])
+    groups: list[set[str]] = []
+    for a, _, b, _ in copies:
+        joined = {a, b}
+        for g in [g for g in groups if g & joined]:
+            joined |= g
+            groups.remove(g)
+        groups.append(joined)
+    families = {d: sorted(g) for g in groups for d in g}
+    copy_keys = {tuple(c) for c in copies}
+    for o in found:
+        same = o["test_dataset"] in families and families[o["test_dataset"]] == families.get(o["source_dataset"])
+        if o["source_split"] == "test":
+            key = (o["test_dataset"], o["test_config"], o["source_dataset"], o["source_config"])
+            o["relation"] = "copy" if key in copy_keys else "family" if same else "shared_test"
+        else:
+            o["relation"] = "family" if same else "leak"
+    return {"overlaps": found, "copies": copies, "families": families}

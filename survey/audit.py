@@ -116,7 +116,8 @@ def audit(
                 outcome.failed(_config_error(e, f"{source.dataset_id} [{name}]"))
                 continue
             if store is not None:
-                store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows, result.examples)
+                store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows, result.examples,
+                                           fingerprints=result.fingerprints, run_id=run_id)
             outcome.results.append(result)
         status = RunStatus.DONE if outcome.results or not outcome.errors else RunStatus.FAILED
     except KeyboardInterrupt:

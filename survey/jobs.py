@@ -145,6 +145,7 @@ def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
         measure_seconds=result.seconds,
         download_seconds=download_seconds,
         parquet_sha=spec.parquet_sha,
+        fingerprints=result.fingerprints,
     )
     outcome.contamination, outcome.benchmarks_checked = contamination, checked
     return outcome

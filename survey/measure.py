@@ -45,6 +45,9 @@ class ConfigResult:
     rows: list[dict[str, Any]]
     examples: list[dict[str, Any]] = field(default_factory=list)  # rows of the examples table
     seconds: float = 0.0
+    #: per canonical split: a table of (row, hash) with the normalized text key's hash of every row
+    #: (``Engine.fingerprints``), for leaks across datasets; None when not measured (LLE alone)
+    fingerprints: dict[str, Any] | None = None
 
 
 def _data_error_types() -> tuple[type[BaseException], ...]:
@@ -100,6 +103,7 @@ def measure_config(
             measured = engine.measure(roles.text_columns, roles.label_columns, methods, examples=examples)
             measurements, samples, near = measured.measurements, measured.examples, measured.near
             rows_by_split = engine.rows
+            fingerprints = engine.fingerprints()
     except SurveyError:
         raise
     except Exception as e:
@@ -144,7 +148,8 @@ def measure_config(
     stored = [example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in samples]
     stored += [near_example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in (near.examples if near else [])]
     return ConfigResult(
-        data.dataset_id, data.config, data.revision_sha or "", roles, rows, stored, time.perf_counter() - started
+        data.dataset_id, data.config, data.revision_sha or "", roles, rows, stored, time.perf_counter() - started,
+        fingerprints,
     )
 
 

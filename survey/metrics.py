@@ -388,6 +388,16 @@ class Engine:
             out.append(Measurement(label, text_columns, {c.name: figures.get(c.name) for c in columns}))
         return Measured(out, found, near_result)
 
+    def fingerprints(self) -> dict[str, pa.Table] | None:
+        """Per canonical split, every row's position (``row``, int64) and ``hash`` (uint64): the
+        64-bit hash of its ``normalized`` text key, ``h_ntext`` as :meth:`measure` computed it (no
+        second read). None when the normalized profile was not loaded (LLE alone)."""
+        if registry.NORMALIZED not in getattr(self, "_profiles", ()):
+            return None
+        self.con.complete()  # the last figures SELECT was read with fetchone(): finish it first
+        return {s: self.con.sql(f"SELECT pos AS row, h_ntext AS hash FROM rows_all WHERE split = '{s}' ORDER BY pos")
+                .to_arrow_table() for s in CANONICAL_SPLITS if s in self.data.splits}  # canonical names only
+
     # --- near-duplicates (survey/near.py finds the pairs; the figures are the registry's SQL) --------
 
     def _measure_near(self, label_columns: Sequence[str], params: near_method.NearParams, *, exact_key: bool,

@@ -342,8 +342,8 @@ def test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees(minihub, 
     from hubsurvey.analysis.render import md as markdown
 
     assert markdown(line) in card and f"`{CONTAMINATION_CSV_PATH}`" in card
-    assert markdown(line) in md.read_text() and "## 10. Contamination with benchmarks" in md.read_text()
-    assert line in html.read_text() and "10. Contamination with benchmarks" in html.read_text()
+    assert markdown(line) in md.read_text() and "## 11. Contamination with benchmarks" in md.read_text()
+    assert line in html.read_text() and "11. Contamination with benchmarks" in html.read_text()
 
 
 def test_the_command_refuses_a_missing_db_and_an_unreachable_hub(tmp_path):

@@ -78,6 +78,10 @@ def test_a_run_measures_exactly_the_planted_truth(minihub, clean_run):
     with Store(clean_run) as store:
         (run,) = store.records("SELECT * FROM runs")
         assert run["status"] == "done" and json.loads(run["counts"])["done"] == len(store.query("SELECT DISTINCT dataset_id, config FROM measurements")[1])
+        # rows/s counts dataset rows measured: every split's rows of every config, once per config
+        data_rows = store.query("SELECT sum(n) FROM (SELECT DISTINCT dataset_id, config, "
+                                "coalesce(rows_train, 0) + coalesce(rows_validation, 0) + coalesce(rows_test, 0) AS n FROM measurements)")[1][0][0]
+        assert json.loads(run["counts"])["data_rows"] == data_rows > json.loads(run["counts"])["rows"]
         assert store.query("SELECT count(*) FROM jobs WHERE status <> 'done'")[1][0][0] == 0
 
 

@@ -269,3 +269,41 @@ def test_a_sqlite_file_is_refused_without_loading_an_extension(tmp_path, monkeyp
     assert not (tmp_path / "home").exists()
     result = CliRunner().invoke(app, ["status", "--db", str(db)])
     assert result.exit_code == 3 and "SQLite" in result.stderr
+
+
+def _older_db(path, monkeypatch, version: int) -> None:
+    """A DB made by a hubsurvey that knew only the first ``version`` migrations."""
+    import hubsurvey.core.store as store_module
+
+    with monkeypatch.context() as m:
+        m.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:version])
+        m.setattr(store_module, "SCHEMA_VERSION", version)
+        Store(path).close()
+
+
+def test_a_read_command_upgrades_an_older_db_once_then_reads_it(tmp_path, monkeypatch):
+    from hubsurvey.core.store import SCHEMA_VERSION
+
+    db = tmp_path / "old.duckdb"
+    _older_db(db, monkeypatch, SCHEMA_VERSION - 1)
+    with pytest.raises(StoreError) as error:  # read-only as it is: its views would name missing tables
+        Store(db, read_only=True)
+    assert f"has schema version {SCHEMA_VERSION - 1}, older than" in _one_line_store_error(error.value)
+    result = CliRunner().invoke(app, ["sql", "--db", str(db), "--format", "csv", "SELECT max(version) FROM schema_version"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == str(SCHEMA_VERSION)
+    with Store(db, read_only=True) as store:  # upgraded for good
+        assert store.query("SELECT count(*) FROM cross_overlaps")[1] == [(0,)]
+
+
+def test_an_older_db_that_cannot_be_upgraded_is_refused_in_one_line(tmp_path, monkeypatch):
+    from hubsurvey.core.store import SCHEMA_VERSION
+
+    with _tmpfs(tmp_path / "ro", "size=2m") as folder:
+        db = folder / "old.duckdb"
+        _older_db(db, monkeypatch, SCHEMA_VERSION - 1)
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        result = CliRunner().invoke(app, ["sql", "--db", str(db), "SELECT 1"])
+    assert result.exit_code == 3, result.output
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output and str(db) in result.stderr
+    assert "older than this hubsurvey's" in result.stderr and "cannot be upgraded" in result.stderr

@@ -20,7 +20,17 @@ from typing import Annotated, Any
 
 import typer
 
-from hubsurvey.commands.options import DEFAULT_REPORT_DIR, Format, ReadDb, at_least, output_format, say_snapshot
+from hubsurvey.commands.options import (
+    DEFAULT_REPORT_DIR,
+    CopyThreshold,
+    Db,
+    Format,
+    ReadDb,
+    at_least,
+    output_format,
+    positive,
+    say_snapshot,
+)
 from hubsurvey.core.errors import BadInputError, StoreError, UsageError
 from hubsurvey.core.store import DEFAULT_DB, Store
 
@@ -173,9 +183,51 @@ def sql(
     sys.stdout.write(RENDER[fmt](names, rows).rstrip("\n") + "\n")
 
 
+def crossleaks(
+    copy_threshold: CopyThreshold = 0.8,
+    memory_mb: Annotated[int, typer.Option("--memory-mb", help="DuckDB's memory limit for the join, MB (it spills beyond)")] = 2048,
+    top: Annotated[int, typer.Option("--top", help="How many leaking pairs to print")] = 10,
+    db: Db = Path(DEFAULT_DB),
+) -> None:
+    """Find leaks across datasets: every test split against every other dataset's splits.
+
+    Joins the per-row fingerprints kept beside the DB (one hash of each row's normalized text),
+    classifies each overlap (copy, leak, shared_test, family) and replaces the cross_overlaps and
+    dataset_families tables. `run` does this at its end unless --no-crossleaks.
+    """
+    from hubsurvey.analysis.crossleaks import crossleaks as run_crossleaks
+    from hubsurvey.commands.survey import copy_threshold_in_range
+    from hubsurvey.core.runs import Runs, RunStatus
+
+    copy_threshold_in_range(copy_threshold)
+    positive("--memory-mb", memory_mb)
+    at_least("--top", top, 0)
+    if not Path(db).is_file():
+        raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
+    with Store(db) as store:
+        runs = Runs(store)
+        run_id = runs.start("crossleaks", {"copy_threshold": copy_threshold, "memory_mb": memory_mb})
+        try:
+            summary = run_crossleaks(store, copy_threshold=copy_threshold, memory_limit=f"{memory_mb}MB", run_id=run_id)
+        except BaseException as e:
+            runs.finish(run_id, RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED, error=e)
+            raise
+        runs.finish(run_id, RunStatus.DONE, summary.as_json())
+        leaks = store.query(
+            "SELECT test_dataset, test_config, source_dataset, source_config, source_split, rows, test_rows, "
+            "round(pct, 2) AS pct FROM cross_overlaps WHERE relation = 'leak' ORDER BY rows DESC, pct DESC, "
+            "test_dataset, source_dataset, source_split LIMIT $n", {"n": top})
+    typer.echo(summary.line())
+    if top and leaks[1]:
+        typer.echo(format_table(*leaks))
+
+
 def show(
     dataset: Annotated[str, typer.Argument(help="Dataset id (owner/name), or its name when only one measured id has it")],
     config: Annotated[str | None, typer.Option("--config", help="Only this config")] = None,
+    source: Annotated[str | None, typer.Option(
+        "--source", help="Leaks across datasets: the rows of DATASET's test split found in this other dataset")] = None,
+    source_config: Annotated[str | None, typer.Option("--source-config", help="With --source: only this config of it")] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="leaks, duplicates, conflicts or near (or one kind, e.g. duplicate_test)")] = None,
     profile: Annotated[str | None, typer.Option("--profile", help="raw or normalized [default: both]")] = None,
     label: Annotated[str | None, typer.Option("--label", help="Only this label column (text-key examples are kept)")] = None,
@@ -195,11 +247,29 @@ def show(
     at_least("--limit", limit, 1)
     store = open_results(db)
     try:
+        if source is not None:
+            _show_pair(store, dataset, source, config, source_config, limit, fmt)
+            return
         rows = find_examples(store, dataset, config=config, kind=kind, profile=profile, label_column=label, limit=limit)
     finally:
         store.close()
     if fmt == "table":
         typer.echo(render_examples(rows))
+        return
+    names = list(rows[0]) if rows else []
+    sys.stdout.write(RENDER[fmt](names, [[r[n] for n in names] for r in rows]).rstrip("\n") + "\n")
+
+
+def _show_pair(store: Store, dataset: str, source: str, config: str | None, source_config: str | None,
+               limit: int | None, fmt: str) -> None:
+    """``show A --source B``: A's test rows whose normalized text is in B, with their positions in both."""
+    from hubsurvey.analysis.crossleaks import find_cross_rows, pair_overlaps, render_cross_rows
+    from hubsurvey.analysis.examples import resolve_dataset
+
+    a, b = resolve_dataset(store, dataset), resolve_dataset(store, source)
+    rows = find_cross_rows(store, a, b, test_config=config, source_config=source_config, limit=limit or 20)
+    if fmt == "table":
+        typer.echo(render_cross_rows(a, b, rows, pair_overlaps(store, a, b)))
         return
     names = list(rows[0]) if rows else []
     sys.stdout.write(RENDER[fmt](names, [[r[n] for n in names] for r in rows]).rstrip("\n") + "\n")

@@ -24,6 +24,11 @@ Format = Annotated[str | None, typer.Option("--format", help="Output format: tab
 Json = Annotated[bool, typer.Option("--json", help="Same as --format json")]
 Examples = Annotated[int, typer.Option(
     "--examples", help="Store up to N examples of each kind behind the counts (0: none); `hubsurvey show` prints them")]
+CopyThreshold = Annotated[float, typer.Option(
+    "--copy-threshold", help="crossleaks: A is a copy of B when this share of A's test rows is in B's test split "
+    "and as much of A's train in B's train (or neither has a train split)")]
+NoCrossleaks = Annotated[bool, typer.Option(
+    "--no-crossleaks", help="Skip the leaks-across-datasets step at the end (`hubsurvey crossleaks` runs it alone)")]
 NoNear = Annotated[bool, typer.Option(
     "--no-near", help="Skip the near-duplicate figures (MinHash-LSH over character shingles); they stay NULL")]
 

@@ -17,6 +17,7 @@ from hubsurvey.commands.options import (
     Authors,
     Benchmarks,
     CacheDir,
+    CopyThreshold,
     Dask,
     Db,
     DenyAuthors,
@@ -32,6 +33,7 @@ from hubsurvey.commands.options import (
     MaxHours,
     MaxRows,
     MemoryMb,
+    NoCrossleaks,
     NoNear,
     Rate,
     ReadDb,
@@ -64,6 +66,12 @@ def _summary_lines(summary) -> list[str]:
         c = summary.crawl
         lines.append(f"crawl: listed {c['listed']}, eligible {c['eligible']}, excluded {sum(c['excluded'].values())} {json.dumps(c['excluded'], sort_keys=True)}")
     lines.append(summary.line())
+    if summary.crossleaks and "error" in summary.crossleaks:
+        lines.append(f"crossleaks failed: {summary.crossleaks['error']} (run `hubsurvey crossleaks` again)")
+    elif summary.crossleaks:
+        from hubsurvey.analysis.crossleaks import CrossSummary
+
+        lines.append(CrossSummary(**summary.crossleaks).line())
     if summary.contamination and any(summary.contamination.values()):  # configs the jobs did not check
         lines.append("contamination: " + json.dumps(summary.contamination, sort_keys=True))
     if summary.report:
@@ -90,7 +98,14 @@ def _run_options(**options: Any) -> RunOptions:
     positive("--memory-mb", options.get("memory_mb"))
     positive("--max-cache-gb", options.get("max_cache_gb"))
     at_least("--examples", options.get("examples"), 0)
+    copy_threshold_in_range(options.get("copy_threshold"))
     return RunOptions(**options)
+
+
+def copy_threshold_in_range(value: float | None) -> None:
+    """--copy-threshold is a share of rows: in (0, 1]."""
+    if value is not None and not 0 < value <= 1:
+        raise UsageError(f"--copy-threshold must be greater than 0 and at most 1, not {value}")
 
 
 def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]) -> None:
@@ -127,6 +142,8 @@ def run(
     keep_cache: KeepCache = RunOptions.keep_cache,
     examples: Examples = RunOptions.examples,
     no_near: NoNear = not RunOptions.near,
+    no_crossleaks: NoCrossleaks = not RunOptions.crossleaks,
+    copy_threshold: CopyThreshold = RunOptions.copy_threshold,
     benchmarks: Benchmarks = RunOptions.benchmarks,
     rate: Rate = DEFAULT_RATE,
     file_rate: FileRate = DEFAULT_FILE_RATE,
@@ -138,13 +155,15 @@ def run(
                            memory_mb=memory_mb, report_dir=report_dir, roles_file=str(roles) if roles else None,
                            retry_failed=_retry_classes(retry_failed), cache_dir=cache_dir,
                            max_cache_gb=max_cache_gb, keep_cache=keep_cache, examples=examples,
-                           near=not no_near, benchmarks=benchmarks)
+                           near=not no_near, crossleaks=not no_crossleaks, copy_threshold=copy_threshold,
+                           benchmarks=benchmarks)
     client = hub_client(rate, file_rate)
     args = {"filters": filters.as_json(), "workers": workers, "max_hours": options.max_hours, "dask": dask,
             "job_timeout": job_timeout, "memory_mb": memory_mb, "report_dir": str(report_dir), "db": str(db),
             "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate,
             "cache_dir": str(cache_dir) if cache_dir else None, "max_cache_gb": max_cache_gb, "keep_cache": keep_cache,
-            "examples": examples, "near": not no_near, "benchmarks": benchmarks}
+            "examples": examples, "near": not no_near, "crossleaks": not no_crossleaks, "copy_threshold": copy_threshold,
+            "benchmarks": benchmarks}
     _survey(db, client, filters, options, args)
 
 

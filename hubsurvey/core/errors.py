@@ -86,6 +86,15 @@ class StoreError(HubsurveyError):
     error_class = "store"
 
 
+class OutdatedSchemaError(StoreError):
+    """A DB opened read-only has an older schema than this hubsurvey's: it must be upgraded (by a
+    write open, which migrates it) before the views and findings can be read."""
+
+    def __init__(self, message: str, problem: str):
+        super().__init__(message)
+        self.problem = problem  # the DB and its version, without the advice
+
+
 class DbLockedError(StoreError):
     """Another process holds the DB: DuckDB allows one writer and, meanwhile, no other process
     (read-only included). The message names the survey run holding it when there is one."""

@@ -4,7 +4,7 @@ DuckDB lets one process hold a file read-write, and while it does no other proce
 file, not even read-only. A survey run holds its DB for hours, so it publishes two things beside it:
 
 - ``<db>.run.json``, the **holder file**: who holds the DB (run id, pid, process start time, host,
-  started) and its live progress (phase, jobs done, failed and pending, rows, jobs/s, rows/s, ETA,
+  started) and its live progress (phase, jobs done, failed and pending, dataset rows measured, jobs/s, rows/s, ETA,
   updated_at). It is rewritten atomically (a temp file, then ``os.replace``) at most once a second.
   A holder whose process is gone (``kill -9``) is reported as interrupted, never as running.
 - ``<db>.snapshot``, the **read snapshot**: a copy of the DB made by DuckDB between two of the

@@ -22,7 +22,7 @@ from typing import Any
 
 from hubsurvey.core import figures
 from hubsurvey.core.splits import SPLIT_ALIASES
-from hubsurvey.core.store import Store, insert, now
+from hubsurvey.core.store import FINGERPRINT_HASH, Store, insert, now
 
 #: error classes that are transient whatever the error said (a worker process that died)
 TRANSIENT_CLASSES = frozenset({"worker_died"})
@@ -56,6 +56,9 @@ class JobOutcome:
     download_seconds: float = 0.0
     parquet_sha: str | None = None  # the Parquet-branch commit every file was downloaded from
     examples: list[dict[str, Any]] = field(default_factory=list)  # rows of the examples table
+    #: per canonical split, a pyarrow table (row int64, hash uint64): each row's normalized text key
+    #: hash, written as Parquet by the store (``Store.replace_measurements``); None: not measured
+    fingerprints: dict[str, Any] | None = None
     # contamination with benchmarks (issue 13): rows of the contamination table, and the benchmarks
     # checked ((id, config, split) each) when the run has a benchmarks file
     contamination: list[dict[str, Any]] = field(default_factory=list)
@@ -64,9 +67,9 @@ class JobOutcome:
     @classmethod
     def success(cls, rows: list[dict[str, Any]], *, seconds: float, measure_seconds: float = 0.0,
                 download_seconds: float = 0.0, parquet_sha: str | None = None,
-                examples: list[dict[str, Any]] | None = None) -> JobOutcome:
+                examples: list[dict[str, Any]] | None = None, fingerprints: dict[str, Any] | None = None) -> JobOutcome:
         return cls(True, rows, seconds=seconds, measure_seconds=measure_seconds, download_seconds=download_seconds,
-                   parquet_sha=parquet_sha, examples=examples or [])
+                   parquet_sha=parquet_sha, examples=examples or [], fingerprints=fingerprints)
 
     @classmethod
     def failure(cls, error_class: str, message: str, *, transient: bool = False, traceback: str | None = None) -> JobOutcome:
@@ -149,7 +152,9 @@ class JobQueue:
     def requeue_outdated(self) -> int:
         """Done jobs whose rows lack a method this run measures, or hold an older version of it
         (measured before a method was added or changed), go back to pending, so a rerun fills the
-        new figures. Rows holding more methods than asked (``--no-near`` after a full run) stay."""
+        new figures. Rows holding more methods than asked (``--no-near`` after a full run) stay.
+        So do jobs whose test split has no fingerprint file at their revision (measured before
+        fingerprints were kept, or under another hash scheme): leaks across datasets need them."""
         wanted = self.methods
         outdated = [
             job_id
@@ -159,6 +164,12 @@ class JobQueue:
             )[1]
             if methods is None or any(json.loads(methods).get(m) != v for m, v in wanted.items())
         ]
+        if self.store.path != ":memory:" and figures.EXACT_METHOD in wanted:
+            outdated += [r[0] for r in self.store.query(
+                "SELECT DISTINCT m.dataset_id || '@' || m.revision_sha || '/' || m.config FROM measurements m "
+                "WHERE m.source = 'hub' AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.dataset_id = m.dataset_id "
+                "AND f.config = m.config AND f.revision_sha = m.revision_sha AND f.split = 'test' AND f.hash = $h)",
+                {"h": FINGERPRINT_HASH})[1]]
         if not outdated:
             return 0
         return self._set_status(JobStatus.PENDING, "status = $from AND list_contains($ids, job_id)",
@@ -207,6 +218,8 @@ class JobQueue:
             if outcome.ok:
                 # every row says which Parquet-branch commit it measured (the one the files came from)
                 rows = [{**row, "parquet_sha": outcome.parquet_sha} for row in outcome.rows] if outcome.parquet_sha else outcome.rows
+                self.store.replace_measurements(job.dataset_id, job.revision_sha, job.config, rows, outcome.examples,
+                                                fingerprints=outcome.fingerprints, run_id=getattr(job, "run_id", None))
                 self.store.replace_measurements(job.dataset_id, job.revision_sha, job.config, rows, outcome.examples)
                 if outcome.benchmarks_checked:  # contamination with benchmarks: in the same transaction
                     self.store.replace_contamination(job.dataset_id, job.revision_sha, job.config,

@@ -11,6 +11,7 @@ Every write of results is one transaction, so an interrupted write leaves nothin
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -21,7 +22,9 @@ from typing import Any
 import duckdb
 
 from hubsurvey.core import figures, livestate
-from hubsurvey.core.errors import DbLockedError, StoreError
+from hubsurvey.core.errors import DbLockedError, OutdatedSchemaError, StoreError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_DB = "results.duckdb"
 
@@ -163,7 +166,52 @@ MIGRATIONS: list[str] = [
     ALTER TABLE examples ADD COLUMN jaccard DOUBLE;
     ALTER TABLE examples ADD COLUMN partner JSON;          -- {"split", "position", "text": {...}, "labels": {...}}
     """,
-    # --- contamination with benchmarks (bench-2026; issue 13): one self-contained migration ---------
+    # 8: leaks across datasets (method cross-2026). The per-row fingerprints live in Parquet beside
+    # the DB (fingerprints_dir); this table indexes them: one file per (dataset, config, split).
+    # cross_overlaps and dataset_families are rewritten whole by each `hubsurvey crossleaks`.
+    """
+    CREATE TABLE fingerprints (
+        dataset_id   VARCHAR NOT NULL,
+        config       VARCHAR NOT NULL,
+        split        VARCHAR NOT NULL,        -- canonical: train, validation, test
+        revision_sha VARCHAR NOT NULL,        -- the revision whose rows the file holds
+        rows         BIGINT NOT NULL,
+        path         VARCHAR NOT NULL,        -- the Parquet file, relative to <db>.fingerprints/
+        hash         VARCHAR NOT NULL,        -- how the 64-bit hash was computed (FINGERPRINT_HASH)
+        written_at   TIMESTAMPTZ NOT NULL,
+        run_id       VARCHAR,
+        PRIMARY KEY (dataset_id, config, split)
+    );
+
+    CREATE TABLE cross_overlaps (
+        test_dataset    VARCHAR NOT NULL,     -- A: the dataset whose test split is probed
+        test_config     VARCHAR NOT NULL,
+        test_revision   VARCHAR NOT NULL,
+        source_dataset  VARCHAR NOT NULL,     -- B: another dataset holding some of A's test rows
+        source_config   VARCHAR NOT NULL,
+        source_split    VARCHAR NOT NULL,     -- train, validation or test
+        source_revision VARCHAR NOT NULL,
+        rows            BIGINT NOT NULL,      -- distinct test rows of A whose hash occurs in B's split
+        test_rows       BIGINT NOT NULL,      -- rows of A's test split
+        pct             DOUBLE NOT NULL,      -- rows / test_rows x 100
+        relation        VARCHAR NOT NULL,     -- copy, leak, shared_test or family
+        copy_threshold  DOUBLE NOT NULL,      -- the share of rows that made a copy (--copy-threshold)
+        method          VARCHAR NOT NULL,     -- 'cross-2026'
+        method_version  INTEGER NOT NULL,
+        tool_version    VARCHAR NOT NULL,
+        computed_at     TIMESTAMPTZ NOT NULL,
+        run_id          VARCHAR
+    );
+
+    CREATE TABLE dataset_families (
+        dataset_id   VARCHAR PRIMARY KEY,
+        family_id    VARCHAR NOT NULL,        -- the smallest dataset id of the family
+        members      VARCHAR[] NOT NULL,      -- every dataset of the family, sorted
+        computed_at  TIMESTAMPTZ NOT NULL,
+        run_id       VARCHAR
+    );
+    """,
+    # 9: contamination with benchmarks (bench-2026; issue 13), one self-contained migration.
     # The benchmarks as indexed (each one's revision), and per (surveyed dataset, revision, config,
     # split, benchmark) its contaminated rows, with up to N examples. See survey/contamination.py.
     """
@@ -319,6 +367,42 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+# --- fingerprints: one 64-bit hash of each row's normalized text key, as Parquet beside the DB ------
+
+#: How the fingerprints' hash is computed. DuckDB's hash() is stable for one version; files written
+#: under another scheme are not compared (crossleaks leaves them out, the next run measures them again).
+FINGERPRINT_HASH = f"duckdb-{duckdb.__version__} hash(normalized text key)"
+FINGERPRINT_FILE = "part.parquet"
+_SAFE_BYTES = 200  # a path component stays well under the file systems' 255 bytes
+
+
+def fingerprints_dir(db: str | Path) -> Path:
+    """The folder of a DB's fingerprints: ``<db>.fingerprints`` (the one place it is derived)."""
+    return Path(f"{db}.fingerprints")
+
+
+def safe_name(name: str) -> str:
+    """A Hub name as one path component that cannot leave its folder: every byte outside
+    ``[A-Za-z0-9._~-]`` percent-encoded (``/`` included; DuckDB's hive reader decodes it). A name
+    whose encoding is too long is cut and given a hash of the whole name, so it stays unique."""
+    from urllib.parse import quote
+
+    safe = quote(name, safe="")
+    if len(safe) > _SAFE_BYTES:
+        import hashlib
+
+        safe = safe[: _SAFE_BYTES - 40] + "~" + hashlib.sha256(name.encode()).hexdigest()[:32]
+    return safe
+
+
+def fingerprint_path(dataset_id: str, config: str, split: str) -> str:
+    """A split's fingerprint file, relative to :func:`fingerprints_dir`, hive partitioned:
+    ``dataset=<safe>/config=<safe>/split=<split>/part.parquet``. Each component has its ``key=``
+    prefix, so even a name ``..`` is a plain folder name."""
+    return "/".join(f"{k}={safe_name(v)}" for k, v in (("dataset", dataset_id), ("config", config), ("split", split))) \
+        + "/" + FINGERPRINT_FILE
+
+
 class Store:
     """The results DB. ``Store(path)`` opens (creating and migrating as needed).
 
@@ -330,6 +414,8 @@ class Store:
     def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False,
                  config: Mapping[str, str | bool | int | float | list[str]] | None = None):
         self.path = str(path)
+        #: the DB this store stands for (a read snapshot's is the DB it copies): fingerprints live beside it
+        self.db_path = self.path
         self._depth = 0  # nesting of transaction(): only the outermost one commits
         #: the holder info of the run whose read snapshot this store reads (None: the DB itself)
         self.snapshot_of: dict[str, Any] | None = None
@@ -349,8 +435,10 @@ class Store:
         try:
             if not read_only:
                 self._migrate()
-            else:
-                self._check_version()
+            elif 0 < self._check_version() < SCHEMA_VERSION:
+                # the views and findings of this version name tables the older schema lacks
+                problem = f"{self.path} has schema version {self._version()}, older than this hubsurvey's {SCHEMA_VERSION}"
+                raise OutdatedSchemaError(f"{problem}: a command that writes to it (run, audit, crossleaks) upgrades it", problem)
         except BaseException:
             self.con.close()
             raise
@@ -370,6 +458,15 @@ class Store:
         while True:
             try:
                 return cls(path, read_only=True, config=config)
+            except OutdatedSchemaError as outdated:
+                # Migrations are versioned and quick: upgrade it, as any writer would, then read.
+                # A DB that cannot be opened for writing (read-only file, held) says why in one line.
+                try:
+                    cls(path).close()
+                except StoreError as cannot:
+                    raise StoreError(f"{outdated.problem}, and cannot be upgraded: {cannot}") from None
+                log.info("upgraded %s to schema version %d", path, SCHEMA_VERSION)
+                return cls(path, read_only=True, config=config)
             except DbLockedError as locked:
                 live = livestate.live_snapshot(path)
                 if live is not None:
@@ -381,6 +478,7 @@ class Store:
                             raise
                     else:
                         store.snapshot_of = info
+                        store.db_path = str(path)
                         return store
                 holder = livestate.read_holder(path)
                 if not livestate.holder_alive(holder):
@@ -487,8 +585,13 @@ class Store:
     # --- measurements ---------------------------------------------------------------------------
 
     def replace_measurements(self, dataset_id: str, revision_sha: str, config: str, rows: Sequence[Mapping[str, Any]],
-                             examples: Sequence[Mapping[str, Any]] = ()) -> None:
-        """Store the rows (and examples) of one (dataset, revision, config), replacing earlier ones, atomically."""
+                             examples: Sequence[Mapping[str, Any]] = (), *,
+                             fingerprints: Mapping[str, Any] | None = None, run_id: str | None = None) -> None:
+        """Store the rows (and examples) of one (dataset, revision, config), replacing earlier ones, atomically.
+
+        ``fingerprints`` (per canonical split, a table of ``row`` and ``hash``) replace the config's
+        fingerprint files (:meth:`replace_fingerprints`) in the same transaction.
+        """
         where = {"d": dataset_id, "r": revision_sha, "c": config}
         with self.transaction() as con:
             for table in ("measurements", "examples"):
@@ -497,6 +600,60 @@ class Store:
                 insert(con, "measurements", row)
             if examples:
                 insert_many(con, "examples", examples)
+            self.replace_fingerprints(dataset_id, revision_sha, config, fingerprints, run_id=run_id)
+
+    @property
+    def fingerprints_dir(self) -> Path:
+        return fingerprints_dir(self.db_path)
+
+    def replace_fingerprints(self, dataset_id: str, revision_sha: str, config: str,
+                             fingerprints: Mapping[str, Any] | None, *, run_id: str | None = None) -> None:
+        """Write one config's fingerprint files and their ``fingerprints`` rows, replacing the old ones.
+
+        Each split's file is written to a temp file in its folder, then renamed over the old one
+        (readers see the old file or the new, never half of one); the files of splits the new
+        revision lacks are removed. The files are written inside the transaction, before it commits:
+        a crash in between leaves files of a revision the DB does not index, which crossleaks
+        ignores (it compares the revision inside the file with the index). ``None`` (measured
+        without the normalized profile) removes the config's files of other revisions.
+        """
+        if self.path == ":memory:":
+            return
+        root = self.fingerprints_dir
+        with self.transaction() as con:
+            old = con.execute("SELECT split, path, revision_sha FROM fingerprints WHERE dataset_id = $d AND config = $c",
+                              {"d": dataset_id, "c": config}).fetchall()
+            if fingerprints is None:
+                stale = [(split, path) for split, path, revision in old if revision != revision_sha]
+            else:
+                kept = set(fingerprints)
+                stale = [(split, path) for split, path, _ in old if split not in kept]
+            try:
+                for split, table in (fingerprints or {}).items():
+                    path = fingerprint_path(dataset_id, config, split)
+                    _write_fingerprint_file(root, path, table, dataset_id, revision_sha, config, split)
+                    con.execute("DELETE FROM fingerprints WHERE dataset_id = $d AND config = $c AND split = $s",
+                                {"d": dataset_id, "c": config, "s": split})
+                    insert(con, "fingerprints", {"dataset_id": dataset_id, "config": config, "split": split,
+                                                 "revision_sha": revision_sha, "rows": table.num_rows, "path": path,
+                                                 "hash": FINGERPRINT_HASH, "written_at": now(), "run_id": run_id})
+                for split, path in stale:
+                    _inside(root, path).unlink(missing_ok=True)
+                    con.execute("DELETE FROM fingerprints WHERE dataset_id = $d AND config = $c AND split = $s",
+                                {"d": dataset_id, "c": config, "s": split})
+            except OSError as e:
+                raise StoreError(f"cannot write the fingerprints of {dataset_id} [{config}] in {root}: "
+                                 f"{e.strerror or e}") from None
+
+    def replace_cross_overlaps(self, overlaps: Sequence[Mapping[str, Any]], families: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the whole ``cross_overlaps`` and ``dataset_families`` tables, in one transaction."""
+        with self.transaction() as con:
+            con.execute("DELETE FROM cross_overlaps")
+            con.execute("DELETE FROM dataset_families")
+            if overlaps:
+                insert_many(con, "cross_overlaps", overlaps)
+            if families:
+                insert_many(con, "dataset_families", families)
 
     # --- contamination with benchmarks (bench-2026; issue 13) --------------------------------------
 
@@ -550,6 +707,44 @@ class Store:
     def records(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> list[dict[str, Any]]:
         names, rows = self.query(sql, params)
         return [dict(zip(names, row)) for row in rows]
+
+
+def _inside(root: Path, relative: str) -> Path:
+    """``root / relative``, refused unless it stays inside ``root`` (paths come from Hub names)."""
+    path = root / relative
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise StoreError(f"refusing a fingerprint path outside {root}: {relative!r}")
+    return path
+
+
+def _write_fingerprint_file(root: Path, relative: str, table: Any, dataset_id: str, revision_sha: str,
+                            config: str, split: str) -> None:
+    """One split's fingerprints as Parquet (dataset_id, revision_sha, config, split, row, hash),
+    written to a temp file beside the target, then renamed over it."""
+    import os
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = table.num_rows
+    zeros = pa.array(np.zeros(n, dtype=np.int32))
+
+    def constant(value: str) -> pa.Array:  # dictionary-encoded: one value, stored once
+        return pa.DictionaryArray.from_arrays(zeros, pa.array([value], pa.string()))
+
+    out = pa.table({
+        "dataset_id": constant(dataset_id), "revision_sha": constant(revision_sha), "config": constant(config),
+        "split": constant(split), "row": table.column("row").cast(pa.int64()), "hash": table.column("hash").cast(pa.uint64()),
+    })
+    path = _inside(root, relative)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(out, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _locked_error(path: str | Path, holder: dict[str, Any] | None = None, hint: str | None = None) -> DbLockedError:
