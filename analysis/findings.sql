@@ -1028,9 +1028,18 @@ ORDER BY size DESC, family_id;
 --   contaminated_rows / rows_split / contaminated_pct   the split's rows holding the benchmark's items
 --   benchmark_revision                                   the benchmark revision it was checked against
 --   examples                                              up to N: row position, item index, match, passage
+--   benchmark_copy       the split is the benchmark's own test set under another name: the dataset is in
+--                        the benchmark's family (dataset_families: a mirror, fork or re-upload, found by
+--                        crossleaks) and the split has the benchmark's split name. Such a row is kept here
+--                        but left out of findings_contamination: a fork of a benchmark is not contaminated
+--                        by it, it is it.
 SELECT k.dataset_id, k.config, k.split, k.split_name, k.benchmark_id, k.benchmark_config, k.benchmark_split,
        k.benchmark_revision, k.contaminated_rows, k.rows_split, round(k.contaminated_pct, 3) AS contaminated_pct,
-       k.examples, k.revision_sha, k.method, k.method_version, k.tool_version, k.measured_at
+       k.examples,
+       coalesce(k.split_name = k.benchmark_split AND EXISTS (
+           SELECT 1 FROM dataset_families a JOIN dataset_families b USING (family_id)
+           WHERE a.dataset_id = k.dataset_id AND b.dataset_id = k.benchmark_id), false) AS benchmark_copy,
+       k.revision_sha, k.method, k.method_version, k.tool_version, k.measured_at
 FROM contamination k
 WHERE EXISTS (SELECT 1 FROM current_measurements m
               WHERE m.dataset_id = k.dataset_id AND m.revision_sha = k.revision_sha AND m.config = k.config)
@@ -1039,7 +1048,8 @@ ORDER BY k.contaminated_rows DESC, k.contaminated_pct DESC, k.dataset_id, k.conf
 
 -- view: findings_contamination
 -- The line per dataset: "checked against K benchmarks at revisions …: clean | contaminated (which)".
--- Unit: a dataset, over its current configs that were checked (configs_checked of configs). One row
+-- Unit: a dataset, over its current configs that were checked (configs_checked of configs); a split
+-- that is the benchmark's own test set under another name (benchmark_copy) does not count. One row
 -- per dataset with at least one checked config:
 --   benchmarks            K, the distinct benchmarks (id, config, split) its configs were checked against
 --   revisions             each benchmark with the revision it was checked at (first 12 characters)
@@ -1050,7 +1060,7 @@ ORDER BY k.contaminated_rows DESC, k.contaminated_pct DESC, k.dataset_id, k.conf
 --   status                'contaminated' when contaminated_benchmarks is not empty, else 'clean'
 --   line                  the sentence above, as the export and the card show it
 WITH checked AS (
-    SELECT * FROM findings_contamination_pairs
+    SELECT * FROM findings_contamination_pairs WHERE NOT benchmark_copy
 ), per_benchmark AS (
     SELECT dataset_id, benchmark_id, benchmark_config, benchmark_split,
            benchmark_id || ' [' || benchmark_config || '/' || benchmark_split || ']' AS benchmark,

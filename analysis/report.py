@@ -91,7 +91,9 @@ def report_context(
         # contamination with benchmarks (issue 13)
         "contamination": found["contamination"],
         "contamination_overview": found["contamination_overview"][0],
-        "contamination_pairs": [r for r in found["contamination_pairs"] if r["contaminated_rows"] > 0][:top_n],
+        # the most contaminated splits, a benchmark's own test set under another name (a fork) left out
+        "contamination_pairs": [r for r in found["contamination_pairs"]
+                                if r["contaminated_rows"] > 0 and not r["benchmark_copy"]][:top_n],
     }
     context["tables"] = shared_tables(found, context["p"], KEY_LABELS)
     context["tables"]["raw_vs_normalized"] = raw_vs_normalized_table(context["gainers"])
