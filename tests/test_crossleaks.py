@@ -222,6 +222,7 @@ def test_cli_crossleaks_and_show_source(surveyed):
 
 
 
+@pytest.mark.slow
 def test_report_and_card_show_the_leaks_across_datasets(surveyed, tmp_path):
     from hubsurvey.analysis.card import render_card
     from hubsurvey.analysis.report import render_report
@@ -239,6 +240,7 @@ def test_report_and_card_show_the_leaks_across_datasets(surveyed, tmp_path):
     page = html.read_text()
     assert 'id="cross"' in page and "<td>other/absorb</td>" in page and "&lt;test dataset&gt;" in page
 
+@pytest.mark.slow
 def test_the_results_dataset_carries_the_cross_tables_and_their_config(surveyed, tmp_path):
     import csv
     import io
