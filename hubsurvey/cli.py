@@ -219,7 +219,7 @@ def audit(
     db: Db = Path(DEFAULT_DB),
     roles: Roles = None,
 ) -> None:
-    """Measure a dataset's leaks and duplicates (LLE and exact methods), store and print them.
+    """Measure a dataset's leaks and duplicates (LLE, exact and near-duplicate methods), store and print them.
 
     Prints the LLE figures, then the exact figures (raw and normalized profiles), then the
     near-duplicate figures (--no-near skips them). --format json (or --json) prints only a JSON
