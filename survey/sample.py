@@ -18,7 +18,9 @@ LABELS = ["negative", "positive"]
 WORDS = (
     ["film", "movie", "plot", "actor", "scene", "story", "music", "script", "camera", "ending", "director", "cast", "moment", "hour", "brilliant", "dull", "warm", "clumsy", "sharp", "slow", "funny", "tender", "bleak", "honest", "loud", "quiet", "clever", "flat", "never", "always", "rarely", "truly", "almost", "simply", "barely", "often"]
 )
-# What the generator plants (text key = the review text; the label is the ClassLabel).
+# What the generator plants (text key = the review text; the label is the ClassLabel). Beside
+# LLE's exact copies it plants what each later method adds: case and whitespace variants (found
+# by the normalized profile only) and one-word edits (found by the near-duplicate method only).
 PLANTED = {
     "text_leaks_train_wrt_test": 40,  # test reviews copied into train (5 of them relabelled)
     "text_leaks_validation_wrt_test": 12,
@@ -27,12 +29,23 @@ PLANTED = {
     "text_duplication_test": 9,  # 8 repeated reviews + 2 NULL texts (a NULL equals a NULL)
     "text_and_label_leaks_train_wrt_test": 35,
     "text_and_label_leaks_validation_wrt_test": 12,
+    "raw_test_rows_in_train": 40,
+    "normalized_test_rows_in_train": 40 + 8,  # + 8 test reviews in train in upper case or with doubled spaces
+    "test_rows_near_train": 40 + 8 + 10,  # + 10 with one word replaced in train (character 5-gram J >= 0.85)
+    "test_rows_near_train_conflicting_label": 5 + 3,  # the 5 relabelled copies and 3 relabelled edits
 }
+VARIANTS, EDITS, EDITS_RELABELLED = 8, 10, 3
 SIZES = {"train": 2000, "validation": 300, "test": 500}
 
 
 def _sentence(rng: random.Random, i: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 20))) + f" #{i}"
+
+
+def _jaccard(a: str, b: str, n: int = 5) -> float:
+    """Jaccard of two texts' character n-gram sets (the near-duplicate method's, on lower-case text)."""
+    sa, sb = ({t[i:i + n] for i in range(len(t) - n + 1)} for t in (a, b))
+    return len(sa & sb) / len(sa | sb)
 
 
 def write_sample(out: Path, seed: int = 13) -> Path:
@@ -50,6 +63,28 @@ def write_sample(out: Path, seed: int = 13) -> Path:
         train[j] = (text, 1 - label if j < 5 else label)
     for j in range(12):
         validation[j] = test[100 + j]
+    # Case and whitespace variants of test rows 120..127, in train: one normalized key each.
+    for j in range(VARIANTS):
+        text, label = test[120 + j]
+        assert text is not None
+        train[1000 + j] = (text.upper() if j % 2 else text.replace(" ", "  ", 3), label)
+    # One-word edits of long test rows (from 140 on), in train; the first 3 relabelled.
+    edited = 0
+    for i in range(140, 200):
+        text, label = test[i]
+        assert text is not None
+        words = text.split(" ")
+        if len(words) < 17:
+            continue
+        at = rng.randrange(len(words) - 1)  # never the "#n" at the end
+        new = [*words[:at], "superb" if words[at] != "superb" else "awful", *words[at + 1:]]
+        if _jaccard(text, " ".join(new)) < 0.85:
+            continue
+        train[1100 + edited] = (" ".join(new), 1 - label if edited < EDITS_RELABELLED else label)
+        edited += 1
+        if edited == EDITS:
+            break
+    assert edited == EDITS
     # Within-split duplicates (distinct rows repeated once each).
     for j in range(30):
         train[-1 - j] = train[500 + j]
