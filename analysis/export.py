@@ -36,6 +36,7 @@ import csv
 import io
 import json
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -122,9 +123,8 @@ def write_parquet(store: Store, path: Path) -> Path:
     return path
 
 
-def write_results_csv(store: Store, path: Path, query: str | None = None) -> Path:
-    _utc(store.con)
-    names, rows = store.query(query or results_query())
+def write_csv(path: Path, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
+    """A header and rows as CSV, each cell through :func:`csv_cell` (NULL -> NR, formulas defused)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(names)
@@ -133,6 +133,11 @@ def write_results_csv(store: Store, path: Path, query: str | None = None) -> Pat
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(buf.getvalue(), encoding="utf-8", newline="")
     return path
+
+
+def write_results_csv(store: Store, path: Path, query: str | None = None) -> Path:
+    _utc(store.con)
+    return write_csv(path, *store.query(query or results_query()))
 
 
 def lle_compat_text(store: Store) -> str:
@@ -178,16 +183,7 @@ def contamination_rows(store: Store) -> tuple[list[str], list[tuple]]:
 def write_contamination_csv(store: Store, path: Path) -> Path | None:
     """``contamination.csv``, or nothing when no dataset was checked against benchmarks."""
     names, rows = contamination_rows(store)
-    if not rows:
-        return None
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(names)
-    for row in rows:
-        writer.writerow([csv_cell(v) for v in row])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(buf.getvalue(), encoding="utf-8", newline="")
-    return path
+    return write_csv(path, names, rows) if rows else None
 
 
 def _manifest_files(out: Path) -> list[str] | None:
