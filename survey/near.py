@@ -19,6 +19,7 @@ texts agree on a bin with probability equal to their Jaccard, as with k independ
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -166,20 +167,14 @@ def densify(sig: np.ndarray, attempts: int = DENSIFY_ATTEMPTS) -> np.ndarray:
     flat = sig.ravel()
     out = flat.copy()
     todo = np.flatnonzero(flat == _EMPTY)
-    table = _borrow_table(bins, attempts)
-    for attempt in range(attempts):
+    columns = np.arange(bins)
+    # the bins to borrow from, in order: the pseudo-random attempts, then the fallback's right
+    # neighbours (rare: texts of one or two shingles)
+    sources = itertools.chain(_borrow_table(bins, attempts), ((columns + step) % bins for step in range(1, bins)))
+    for source in sources:
         if not len(todo):
             break
-        row_start = todo - todo % bins
-        value = flat[row_start + table[attempt][todo % bins]]
-        found = value != _EMPTY
-        out[todo[found]] = value[found]
-        todo = todo[~found]
-    for step in range(1, bins):  # the fallback: rare (texts of one or two shingles)
-        if not len(todo):
-            break
-        row_start = todo - todo % bins
-        value = flat[row_start + (todo % bins + step) % bins]
+        value = flat[todo - todo % bins + source[todo % bins]]
         found = value != _EMPTY
         out[todo[found]] = value[found]
         todo = todo[~found]

@@ -435,9 +435,9 @@ class Store:
         try:
             if not read_only:
                 self._migrate()
-            elif 0 < self._check_version() < SCHEMA_VERSION:
+            elif 0 < (version := self._check_version()) < SCHEMA_VERSION:
                 # the views and findings of this version name tables the older schema lacks
-                problem = f"{self.path} has schema version {self._version()}, older than this hubsurvey's {SCHEMA_VERSION}"
+                problem = f"{self.path} has schema version {version}, older than this hubsurvey's {SCHEMA_VERSION}"
                 raise OutdatedSchemaError(f"{problem}: a command that writes to it (run, audit, crossleaks) upgrades it", problem)
         except BaseException:
             self.con.close()
@@ -628,19 +628,22 @@ class Store:
             else:
                 kept = set(fingerprints)
                 stale = [(split, path) for split, path, _ in old if split not in kept]
+
+            def forget(split: str) -> None:
+                con.execute("DELETE FROM fingerprints WHERE dataset_id = $d AND config = $c AND split = $s",
+                            {"d": dataset_id, "c": config, "s": split})
+
             try:
                 for split, table in (fingerprints or {}).items():
                     path = fingerprint_path(dataset_id, config, split)
                     _write_fingerprint_file(root, path, table, dataset_id, revision_sha, config, split)
-                    con.execute("DELETE FROM fingerprints WHERE dataset_id = $d AND config = $c AND split = $s",
-                                {"d": dataset_id, "c": config, "s": split})
+                    forget(split)
                     insert(con, "fingerprints", {"dataset_id": dataset_id, "config": config, "split": split,
                                                  "revision_sha": revision_sha, "rows": table.num_rows, "path": path,
                                                  "hash": FINGERPRINT_HASH, "written_at": now(), "run_id": run_id})
                 for split, path in stale:
                     _inside(root, path).unlink(missing_ok=True)
-                    con.execute("DELETE FROM fingerprints WHERE dataset_id = $d AND config = $c AND split = $s",
-                                {"d": dataset_id, "c": config, "s": split})
+                    forget(split)
             except OSError as e:
                 raise StoreError(f"cannot write the fingerprints of {dataset_id} [{config}] in {root}: "
                                  f"{e.strerror or e}") from None
