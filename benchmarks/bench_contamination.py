@@ -14,8 +14,8 @@ shorter than 13 words, matched whole). 0.5% of the rows hold a benchmark passage
   not depend on how many: it is linear); both are checked to find the same rows on those.
 
 Prints both rows/s side by side, their ratio (the issue's target is >= 10x), the candidate stage's
-alternatives measured on the same hashes (DuckDB hash join, numpy isin, rbloom from Python when
-installed), and the peak RSS of the process.
+alternatives measured on the same hashes (the scan's compiled key set, a DuckDB hash join, numpy
+isin, rbloom from Python when installed), and the peak RSS of the process.
 """
 
 from __future__ import annotations
@@ -106,6 +106,10 @@ def candidate_stages(index: c.BenchmarkIndex, queries: int = 5_000_000) -> list[
     keys = index.grams.column("key").to_numpy()
     q = np.concatenate([rng.integers(0, 2**63, queries - 1000, dtype=np.int64).view(np.uint64), keys[:1000]])
     out = []
+    index.gram_keys.contains(q[:10])  # compiled once (numba's cache), not timed
+    t = time.perf_counter()
+    index.gram_keys.contains(q)
+    out.append(("key set (the scan's)", time.perf_counter() - t))
     con = duckdb.connect()
     con.register("q", pa.table({"key": q}))
     con.register("g", index.grams.select(["key"]))
@@ -141,7 +145,7 @@ def main() -> None:
     index = c.index_from_tables([(c.Benchmark("bench/generated", "default", "test", ("text",)), None,
                                   pa.table({"text": bench}))])
     print(f"index: {index.grams.num_rows:,} distinct 13-grams, {index.shorts.num_rows:,} short items, "
-          f"{len(index.vocab):,} words, built in {time.perf_counter() - t:.2f} s", flush=True)
+          f"built in {time.perf_counter() - t:.2f} s", flush=True)
 
     arrow_rows = pa.array(rows, pa.string())  # the survey reads Arrow from Parquet: not timed
     t = time.perf_counter()

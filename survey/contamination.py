@@ -12,19 +12,20 @@ The definitions, in words (README, "Contamination with benchmarks"):
 - Each row counts once per benchmark, whatever the number of items or passages it holds.
 
 How, in one paragraph. The index holds each benchmark's normalized items. Every word gets a 64-bit
-value (FNV-1a of its UTF-8 bytes) and every 13-gram a 64-bit polynomial hash of its 13 values. The
-scan splits a batch of rows into words with Arrow (its ASCII split after the profile, which equals
-``str.split()`` there), gives each word the value of the same word in the benchmarks' vocabulary
-(Arrow's ``index_in``, a C++ hash lookup; a word no item has gets 0: no window through it can
-match), hashes every 13-word window with numpy prefix sums (4 passes, whatever n), and a DuckDB hash
-join of those hashes with the index's gives the candidates; a text of 1 to 12 words is joined on the
-hash of all its words. (A numba kernel tokenizing in one pass over the bytes was measured: 1.13 s
-against 1.50 s per 1M rows, single thread: not worth a compiled dependency.) Every candidate is then
-verified exactly: its 13 words are compared with the item's 13 words, and they must lie in one row
-(a short item: all the words are compared), so no false positive, from a hash collision or from
-anything else, reaches the results. Measured on 5M hashes against the index's
-(benchmarks/bench_contamination.py): the DuckDB join takes 0.02-0.05 s, numpy's ``isin`` 0.4-0.7 s,
-an rbloom Bloom filter queried from Python (no batch query) 0.7-0.9 s; the join is the candidate stage.
+value (FNV-1a of its UTF-8 bytes) and every 13-gram a 64-bit polynomial hash of its 13 values
+(:func:`fnv1a`, :func:`window_hashes`: numpy, the reference). The scan makes one compiled pass over
+a batch's bytes (``survey/passages.py``): it folds each character into the profile as it goes (a
+row the table cannot fold is normalized in Python and walked again), hashes every 13-word window
+of a row with a rolling sum, and keeps the windows whose hash is in the index's key set, and the
+texts of 1 to 12 words whose whole hash is a short item's. Those candidates are joined with the
+index in DuckDB (which benchmark, item and place) and every one is verified exactly: the row's 13
+words, split again by the Arrow and Python path (:func:`words`), are compared with the item's 13
+words (a short item: all the words), so no false positive, from a hash collision or from anything
+else, reaches the results. Measured per 1M generated rows (benchmarks/bench_contamination.py), one
+thread: the pass takes about 0.5 s; the Arrow and numpy pipeline it replaced (split into a list
+array, Arrow's ``index_in`` against the vocabulary, prefix-sum window hashes, a DuckDB join of every
+window's hash) took 1.4 s. For the key set, a Bloom filter (rbloom) queried from Python was
+measured at 0.7-0.9 s per 5M hashes: slower than the whole pass.
 
 The scan is a pure function of (the rows' text columns, the index): no network, no DB. It runs
 inside the survey's measuring job, in ``hubsurvey contamination``, and as Dask tasks
@@ -33,13 +34,12 @@ inside the survey's measuring job, in ``hubsurvey contamination``, and as Dask t
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import threading
 import tomllib
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,14 +51,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hubsurvey.core.errors import BadInputError
-from hubsurvey.survey import normalize
+from hubsurvey.survey import normalize, passages
 
 METHOD = "bench-2026"
 METHOD_VERSION = 1
 NGRAM = 13  # words in a matched passage; an item with fewer is matched whole
 DEFAULT_EXAMPLES = 5  # examples kept per (split, benchmark)
 PASSAGE_CHARS = 200  # a stored passage is cut to this many characters
-BATCH_ROWS = 50_000  # rows scanned at a time (bounds the scan's memory)
+BATCH_ROWS = 16384  # rows scanned at a time (bounds the scan's memory)
 DEFAULT_BENCHMARKS_FILE = Path(__file__).with_name("benchmarks.toml")
 _P = np.uint64(0x9E3779B97F4A7C15)  # the polynomial hash's base (odd)
 
@@ -270,34 +270,6 @@ def fnv1a(word: str) -> int:
     return h
 
 
-def word_values(flat: pa.Array, vocab: pa.Array, vocab_values: np.ndarray) -> np.ndarray:
-    """Each word's value (uint64): its FNV-1a, looked up in the benchmarks' vocabulary (``vocab``,
-    ``vocab_values``); 0 for a word no item has (no window through it can match)."""
-    ids = pc.index_in(flat, value_set=vocab)
-    table = vocab_values if len(vocab_values) > len(vocab) else np.append(vocab_values, np.uint64(0))
-    return table.take(pc.fill_null(ids, len(vocab)).to_numpy())
-
-
-@dataclass
-class Tokens:
-    """The words of a batch of texts: each word's value, where each text's words start and end
-    (``row_words``: n + 1 offsets), and the words themselves on demand (to verify candidates)."""
-
-    values: np.ndarray  # uint64 per word
-    row_words: np.ndarray  # int64, n + 1
-    flat: pa.Array  # the words
-
-    def words(self, start: int, stop: int) -> list[str]:
-        return self.flat.slice(start, stop - start).to_pylist()
-
-
-def tokens(raw: pa.Array, index: BenchmarkIndex) -> Tokens:
-    """The words of each text's normalized profile (:func:`words`), with their values."""
-    split = words(raw)
-    flat = pc.list_flatten(split)
-    return Tokens(word_values(flat, index.vocab, index.vocab_values), np.asarray(split.offsets).astype(np.int64), flat)
-
-
 def whole_hashes(values: np.ndarray, row_words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the texts of 1 to 12 words, the hash of each one's words: sum of value * P^k)."""
     lengths = np.diff(row_words)
@@ -341,10 +313,17 @@ class BenchmarkIndex:
 
     benchmarks: list[IndexedBenchmark]
     hash_bits: int = 64
-    vocab: pa.Array = field(init=False, repr=False)
-    grams: pa.Table = field(init=False, repr=False)  # h, key, bench, item, pos (one row per (bench, h))
-    shorts: pa.Table = field(init=False, repr=False)  # key (the whole text's hash), bench, item
-    vocab_values: np.ndarray = field(init=False, repr=False)
+    grams: pa.Table = field(init=False, repr=False)  # h, key, bench, item, pos (one row per (bench, h)), by key
+    shorts: pa.Table = field(init=False, repr=False)  # key (the whole text's hash), bench, item; by key
+    gram_keys: passages.KeySet = field(init=False, repr=False)  # the grams' keys, for the compiled pass
+    short_keys: passages.KeySet = field(init=False, repr=False)
+    gram_sorted_keys: np.ndarray = field(init=False, repr=False)
+    gram_bench: np.ndarray = field(init=False, repr=False)
+    gram_item: np.ndarray = field(init=False, repr=False)
+    gram_pos: np.ndarray = field(init=False, repr=False)
+    short_sorted_keys: np.ndarray = field(init=False, repr=False)
+    short_bench: np.ndarray = field(init=False, repr=False)
+    short_item: np.ndarray = field(init=False, repr=False)
     item_flat: pa.Array = field(init=False, repr=False)
     item_starts: np.ndarray = field(init=False, repr=False)
     item_base: np.ndarray = field(init=False, repr=False)
@@ -352,10 +331,7 @@ class BenchmarkIndex:
 
     def __post_init__(self) -> None:
         self.item_words = [[t.split(" ") if t else [] for t in b.items] for b in self.benchmarks]
-        vocab = sorted({w for bench in self.item_words for item in bench for w in item})
-        self.vocab = pa.array(vocab, pa.string())
-        # each vocabulary word's value, then 0: the value of a word no item has
-        self.vocab_values = np.array([*(fnv1a(w) for w in vocab), 0], dtype=np.uint64)
+        value_of = {w: fnv1a(w) for bench in self.item_words for item in bench for w in item}
         lists = [item for bench in self.item_words for item in bench]
         bench_of = np.repeat(np.arange(len(self.benchmarks), dtype=np.int32), [len(b) for b in self.item_words])
         item_of = np.concatenate([np.arange(len(b), dtype=np.int32) for b in self.item_words] or [np.zeros(0, np.int32)])
@@ -363,7 +339,7 @@ class BenchmarkIndex:
         # every 13-gram of the long items, all items at once (windows across two items are dropped)
         flat = pa.array([w for item in lists for w in item], pa.string())
         ends = np.cumsum(lengths)
-        values = word_values(flat, self.vocab, self.vocab_values)
+        values = np.array([value_of[w] for item in lists for w in item], dtype=np.uint64)
         h = window_hashes(values)
         item_at = np.searchsorted(ends, np.arange(len(h)), side="right")  # the item each window starts in
         keep = np.flatnonzero(np.arange(len(h)) + NGRAM <= ends[item_at]) if len(h) else np.zeros(0, np.int64)
@@ -381,10 +357,20 @@ class BenchmarkIndex:
             # compares words, so any item holding it proves it); key: the bits the join compares
             self.grams = con.sql(
                 "SELECT h, (h & $mask)::UBIGINT AS key, bench, min(item) AS item, arg_min(pos, item) AS pos "
-                "FROM g GROUP BY h, bench", params={"mask": self.mask}).to_arrow_table()
+                "FROM g GROUP BY h, bench ORDER BY key, bench, h", params={"mask": self.mask}).to_arrow_table()
         finally:
             con.close()
-        self.shorts = pa.table({"key": short_h & np.uint64(self.mask), "bench": bench_of[short], "item": item_of[short]})
+        self.shorts = pa.table({"key": short_h & np.uint64(self.mask), "bench": bench_of[short],
+                                "item": item_of[short]}).sort_by([("key", "ascending"), ("bench", "ascending"),
+                                                                  ("item", "ascending")])
+        self.gram_keys = passages.KeySet.of(self.grams.column("key").to_numpy())
+        self.short_keys = passages.KeySet.of(self.shorts.column("key").to_numpy())
+        # the same as numpy arrays, for the candidates' join (sorted by key)
+        self.gram_sorted_keys = self.grams.column("key").to_numpy()
+        self.gram_bench, self.gram_item, self.gram_pos = (self.grams.column(n).to_numpy().astype(np.int64)
+                                                          for n in ("bench", "item", "pos"))
+        self.short_sorted_keys = self.shorts.column("key").to_numpy()
+        self.short_bench, self.short_item = (self.shorts.column(n).to_numpy().astype(np.int64) for n in ("bench", "item"))
 
     @property
     def mask(self) -> int:
@@ -530,98 +516,95 @@ def scan(columns: Sequence[pa.Array | pa.ChunkedArray], index: BenchmarkIndex, *
     if not columns or len(columns[0]) == 0:
         return found
     parts = [joinable(col) for col in columns]
-    row = tokens(join_texts(parts), index)
-    con = _connection()
-    try:
-        _scan_grams(con, row, index, offset, examples, found)
-        units = [row, *(tokens(p, index) for p in parts)] if len(parts) > 1 else [row]
-        _scan_whole(con, units, index, offset, examples, found)
-    finally:
-        for name in ("q", "g", "u", "s"):
-            with suppress(duckdb.Error):
-                con.unregister(name)
+    text = join_texts(parts)
+    row = passages.scan_texts(text, index.gram_keys, index.short_keys, index.mask)
+    _verify_grams(text, row, index, offset, examples, found)
+    units = [(text, row)]
+    if len(parts) > 1:  # a text column on its own can equal a short item too
+        units += [(p, passages.scan_texts(p, None, index.short_keys, index.mask)) for p in parts]
+    _verify_whole(units, index, offset, examples, found)
     return found
 
 
-_LOCAL = threading.local()
+def _matching(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (i, j) with keys[i] == sorted_keys[j], by i then j: the candidates' join with the index
+    (a few per batch: two binary searches each)."""
+    lo = np.searchsorted(sorted_keys, keys, side="left")
+    n = np.searchsorted(sorted_keys, keys, side="right") - lo
+    i = np.repeat(np.arange(len(keys)), n)
+    j = np.repeat(lo, n) + (np.arange(len(i)) - np.repeat(np.cumsum(n) - n, n))
+    return i, j
 
 
-def _connection() -> duckdb.DuckDBPyConnection:
-    """This thread's in-memory DuckDB connection for the candidate joins (opening one per batch
-    costs more than some batches' join)."""
-    con = getattr(_LOCAL, "con", None)
-    if con is None:
-        con = _LOCAL.con = duckdb.connect(":memory:")
-    return con
+def _words_of(texts: pa.Array, rows: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """(the words of the given rows, flat; where each one's words start: len(rows) + 1 offsets)."""
+    split = words(texts.take(pa.array(rows, pa.int64())))
+    return pc.list_flatten(split), np.asarray(split.offsets).astype(np.int64)
 
 
-def _scan_grams(con: duckdb.DuckDBPyConnection, row: Tokens, index: BenchmarkIndex, offset: int,
-                examples: int, found: list[Found]) -> None:
-    """Rows holding 13 consecutive words of an item. Every window of 13 words is hashed (also those
-    across two rows or through a word no item has: they find nothing, or are rejected below)."""
-    if index.grams.num_rows == 0 or len(row.values) < NGRAM:
+def _verify_grams(text: pa.Array, row: passages.Passes, index: BenchmarkIndex,
+                  offset: int, examples: int, found: list[Found]) -> None:
+    """Rows holding 13 consecutive words of an item: the pass's candidate windows, joined with the
+    index on their key (which benchmark, item and place), then verified word for word."""
+    if index.grams.num_rows == 0 or not len(row.hit_row):
         return
-    h = window_hashes(row.values)
-    if index.hash_bits < 64:
-        h &= np.uint64(index.mask)
-    con.register("q", pa.table({"start": np.arange(len(h), dtype=np.int64), "key": h}))
-    con.register("g", index.grams.select(["key", "bench", "item", "pos"]))
-    hits = con.sql("SELECT q.start, g.bench, g.item, g.pos FROM q JOIN g USING (key)").to_arrow_table()
-    if not hits.num_rows:
+    at, g = _matching(index.gram_sorted_keys, row.hit_key)
+    if not len(at):
         return
-    hits = hits.sort_by([("start", "ascending"), ("bench", "ascending")])
-    start = hits.column("start").to_numpy()
-    bench = hits.column("bench").to_numpy().astype(np.int64)
-    item = hits.column("item").to_numpy().astype(np.int64)
-    pos = hits.column("pos").to_numpy().astype(np.int64)
+    bench, item, pos = index.gram_bench[g], index.gram_item[g], index.gram_pos[g]
     for b, n in enumerate(np.bincount(bench, minlength=len(found))):
         found[b].candidates += int(n)
-    ends = row.row_words[1:]  # a row's words end (exclusive)
-    rows = np.searchsorted(ends, start, side="right")
-    inside = np.flatnonzero(start + NGRAM <= ends[rows])  # not across two rows
-    if not len(inside):
-        return
-    # exact verification, all candidates at once: the row's 13 words equal the item's 13 words
+    rows, first_word = row.hit_row[at], row.hit_word[at]
+    # exact verification, all candidates at once: the row's 13 words (its profile, split again by
+    # the reference path) equal the item's 13 words
+    candidate_rows = np.unique(rows)
+    flat, starts = _words_of(text, candidate_rows)
+    local = np.searchsorted(candidate_rows, rows)
+    inside = np.flatnonzero(first_word + NGRAM <= starts[local + 1] - starts[local])
     span = np.arange(NGRAM)
-    got = row.flat.take(pa.array((start[inside, None] + span).ravel()))
+    word_at = starts[local[inside]] + first_word[inside]
+    got = flat.take(pa.array((word_at[:, None] + span).ravel()))
     item_at = index.item_starts[index.item_base[bench[inside]] + item[inside]] + pos[inside]
     want = index.item_flat.take(pa.array((item_at[:, None] + span).ravel()))
     equal = pc.fill_null(pc.equal(got, want), False).to_numpy(zero_copy_only=False).reshape(-1, NGRAM).all(axis=1)
     ok = inside[equal]
     for b, n in enumerate(np.bincount(bench[ok], minlength=len(found))):
         found[b].verified += int(n)
-    # each (benchmark, row) once: its first passage (the candidates are sorted by start)
-    key = bench[ok] * (len(ends) + 1) + rows[ok]
+    # each (benchmark, row) once: its first passage (the candidates are in row order)
+    key = bench[ok] * (int(rows.max()) + 1) + rows[ok]
     _, first = np.unique(key, return_index=True)
     for k in ok[np.sort(first)]:
         b, r = int(bench[k]), int(rows[k])
         f = found[b]
         if offset + r in f.rows:
             continue
-        f.add(offset + r, int(item[k]), " ".join(row.words(int(start[k]), int(start[k]) + NGRAM)), "13-gram", examples)
+        start = int(starts[local[k]] + first_word[k])
+        f.add(offset + r, int(item[k]), " ".join(flat.slice(start, NGRAM).to_pylist()), "13-gram", examples)
 
 
-def _scan_whole(con: duckdb.DuckDBPyConnection, units: Sequence[Tokens], index: BenchmarkIndex,
-                offset: int, examples: int, found: list[Found]) -> None:
-    """Rows whose whole text (or one text column's) equals an item shorter than 13 words: only texts
-    of 1 to 12 words are compared, by the hash of their words, then word for word."""
-    if index.shorts.num_rows == 0:
+def _verify_whole(units: Sequence[tuple[pa.Array, passages.Passes]],
+                  index: BenchmarkIndex, offset: int, examples: int, found: list[Found]) -> None:
+    """Rows whose whole text (or one text column's) equals an item shorter than 13 words: the
+    pass's candidates (texts of 1 to 12 words whose hash is an item's), then word for word."""
+    if index.shorts.num_rows == 0 or not any(len(p.whole_row) for _, p in units):
         return
-    rows, keys, unit_of = [], [], []
-    for u, unit in enumerate(units):
-        short, h = whole_hashes(unit.values, unit.row_words)
-        rows.append(short)
-        keys.append(h & np.uint64(index.mask))
-        unit_of.append(np.full(len(short), u, dtype=np.int32))
-    con.register("u", pa.table({"row": np.concatenate(rows), "unit": np.concatenate(unit_of), "key": np.concatenate(keys)}))
-    con.register("s", index.shorts)
-    hits = con.execute("SELECT u.row, u.unit, s.bench, s.item FROM u JOIN s USING (key) "
-                       "ORDER BY u.row, s.bench, s.item, u.unit").fetchall()
+    rows = np.concatenate([p.whole_row for _, p in units])
+    unit_of = np.concatenate([np.full(len(p.whole_row), u, np.int64) for u, (_, p) in enumerate(units)])
+    at, s = _matching(index.short_sorted_keys, np.concatenate([p.whole_key for _, p in units]))
+    short_bench, short_item = index.short_bench[s], index.short_item[s]
+    order = np.lexsort((unit_of[at], short_item, short_bench, rows[at]))  # by row, benchmark, item, unit
+    hits = zip(rows[at][order].tolist(), unit_of[at][order].tolist(), short_bench[order].tolist(),
+               short_item[order].tolist())
+    texts: dict[int, dict[int, list[str]]] = {}  # unit -> row -> words (the reference path's)
+    for u, (unit_text, p) in enumerate(units):
+        if len(p.whole_row):
+            flat, starts = _words_of(unit_text, p.whole_row)
+            listed = flat.to_pylist()
+            texts[u] = {int(r): listed[starts[j]:starts[j + 1]] for j, r in enumerate(p.whole_row.tolist())}
     for r, u, b, i in hits:
         f = found[b]
         f.candidates += 1
-        unit = units[u]
-        got = unit.words(int(unit.row_words[r]), int(unit.row_words[r + 1]))
+        got = texts[u][r]
         if got == index.item_words[b][i]:  # exact verification: the same words, all of them
             f.verified += 1
             f.add(offset + int(r), int(i), " ".join(got), "whole", examples)
@@ -648,19 +631,26 @@ def iter_batches(files: Sequence[str], columns: Sequence[str], batch_rows: int =
 def scan_batches(batches: Iterable[list[pa.Array]], index: BenchmarkIndex, *, examples: int = DEFAULT_EXAMPLES,
                  threads: int | None = None) -> tuple[int, list[Found]]:
     """(rows, found per benchmark) over one split's batches, in order, ``threads`` batches at a time
-    (default: one per core, at most 4): Arrow, numpy and DuckDB release the GIL, so batches overlap;
-    at most ``threads + 1`` batches are held at once."""
+    (default: one per core, at most 4): the compiled pass, Arrow and numpy release the GIL, so
+    batches overlap; at most ``threads + 1`` batches are held at once. A split of one batch (most
+    are) is scanned in the calling thread: starting threads would cost more than some scans."""
     from concurrent.futures import ThreadPoolExecutor
 
     workers = threads or min(4, os.cpu_count() or 1)
     found: list[Found] = [Found(b) for b in range(len(index.benchmarks))]
+    batches = iter(batches)
+    ahead = [b for b in (next(batches, None), next(batches, None)) if b is not None]
     rows = 0
+    if len(ahead) < 2 or workers == 1:
+        for batch in itertools.chain(ahead, batches):
+            scan(batch, index, offset=rows, examples=examples, found=found)
+            rows += len(batch[0]) if batch else 0
+        return rows, found
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bench-scan") as pool:
         pending: deque = deque()
-        for batch in batches:
-            n = len(batch[0]) if batch else 0
+        for batch in itertools.chain(ahead, batches):
             pending.append(pool.submit(scan, batch, index, offset=rows, examples=examples))
-            rows += n
+            rows += len(batch[0]) if batch else 0
             while len(pending) > workers:
                 found = merge([found, pending.popleft().result()], examples)
         while pending:

@@ -1,0 +1,423 @@
+"""The compiled pass of the contamination check (``bench-2026``): one walk over a batch's UTF-8 bytes
+that splits each text into the words of its ``normalized`` profile, hashes every word 13-gram, and
+keeps only the windows (and the whole short texts) whose hash the benchmarks' index holds.
+
+Why compiled: the same work in Arrow and numpy (split into a list array, look every word up, hash
+the windows with prefix sums) makes and reads five arrays as long as the batch's words; this pass
+makes none. Measured per 1M generated rows, one thread (benchmarks/bench_contamination.py's data):
+about 0.5 s here against 1.4 s for the Arrow path it replaced.
+
+The words, exactly as ``normalize_text(s).split()`` gives them (``survey/normalize.py``: NFKC, then
+casefold, split on Python's whitespace), without running it on most rows:
+
+- A code point is *stable* when it is a starter (combining class 0), NFKC leaves it alone, and it
+  cannot compose with the character before it. A string of stable characters is its own NFKC (the
+  Unicode quick check), and NFKD of a string is the concatenation of its characters' NFKD; so for a
+  character ``c`` whose NFKC is all stable, ``c`` can be replaced by ``casefold(NFKC(c))`` one
+  character at a time: the row's profile is the concatenation of those (split on whitespace).
+- :func:`char_table` gives every code point below ``TABLE_LIMIT`` its class from Python's own
+  ``unicodedata`` (so it is the Unicode version ``normalize_text`` uses): its folded bytes, a word
+  separator, or *unsafe* (a combining mark, a character that composes, one whose NFKC is not all
+  stable, a folded form mixing letters and whitespace).
+- A row holding an unsafe character is handed back; its profile is computed in Python and scanned
+  again in the literal mode (words are split on the space alone, bytes hashed as they are).
+
+Each word's value is FNV-1a (64 bits) of its folded UTF-8 bytes, and a window's hash
+``sum(v[s + k] * P^k)`` over its 13 words, kept as a rolling sum: the same values as
+``contamination.fnv1a`` and ``contamination.window_hashes``, which build the index (and are the
+reference the tests compare this pass with). Membership is tested in an open-addressing table of the
+index's keys; a window across two rows never exists (every row starts afresh).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numba
+import numpy as np
+import pyarrow as pa
+
+NGRAM = 13
+TABLE_LIMIT = 0x30000  # code points above (planes 3 and up: rare) take the Python path
+UNSAFE, SEPARATOR, AS_IS = -1, -2, -3  # a code point's class; >= 0: where its folded bytes are
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_P = 0x9E3779B97F4A7C15  # the window hash's base (odd), as contamination._P
+_P_INV = pow(_P, -1, 2**64)
+_SPREAD = np.uint64(0x9E3779B97F4A7C15)  # a key's slot: Fibonacci hashing of its bits
+
+
+# --- the code-point classes ------------------------------------------------------------------------------
+
+def _composes_backward() -> set[int]:
+    """The code points that can compose with the character before them (NFKC_QC = Maybe): the
+    second half of every primary composite's canonical pair, and the Hangul vowel and trailing jamo."""
+    out = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
+    for z in range(TABLE_LIMIT):
+        d = unicodedata.decomposition(chr(z))
+        if not d or d.startswith("<"):
+            continue
+        parts = d.split()
+        if len(parts) == 2 and unicodedata.normalize("NFC", "".join(chr(int(p, 16)) for p in parts)) == chr(z):
+            out.add(int(parts[1], 16))
+    return out
+
+
+@dataclass(frozen=True)
+class CharTable:
+    """Every code point's class (``classes``) and the folded bytes of those that change
+    (``folded[starts[k]:starts[k + 1]]``). ``ascii`` is the fast path's byte table: 255
+    (never an ASCII byte) for a separator, else the byte lowered."""
+
+    classes: np.ndarray  # int32 per code point below TABLE_LIMIT
+    starts: np.ndarray  # int64
+    folded: np.ndarray  # uint8
+    ascii: np.ndarray  # uint8, 128
+
+
+@lru_cache(maxsize=1)
+def char_table() -> CharTable:
+    """The classes, from this Python's ``unicodedata`` (built once per process, about 0.5 s)."""
+    maybe = _composes_backward()
+
+    def stable(ch: str) -> bool:
+        return unicodedata.combining(ch) == 0 and ord(ch) not in maybe and unicodedata.normalize("NFKC", ch) == ch
+
+    classes = np.full(TABLE_LIMIT, UNSAFE, dtype=np.int32)
+    pieces: list[bytes] = []
+    for cp in range(TABLE_LIMIT):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue  # surrogates: never in valid UTF-8
+        ch = chr(cp)
+        nfkc = unicodedata.normalize("NFKC", ch)
+        if not all(stable(x) for x in nfkc):
+            continue
+        folded = nfkc.casefold()
+        spaces = [x.isspace() for x in folded]
+        if folded and all(spaces):
+            classes[cp] = SEPARATOR
+        elif folded and not any(spaces):
+            if folded == ch:
+                classes[cp] = AS_IS
+            else:
+                classes[cp] = len(pieces)
+                pieces.append(folded.encode("utf-8"))
+    starts = np.zeros(len(pieces) + 1, dtype=np.int64)
+    starts[1:] = np.cumsum([len(p) for p in pieces])
+    folded_bytes = np.frombuffer(b"".join(pieces), dtype=np.uint8).copy()
+    ascii_table = np.full(128, 255, dtype=np.uint8)
+    for b in range(128):
+        if classes[b] == AS_IS:
+            ascii_table[b] = b
+        elif classes[b] >= 0:  # A-Z: the only ASCII that folds, to one byte
+            ascii_table[b] = folded_bytes[starts[classes[b]]]
+    assert (classes[:128] != UNSAFE).all()  # every ASCII character folds or separates
+    return CharTable(classes, starts, folded_bytes, ascii_table)
+
+
+# --- the key tables -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class KeySet:
+    """A set of 64-bit keys as an open-addressing table (0: an empty slot; ``has_zero``: whether
+    the key 0 is in the set), in front of it a bit filter of 16 bits per key (most windows are not
+    in the set, and the filter, 1/8 of the table, stays in the cache where the table may not:
+    measured on 105k keys, it halves the pass's lookups' time)."""
+
+    table: np.ndarray
+    filter: np.ndarray  # uint64 words: bit f set when a key's top bits + 3 are f
+    bits: int
+    has_zero: bool
+
+    @classmethod
+    def of(cls, keys: np.ndarray) -> KeySet:
+        keys = np.unique(np.asarray(keys, dtype=np.uint64))
+        bits = max(4, int(len(keys) * 2).bit_length())  # at most half full
+        table = np.zeros(1 << bits, dtype=np.uint64)
+        bit_filter = np.zeros(1 << (bits + _FILTER_BITS - 6), dtype=np.uint64)
+        _fill(table, bit_filter, bits, keys)
+        return cls(table, bit_filter, bits, bool(len(keys) and keys[0] == 0))
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        """Whether each key is in the set (the pass's own test, for many keys at once)."""
+        out = np.empty(len(keys), dtype=np.bool_)
+        _contains(self.table, self.filter, self.bits, self.has_zero, np.asarray(keys, dtype=np.uint64), out)
+        return out
+
+
+_FILTER_BITS = 3  # the filter has 2^3 bits per slot of the table
+
+
+@numba.njit(cache=True)
+def _fill(table: np.ndarray, bit_filter: np.ndarray, bits: int, keys: np.ndarray) -> None:
+    shift = np.uint64(64 - bits)
+    filter_shift = np.uint64(64 - bits - _FILTER_BITS)
+    last = np.uint64(len(table) - 1)
+    for k in keys:
+        if k == 0:
+            continue
+        x = k * _SPREAD
+        f = x >> filter_shift
+        bit_filter[f >> np.uint64(6)] |= np.uint64(1) << (f & np.uint64(63))
+        s = x >> shift
+        while table[s] != 0 and table[s] != k:
+            s = (s + np.uint64(1)) & last
+        table[s] = k
+
+
+@numba.njit(inline="always")
+def _has(table: np.ndarray, bit_filter: np.ndarray, bits: int, has_zero: bool, k: np.uint64) -> bool:
+    if k == 0:
+        return has_zero
+    x = k * _SPREAD
+    f = x >> np.uint64(64 - bits - _FILTER_BITS)
+    if (bit_filter[f >> np.uint64(6)] >> (f & np.uint64(63))) & np.uint64(1) == 0:
+        return False
+    last = np.uint64(len(table) - 1)
+    s = x >> np.uint64(64 - bits)
+    while True:
+        t = table[s]
+        if t == k:
+            return True
+        if t == 0:
+            return False
+        s = (s + np.uint64(1)) & last
+
+
+@numba.njit(nogil=True, cache=True)
+def _contains(table: np.ndarray, bit_filter: np.ndarray, bits: int, has_zero: bool, keys: np.ndarray,
+              out: np.ndarray) -> None:
+    for i in range(len(keys)):
+        out[i] = _has(table, bit_filter, bits, has_zero, keys[i])
+
+
+# --- the pass -----------------------------------------------------------------------------------------
+
+@numba.njit(nogil=True, cache=True)
+def _pass(data, offsets, literal, ascii_table, classes, starts, folded, powers, mask,
+          grams, grams_filter, grams_bits, grams_zero, shorts, shorts_filter, shorts_bits, shorts_zero,
+          hit_row, hit_word, hit_key, whole_row, whole_key, row_words, values):  # pragma: no cover
+    """Walk the rows ``offsets[r]..offsets[r + 1]`` of ``data``. Writes each row's word count
+    (``row_words``; -1 for a row handed back), every word's value when ``values`` has room, the
+    windows whose key is in ``grams`` (row, first word, key) and the 1-12-word rows whose whole
+    hash is in ``shorts``; returns (hits, wholes): a count over the arrays' room means the call
+    must be made again with more."""
+    n_rows = len(offsets) - 1
+    ring = np.zeros(NGRAM, dtype=np.uint64)
+    p_last = powers[NGRAM - 1]
+    p_inv = np.uint64(_P_INV)
+    n_hits = 0
+    n_whole = 0
+    n_values = 0
+    for r in range(n_rows):
+        hits_before = n_hits
+        values_before = n_values
+        count = 0
+        h = np.uint64(0)
+        w = np.uint64(0)
+        in_word = False
+        unsafe = False
+        i = offsets[r]
+        end = offsets[r + 1]
+        while i <= end:
+            # one step: a piece of a word (its bytes: data[a:b] or folded[a:b]) or a separator
+            piece_start = 0
+            piece_stop = 0
+            from_folded = False
+            separator = False
+            step = 1
+            if i == end:
+                separator = True
+            else:
+                b = data[i]
+                if literal:
+                    if b == 32:
+                        separator = True
+                    else:
+                        piece_start = i
+                        piece_stop = i + 1
+                elif b < 128:
+                    lowered = ascii_table[b]
+                    if lowered == 255:
+                        separator = True
+                    else:
+                        if not in_word:
+                            w = _FNV_OFFSET
+                            in_word = True
+                        w = (w ^ np.uint64(lowered)) * _FNV_PRIME
+                        i += 1
+                        continue
+                else:
+                    # one UTF-8 sequence; anything malformed is handed back to Python
+                    cp = np.int64(b)
+                    if b >= 0xF0 and b < 0xF8:
+                        step = 4
+                        cp &= 0x07
+                    elif b >= 0xE0:
+                        step = 3
+                        cp &= 0x0F
+                    elif b >= 0xC2 and b < 0xE0:
+                        step = 2
+                        cp &= 0x1F
+                    else:
+                        unsafe = True
+                        break
+                    if i + step > end:
+                        unsafe = True
+                        break
+                    for j in range(1, step):
+                        c = data[i + j]
+                        if c & 0xC0 != 0x80:
+                            unsafe = True
+                        cp = (cp << 6) | (np.int64(c) & 0x3F)
+                    if unsafe or cp >= len(classes):
+                        unsafe = True
+                        break
+                    k = classes[cp]
+                    if k == -1:
+                        unsafe = True
+                        break
+                    if k == -2:
+                        separator = True
+                    elif k == -3:
+                        piece_start = i
+                        piece_stop = i + step
+                    else:
+                        piece_start = starts[k]
+                        piece_stop = starts[k + 1]
+                        from_folded = True
+            if separator:
+                if in_word:
+                    in_word = False
+                    slot = count % NGRAM
+                    if count < NGRAM:
+                        h += w * powers[count]
+                    else:
+                        h = (h - ring[slot]) * p_inv + w * p_last
+                    ring[slot] = w
+                    if n_values < len(values):
+                        values[n_values] = w
+                    n_values += 1
+                    count += 1
+                    if count >= NGRAM and _has(grams, grams_filter, grams_bits, grams_zero, h & mask):
+                        if n_hits < len(hit_row):
+                            hit_row[n_hits] = r
+                            hit_word[n_hits] = count - NGRAM
+                            hit_key[n_hits] = h & mask
+                        n_hits += 1
+            else:
+                if not in_word:
+                    w = _FNV_OFFSET
+                    in_word = True
+                for j in range(piece_start, piece_stop):
+                    w = (w ^ np.uint64(folded[j] if from_folded else data[j])) * _FNV_PRIME
+            i += step
+        if unsafe:
+            n_hits = hits_before  # its windows so far are dropped: Python redoes the row
+            n_values = values_before
+            row_words[r] = -1
+            continue
+        row_words[r] = count
+        if 0 < count < NGRAM and _has(shorts, shorts_filter, shorts_bits, shorts_zero, h & mask):
+            if n_whole < len(whole_row):
+                whole_row[n_whole] = r
+                whole_key[n_whole] = h & mask
+            n_whole += 1
+    return n_hits, n_whole
+
+
+@dataclass
+class Passes:
+    """What one pass over a batch found: the candidate windows (row, first word, key), the
+    candidate whole texts (row, key) and each row's number of words."""
+
+    hit_row: np.ndarray
+    hit_word: np.ndarray
+    hit_key: np.ndarray
+    whole_row: np.ndarray
+    whole_key: np.ndarray
+    row_words: np.ndarray
+    values: np.ndarray  # every word's value, row by row (only when asked for)
+
+
+_EMPTY = KeySet.of(np.zeros(0, dtype=np.uint64))
+
+
+def _buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(the string array's bytes, its n + 1 offsets as int64, rebased to those bytes)."""
+    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    offsets = np.frombuffer(texts.buffers()[1], dtype=width)[texts.offset:texts.offset + len(texts) + 1].astype(np.int64)
+    data_buffer = texts.buffers()[2]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    return data, offsets
+
+
+def scan_texts(texts: pa.Array, grams: KeySet | None, shorts: KeySet | None, mask: int, *,
+               with_values: bool = False) -> Passes:
+    """Every candidate of ``texts`` (a string array without NULLs, not yet normalized) against the
+    key sets (None: nothing is looked up). The rows the table cannot fold are normalized in Python
+    and walked again literally, so the result is the one of ``normalize_text`` for every row."""
+    from hubsurvey.survey.normalize import normalize_text
+
+    if texts.null_count:
+        raise ValueError("scan_texts takes strings without NULLs")
+    if pa.types.is_string_view(texts.type):
+        texts = texts.cast(pa.string())
+    first = _walk(texts, grams or _EMPTY, shorts or _EMPTY, mask, literal=False, with_values=with_values)
+    back = np.flatnonzero(first.row_words < 0)
+    if not len(back):
+        return first
+    redo = pa.array([normalize_text(s) for s in texts.take(pa.array(back)).to_pylist()], pa.string())
+    second = _walk(redo, grams or _EMPTY, shorts or _EMPTY, mask, literal=True, with_values=with_values)
+    row_words = first.row_words.copy()
+    row_words[back] = second.row_words
+    values = first.values
+    if with_values:  # each row's values in row order, the redone rows' put in place
+        per_row = np.split(first.values, np.cumsum(np.maximum(first.row_words, 0))[:-1])
+        for j, part in enumerate(np.split(second.values, np.cumsum(second.row_words)[:-1])):
+            per_row[back[j]] = part
+        values = np.concatenate(per_row)
+    order = np.argsort(np.concatenate([first.hit_row, back[second.hit_row]]), kind="stable")
+    whole_order = np.argsort(np.concatenate([first.whole_row, back[second.whole_row]]), kind="stable")
+    return Passes(
+        hit_row=np.concatenate([first.hit_row, back[second.hit_row]])[order],
+        hit_word=np.concatenate([first.hit_word, second.hit_word])[order],
+        hit_key=np.concatenate([first.hit_key, second.hit_key])[order],
+        whole_row=np.concatenate([first.whole_row, back[second.whole_row]])[whole_order],
+        whole_key=np.concatenate([first.whole_key, second.whole_key])[whole_order],
+        row_words=row_words, values=values)
+
+
+def _walk(texts: pa.Array, grams: KeySet, shorts: KeySet, mask: int, *, literal: bool, with_values: bool) -> Passes:
+    table = char_table()
+    data, offsets = _buffers(texts)
+    n = len(texts)
+    powers = _powers13()
+    hits = max(1024, n // 8)
+    values = max(1, int(offsets[-1] - offsets[0]) // 2 + n) if with_values else 0
+    while True:
+        hit_row = np.empty(hits, dtype=np.int64)
+        hit_word = np.empty(hits, dtype=np.int64)
+        hit_key = np.empty(hits, dtype=np.uint64)
+        whole_row = np.empty(n, dtype=np.int64)
+        whole_key = np.empty(n, dtype=np.uint64)
+        row_words = np.empty(n, dtype=np.int64)
+        value_out = np.empty(values, dtype=np.uint64)
+        n_hits, n_whole = _pass(data, offsets, literal, table.ascii, table.classes, table.starts, table.folded,
+                                   powers, np.uint64(mask), grams.table, grams.filter, grams.bits, grams.has_zero,
+                                   shorts.table, shorts.filter, shorts.bits, shorts.has_zero, hit_row, hit_word, hit_key,
+                                   whole_row, whole_key, row_words, value_out)
+        if n_hits <= hits:
+            return Passes(hit_row[:n_hits], hit_word[:n_hits], hit_key[:n_hits], whole_row[:n_whole],
+                          whole_key[:n_whole], row_words, value_out[:int(row_words[row_words > 0].sum())])
+        hits = n_hits  # more windows than room (a text repeating a passage): once more, with room
+
+
+@lru_cache(maxsize=1)
+def _powers13() -> np.ndarray:
+    out = np.ones(NGRAM, dtype=np.uint64)
+    for k in range(1, NGRAM):
+        out[k] = np.uint64((int(out[k - 1]) * _P) % 2**64)
+    return out
