@@ -231,7 +231,8 @@ def run_survey(
                     if index_dir is not None and not summary.left_pending:
                         # configs measured before this run, or by a run without these benchmarks
                         live.progress(phase="contamination", force=True)
-                        summary.contamination = check_contamination(store, client, index_dir, run_id=run_id).counts()
+                        summary.contamination = check_contamination(store, client, index_dir, run_id=run_id,
+                                                                    workers=options.workers).counts()
                 if options.crossleaks:
                     live.progress(phase="crossleaks", force=True)
                     summary.crossleaks = cross_step(store, options, run_id)
@@ -403,14 +404,17 @@ class ContaminationSummary:
 
 
 def check_contamination(store: Store, client: HubClient, index: Any, *, run_id: str | None = None,
-                        only_missing: bool = True, progress: Callable[[str], None] | None = None) -> ContaminationSummary:
+                        only_missing: bool = True, progress: Callable[[str], None] | None = None,
+                        workers: int | None = None) -> ContaminationSummary:
     """Check the surveyed configs (``current_measurements`` read from the Hub) against a benchmark
     index (a ``BenchmarkIndex`` or a saved one's folder): each config's files are downloaded again
     through the job download path (pinned to the Parquet commit it was measured at), scanned and
-    deleted. ``only_missing``: skip configs already checked against every benchmark at its revision."""
+    deleted, ``workers`` configs at a time (default: one per core; threads: the downloads wait on
+    the network and the scan releases the GIL), each written by this thread as it is done.
+    ``only_missing``: skip configs already checked against every benchmark at its revision."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from hubsurvey.survey import contamination as bench
-    from hubsurvey.survey.jobs import JobSpec, discard_downloads, download, error_outcome
-    from hubsurvey.survey.sources import config_from_files
 
     if not isinstance(index, bench.BenchmarkIndex):
         index = bench.load_index(index)
@@ -424,6 +428,7 @@ def check_contamination(store: Store, client: HubClient, index: Any, *, run_id: 
            FROM current_measurements m JOIN datasets d USING (dataset_id)
            WHERE m.source = 'hub' GROUP BY m.dataset_id, m.revision_sha, m.config ORDER BY ALL""")
     revisions = {(b.benchmark.id, b.benchmark.config, b.benchmark.split): b.revision_sha for b in index.benchmarks}
+    todo = []
     for t in targets:
         if only_missing:
             have = store.query(
@@ -432,33 +437,55 @@ def check_contamination(store: Store, client: HubClient, index: Any, *, run_id: 
                 {"d": t["dataset_id"], "r": t["revision_sha"], "c": t["config"]})[1]
             if {(i, c, s) for i, c, s, rev in have if rev == revisions[(i, c, s)]} >= set(checked):
                 continue
-        configs = json.loads(t["configs"]) if isinstance(t["configs"], str) else (t["configs"] or {})
-        splits = configs.get(t["config"], {})
-        files = {s: v["files"] for s, v in splits.items()}
-        spec = JobSpec(f"{t['dataset_id']}@{t['revision_sha']}/{t['config']}", t["dataset_id"], t["revision_sha"],
-                       t["config"], len(configs), files, endpoint=client.endpoint,
-                       cache_dir=str(client.cache_dir) if client.cache_dir else None, parquet_sha=t["parquet_sha"])
+        todo.append(t)
+    workers = max(1, workers or os.cpu_count() or 1)
+
+    def check(t: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]] | None, str | None]:
         where = f"{t['dataset_id']} [{t['config']}]"
         if progress:
             progress(where)
-        local = spec
         try:
-            local = download(spec, client)
-            data = config_from_files(spec.dataset_id, spec.config, spec.revision_sha, local.local_files or {})
-            rows = bench.config_rows(data, list(t["text_columns"]), index, run_id=run_id)
+            return t, _contamination_rows(t, client, index, run_id, threads=1 if workers > 1 else None), None
         except Exception as e:  # one config that cannot be read never stops the check
-            summary.failed.append(error_outcome(e, where).message or where)
-            continue
-        finally:
-            discard_downloads(local)
-        store.replace_contamination(spec.dataset_id, spec.revision_sha, spec.config, checked, rows)
-        summary.checked += 1
-        summary.contaminated += sum(1 for r in rows if r["contaminated_rows"])
+            from hubsurvey.survey.jobs import error_outcome
+
+            return t, None, error_outcome(e, where).message or where
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="contamination") as pool:
+        for t, rows, error in pool.map(check, todo):  # in order; each config's rows in one write
+            if rows is None:
+                summary.failed.append(error or t["dataset_id"])
+                continue
+            store.replace_contamination(t["dataset_id"], t["revision_sha"], t["config"], checked, rows)
+            summary.checked += 1
+            summary.contaminated += sum(1 for r in rows if r["contaminated_rows"])
     return summary
 
 
+def _contamination_rows(t: dict[str, Any], client: HubClient, index: Any, run_id: str | None,
+                        threads: int | None) -> list[dict[str, Any]]:
+    """One surveyed config's contamination rows: download its splits (the job path), scan, delete."""
+    from hubsurvey.survey import contamination as bench
+    from hubsurvey.survey.jobs import JobSpec, discard_downloads, download
+    from hubsurvey.survey.sources import config_from_files
+
+    configs = json.loads(t["configs"]) if isinstance(t["configs"], str) else (t["configs"] or {})
+    files = {s: v["files"] for s, v in configs.get(t["config"], {}).items()}
+    spec = JobSpec(f"{t['dataset_id']}@{t['revision_sha']}/{t['config']}", t["dataset_id"], t["revision_sha"],
+                   t["config"], len(configs), files, endpoint=client.endpoint,
+                   cache_dir=str(client.cache_dir) if client.cache_dir else None, parquet_sha=t["parquet_sha"])
+    local = spec
+    try:
+        local = download(spec, client)
+        data = config_from_files(spec.dataset_id, spec.config, spec.revision_sha, local.local_files or {})
+        return bench.config_rows(data, list(t["text_columns"]), index, run_id=run_id, threads=threads)
+    finally:
+        discard_downloads(local)
+
+
 def run_contamination(db: str | Path, client: HubClient, benchmarks_file: str | Path | None = None, *,
-                      recheck: bool = False, progress: Callable[[str], None] | None = None) -> tuple[Any, ContaminationSummary]:
+                      recheck: bool = False, progress: Callable[[str], None] | None = None,
+                      workers: int | None = None) -> tuple[Any, ContaminationSummary]:
     """``hubsurvey contamination``: index the benchmarks, check every surveyed config (those not yet
     checked against them at their revisions, unless ``recheck``); recorded as a ``contamination`` run.
     Returns (the index, the summary)."""
@@ -470,7 +497,7 @@ def run_contamination(db: str | Path, client: HubClient, benchmarks_file: str | 
         try:
             index = index_benchmarks(store, client, benchmarks_file, run_id=run_id)
             summary = check_contamination(store, client, index, run_id=run_id, only_missing=not recheck,
-                                          progress=progress)
+                                          progress=progress, workers=workers)
         except BaseException as e:
             runs.finish(run_id, RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED,
                         summary.counts(), error=e)

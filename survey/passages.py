@@ -215,6 +215,7 @@ def _pass(data, offsets, literal, ascii_table, classes, starts, folded, powers, 
         hits_before = n_hits
         values_before = n_values
         count = 0
+        slot = 0
         h = np.uint64(0)
         w = np.uint64(0)
         in_word = False
@@ -248,6 +249,12 @@ def _pass(data, offsets, literal, ascii_table, classes, starts, folded, powers, 
                             in_word = True
                         w = (w ^ np.uint64(lowered)) * _FNV_PRIME
                         i += 1
+                        while i < end:  # the rest of an ASCII word, in a tight loop
+                            lowered = ascii_table[data[i]] if data[i] < 128 else 255
+                            if lowered == 255:
+                                break
+                            w = (w ^ np.uint64(lowered)) * _FNV_PRIME
+                            i += 1
                         continue
                 else:
                     # one UTF-8 sequence; anything malformed is handed back to Python
@@ -291,12 +298,12 @@ def _pass(data, offsets, literal, ascii_table, classes, starts, folded, powers, 
             if separator:
                 if in_word:
                     in_word = False
-                    slot = count % NGRAM
                     if count < NGRAM:
                         h += w * powers[count]
                     else:
                         h = (h - ring[slot]) * p_inv + w * p_last
                     ring[slot] = w
+                    slot = slot + 1 if slot < NGRAM - 1 else 0  # count % NGRAM, without a division
                     if n_values < len(values):
                         values[n_values] = w
                     n_values += 1

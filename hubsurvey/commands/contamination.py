@@ -15,6 +15,8 @@ from hubsurvey.core.store import DEFAULT_DB
 
 Recheck = Annotated[bool, typer.Option(
     "--recheck", help="Check every surveyed config again, also those already checked against these benchmarks")]
+ConfigWorkers = Annotated[int | None, typer.Option(
+    "--workers", help="Configs downloaded and checked at a time (default: one per core)", min=1)]
 
 
 def contamination(
@@ -22,6 +24,7 @@ def contamination(
     recheck: Recheck = False,
     rate: Rate = DEFAULT_RATE,
     file_rate: FileRate = DEFAULT_FILE_RATE,
+    workers: ConfigWorkers = None,
     db: Db = Path(DEFAULT_DB),
 ) -> None:
     """Check the surveyed datasets against benchmark test sets (13-gram contamination), alone.
@@ -36,7 +39,7 @@ def contamination(
     if not Path(db).is_file():  # nothing surveyed: never create an empty DB
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
     client = hub_client(rate, file_rate)
-    index, summary = run_contamination(db, client, benchmarks, recheck=recheck,
+    index, summary = run_contamination(db, client, benchmarks, recheck=recheck, workers=workers,
                                        progress=lambda where: typer.echo(f"checking {where}", err=True))
     described = index.describe()
     typer.echo(f"benchmarks indexed: {len(described)}" + "".join(
