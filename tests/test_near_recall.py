@@ -22,7 +22,8 @@ from hubsurvey_standin.reference import near_reference, near_text, near_text_pai
 
 CONFIGS = [(e["id"], c) for e in shared_index() for c in e["configs"]]
 _SMALLEST = sorted(min((sum(splits.values()), e["id"], c) for c, splits in e["configs"].items()) for e in shared_index())
-FAST_CONFIGS = {(d, c) for _, d, c in _SMALLEST[:3]}
+# the fast tier takes the smallest configs but cs_cltt, whose long sentences make it 3.6 s (5x the others)
+FAST_CONFIGS = {(d, c) for _, d, c in [s for s in _SMALLEST if s[2] != "cs_cltt"][:3]}
 
 
 def _rows(data) -> dict[str, list[dict]]:
