@@ -32,8 +32,10 @@ index's keys; a window across two rows never exists (every row starts afresh).
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numba
 import numpy as np
@@ -47,6 +49,17 @@ _FNV_PRIME = np.uint64(0x100000001B3)
 _P = 0x9E3779B97F4A7C15  # the window hash's base (odd), as contamination._P
 _P_INV = pow(_P, -1, 2**64)
 _SPREAD = np.uint64(0x9E3779B97F4A7C15)  # a key's slot: Fibonacci hashing of its bits
+
+
+def _compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """numba's njit with its on-disk cache (beside this module, else the user's cache folder), and
+    without it when neither can be written (a read-only install and home): compiled per process."""
+    def wrap(function: Callable[..., Any]) -> Any:
+        try:
+            return numba.njit(cache=True, **options)(function)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return numba.njit(cache=False, **options)(function)
+    return wrap
 
 
 # --- the code-point classes ------------------------------------------------------------------------------
@@ -150,7 +163,7 @@ class KeySet:
 _FILTER_BITS = 3  # the filter has 2^3 bits per slot of the table
 
 
-@numba.njit(cache=True)
+@_compiled()
 def _fill(table: np.ndarray, bit_filter: np.ndarray, bits: int, keys: np.ndarray) -> None:
     shift = np.uint64(64 - bits)
     filter_shift = np.uint64(64 - bits - _FILTER_BITS)
@@ -186,7 +199,7 @@ def _has(table: np.ndarray, bit_filter: np.ndarray, bits: int, has_zero: bool, k
         s = (s + np.uint64(1)) & last
 
 
-@numba.njit(nogil=True, cache=True)
+@_compiled(nogil=True)
 def _contains(table: np.ndarray, bit_filter: np.ndarray, bits: int, has_zero: bool, keys: np.ndarray,
               out: np.ndarray) -> None:
     for i in range(len(keys)):
@@ -195,7 +208,7 @@ def _contains(table: np.ndarray, bit_filter: np.ndarray, bits: int, has_zero: bo
 
 # --- the pass -----------------------------------------------------------------------------------------
 
-@numba.njit(nogil=True, cache=True)
+@_compiled(nogil=True)
 def _pass(data, offsets, literal, ascii_table, classes, starts, folded, powers, mask,
           grams, grams_filter, grams_bits, grams_zero, shorts, shorts_filter, shorts_bits, shorts_zero,
           hit_row, hit_word, hit_key, whole_row, whole_key, row_words, values):  # pragma: no cover

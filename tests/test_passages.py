@@ -111,3 +111,24 @@ def test_key_sets_hold_their_keys_and_nothing_else():
     keyset = passages.KeySet.of(keys)
     assert keyset.has_zero and (keyset.table != 0).sum() == len(keys) - 1
     assert len(keyset.table) >= 2 * len(keys)
+
+
+def test_the_pass_compiles_without_numbas_cache_when_it_cannot_be_written(monkeypatch):
+    """A read-only install and home: numba refuses to cache at decoration; the pass is compiled
+    per process instead of failing the import."""
+    real, asked = passages.numba.njit, []
+
+    def njit(**options):
+        asked.append(options)
+        if options.get("cache"):
+            raise RuntimeError("cannot cache function 'add_one': no locator available for file '/ro/x.py'")
+        return real(**options)
+
+    monkeypatch.setattr(passages.numba, "njit", njit)
+
+    def add_one(x):
+        return x + 1
+
+    compiled = passages._compiled(nogil=True)(add_one)
+    assert compiled(1) == 2
+    assert asked == [{"cache": True, "nogil": True}, {"cache": False, "nogil": True}]
