@@ -415,6 +415,7 @@ def check_contamination(store: Store, client: HubClient, index: Any, *, run_id: 
     from concurrent.futures import ThreadPoolExecutor
 
     from hubsurvey.survey import contamination as bench
+    from hubsurvey.survey.jobs import error_outcome
 
     if not isinstance(index, bench.BenchmarkIndex):
         index = bench.load_index(index)
@@ -447,8 +448,6 @@ def check_contamination(store: Store, client: HubClient, index: Any, *, run_id: 
         try:
             return t, _contamination_rows(t, client, index, run_id, threads=1 if workers > 1 else None), None
         except Exception as e:  # one config that cannot be read never stops the check
-            from hubsurvey.survey.jobs import error_outcome
-
             return t, None, error_outcome(e, where).message or where
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="contamination") as pool:

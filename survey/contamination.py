@@ -55,12 +55,12 @@ from hubsurvey.survey import normalize, passages
 
 METHOD = "bench-2026"
 METHOD_VERSION = 1
-NGRAM = 13  # words in a matched passage; an item with fewer is matched whole
+NGRAM = passages.NGRAM  # words in a matched passage; an item with fewer is matched whole
 DEFAULT_EXAMPLES = 5  # examples kept per (split, benchmark)
 PASSAGE_CHARS = 200  # a stored passage is cut to this many characters
 BATCH_ROWS = 16384  # rows scanned at a time (bounds the scan's memory)
 DEFAULT_BENCHMARKS_FILE = Path(__file__).with_name("benchmarks.toml")
-_P = np.uint64(0x9E3779B97F4A7C15)  # the polynomial hash's base (odd)
+_P = np.uint64(passages.WINDOW_BASE)  # the polynomial hash's base (odd)
 
 
 # --- the benchmarks file ----------------------------------------------------------------------------
@@ -208,18 +208,12 @@ def words(raw: pa.Array) -> pa.Array:
     return pc.fill_null(split, pa.scalar([], pa.list_(pa.string())))
 
 
-def row_words(columns: Sequence[pa.Array | pa.ChunkedArray]) -> tuple[pa.Array, list[pa.Array]]:
-    """(each row's words, each text column's words when there are several): a row's text is its
-    columns' texts joined by a space."""
+def row_texts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> list[str]:
+    """Each row's normalized text (its columns' texts joined by a space): its words joined by a
+    space, as ``normalize_text`` gives it."""
     if not columns:
         raise ValueError("no text column")
-    parts = [joinable(c) for c in columns]
-    return words(join_texts(parts)), ([words(p) for p in parts] if len(parts) > 1 else [])
-
-
-def row_texts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> list[str]:
-    """Each row's normalized text: its words joined by a space, as ``normalize_text`` gives it."""
-    return pc.binary_join(row_words(columns)[0], " ").to_pylist()
+    return pc.binary_join(words(join_texts([joinable(c) for c in columns])), " ").to_pylist()
 
 
 _CHUNK = 1 << 20  # window_hashes works on this many words at a time (the size of its power tables)
@@ -258,15 +252,11 @@ def window_hashes(values: np.ndarray, n: int = NGRAM) -> np.ndarray:
     return out
 
 
-_FNV_OFFSET = 0xCBF29CE484222325
-_FNV_PRIME = 0x100000001B3
-
-
 def fnv1a(word: str) -> int:
     """A word's value: FNV-1a (64 bits) of its UTF-8 bytes."""
-    h = _FNV_OFFSET
+    h = passages.FNV_OFFSET
     for byte in word.encode("utf-8"):
-        h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
+        h = ((h ^ byte) * passages.FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
     return h
 
 

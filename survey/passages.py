@@ -41,13 +41,16 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-NGRAM = 13
+# The hash's definition, shared with the reference in contamination.py (fnv1a, window_hashes).
+NGRAM = 13  # words in a matched passage; an item with fewer is matched whole
+FNV_OFFSET = 0xCBF29CE484222325  # a word's value: FNV-1a (64 bits) of its UTF-8 bytes
+FNV_PRIME = 0x100000001B3
+WINDOW_BASE = 0x9E3779B97F4A7C15  # a window's hash: sum of its words' values times WINDOW_BASE^k (odd)
 TABLE_LIMIT = 0x30000  # code points above (planes 3 and up: rare) take the Python path
 UNSAFE, SEPARATOR, AS_IS = -1, -2, -3  # a code point's class; >= 0: where its folded bytes are
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
-_P = 0x9E3779B97F4A7C15  # the window hash's base (odd), as contamination._P
-_P_INV = pow(_P, -1, 2**64)
+_FNV_OFFSET = np.uint64(FNV_OFFSET)
+_FNV_PRIME = np.uint64(FNV_PRIME)
+_P_INV = pow(WINDOW_BASE, -1, 2**64)
 _SPREAD = np.uint64(0x9E3779B97F4A7C15)  # a key's slot: Fibonacci hashing of its bits
 
 
@@ -362,7 +365,10 @@ class Passes:
     values: np.ndarray  # every word's value, row by row (only when asked for)
 
 
-_EMPTY = KeySet.of(np.zeros(0, dtype=np.uint64))
+@lru_cache(maxsize=1)
+def _empty() -> KeySet:
+    """The empty key set (built on first use: building one runs compiled code, not at import)."""
+    return KeySet.of(np.zeros(0, dtype=np.uint64))
 
 
 def _buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -385,12 +391,12 @@ def scan_texts(texts: pa.Array, grams: KeySet | None, shorts: KeySet | None, mas
         raise ValueError("scan_texts takes strings without NULLs")
     if pa.types.is_string_view(texts.type):
         texts = texts.cast(pa.string())
-    first = _walk(texts, grams or _EMPTY, shorts or _EMPTY, mask, literal=False, with_values=with_values)
+    first = _walk(texts, grams or _empty(), shorts or _empty(), mask, literal=False, with_values=with_values)
     back = np.flatnonzero(first.row_words < 0)
     if not len(back):
         return first
     redo = pa.array([normalize_text(s) for s in texts.take(pa.array(back)).to_pylist()], pa.string())
-    second = _walk(redo, grams or _EMPTY, shorts or _EMPTY, mask, literal=True, with_values=with_values)
+    second = _walk(redo, grams or _empty(), shorts or _empty(), mask, literal=True, with_values=with_values)
     row_words = first.row_words.copy()
     row_words[back] = second.row_words
     values = first.values
@@ -399,13 +405,14 @@ def scan_texts(texts: pa.Array, grams: KeySet | None, shorts: KeySet | None, mas
         for j, part in enumerate(np.split(second.values, np.cumsum(second.row_words)[:-1])):
             per_row[back[j]] = part
         values = np.concatenate(per_row)
-    order = np.argsort(np.concatenate([first.hit_row, back[second.hit_row]]), kind="stable")
-    whole_order = np.argsort(np.concatenate([first.whole_row, back[second.whole_row]]), kind="stable")
+    hit_row = np.concatenate([first.hit_row, back[second.hit_row]])
+    whole_row = np.concatenate([first.whole_row, back[second.whole_row]])
+    order, whole_order = np.argsort(hit_row, kind="stable"), np.argsort(whole_row, kind="stable")
     return Passes(
-        hit_row=np.concatenate([first.hit_row, back[second.hit_row]])[order],
+        hit_row=hit_row[order],
         hit_word=np.concatenate([first.hit_word, second.hit_word])[order],
         hit_key=np.concatenate([first.hit_key, second.hit_key])[order],
-        whole_row=np.concatenate([first.whole_row, back[second.whole_row]])[whole_order],
+        whole_row=whole_row[whole_order],
         whole_key=np.concatenate([first.whole_key, second.whole_key])[whole_order],
         row_words=row_words, values=values)
 
@@ -439,5 +446,5 @@ def _walk(texts: pa.Array, grams: KeySet, shorts: KeySet, mask: int, *, literal:
 def _powers13() -> np.ndarray:
     out = np.ones(NGRAM, dtype=np.uint64)
     for k in range(1, NGRAM):
-        out[k] = np.uint64((int(out[k - 1]) * _P) % 2**64)
+        out[k] = np.uint64((int(out[k - 1]) * WINDOW_BASE) % 2**64)
     return out
