@@ -33,7 +33,7 @@ from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 from hubsurvey.core.errors import GatedError, HubUnreachableError
 from hubsurvey.core.hub import HubClient, branch_split, is_transient
 from hubsurvey.core.roles import features_from_arrow, infer_roles
-from hubsurvey.core.runs import Runs, RunStatus
+from hubsurvey.core.runs import Runs
 from hubsurvey.core.splits import canonical_split
 from hubsurvey.core.store import Store, now
 from hubsurvey.crawler import rules
@@ -216,19 +216,10 @@ def crawl(
     if run_id is not None:
         return _crawl(store, client, filters, run_id=run_id, workers=workers, progress=progress)
     filters = filters or CrawlFilters()
-    runs = Runs(store)
-    run_id = runs.start("crawl", {"filters": filters.as_json()})
-    status, summary, failure = RunStatus.FAILED, None, None
-    try:
-        summary = _crawl(store, client, filters, run_id=run_id, workers=workers, progress=progress)
-        status = RunStatus.DONE
-        return summary
-    except BaseException as e:
-        status = RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED
-        failure = e
-        raise
-    finally:
-        runs.finish(run_id, status, summary.as_json() if summary else {}, error=failure)
+    with Runs(store).recording("crawl", {"filters": filters.as_json()}) as recording:
+        summary = _crawl(store, client, filters, run_id=recording.run_id, workers=workers, progress=progress)
+        recording.counts = summary.as_json()
+    return summary
 
 
 def _crawl(

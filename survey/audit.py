@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,34 +101,30 @@ def audit(
     outcome = AuditOutcome(source.dataset_id)
     kind = "folder" if isinstance(source, FolderSource) else "hub"
     store = Store(db) if db is not None else None
-    runs = Runs(store) if store is not None else None
-    run_id = runs.start("audit", {"target": target, "config": config, "roles": str(roles_file) if roles_file else None}) if runs else None
-    status = RunStatus.FAILED
+    args = {"target": target, "config": config, "roles": str(roles_file) if roles_file else None}
     try:
-        for name in [config] if config else configs:
-            try:
-                result = measure_config(
-                    source.load(name), n_configs=len(configs), source=kind, overrides=overrides, examples=examples,
-                    methods=list(methods_measured(near=near))
-                )
-            except (HubUnreachableError, StoreError, KeyboardInterrupt):
-                raise
-            except Exception as e:
-                outcome.failed(_config_error(e, f"{source.dataset_id} [{name}]"))
-                continue
-            if store is not None:
-                store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows, result.examples,
-                                           fingerprints=result.fingerprints, run_id=run_id)
-            outcome.results.append(result)
-        status = RunStatus.DONE if outcome.results or not outcome.errors else RunStatus.FAILED
-    except KeyboardInterrupt:
-        status = RunStatus.INTERRUPTED
-        raise
+        with Runs(store).recording("audit", args) if store is not None else nullcontext(None) as recording:
+            if recording is not None:
+                recording.counts = lambda: {"configs": len(outcome.results), "rows": len(outcome.rows),
+                                            "errors": len(outcome.errors)}
+            for name in [config] if config else configs:
+                try:
+                    result = measure_config(
+                        source.load(name), n_configs=len(configs), source=kind, overrides=overrides, examples=examples,
+                        methods=list(methods_measured(near=near))
+                    )
+                except (HubUnreachableError, StoreError, KeyboardInterrupt):
+                    raise
+                except Exception as e:
+                    outcome.failed(_config_error(e, f"{source.dataset_id} [{name}]"))
+                    continue
+                if store is not None and recording is not None:
+                    store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows,
+                                               result.examples, fingerprints=result.fingerprints, run_id=recording.run_id)
+                outcome.results.append(result)
+            if recording is not None and outcome.errors and not outcome.results:
+                recording.status = RunStatus.FAILED
     finally:
         if store is not None:
-            try:
-                if runs is not None and run_id is not None:
-                    runs.finish(run_id, status, {"configs": len(outcome.results), "rows": len(outcome.rows), "errors": len(outcome.errors)})
-            finally:
-                store.close()
+            store.close()
     return outcome

@@ -125,6 +125,7 @@ def test_an_engine_bug_is_internal_not_bad_data(tmp_path, monkeypatch):
 
 
 def test_an_engine_bug_in_a_job_is_recorded_internal_with_its_traceback(tmp_path, monkeypatch):
+    from hubsurvey.core.queue import QueuedJob
     from hubsurvey.survey import metrics
     from hubsurvey.survey.jobs import JobSpec, run_job
 
@@ -134,8 +135,8 @@ def test_an_engine_bug_in_a_job_is_recorded_internal_with_its_traceback(tmp_path
     monkeypatch.setattr(metrics.Engine, "measure", broken)
     root = _good(tmp_path / "org__good")
     files = {s: [str(root / "default" / s / "0000.parquet")] for s in ("train", "test")}
-    spec = JobSpec("j1", "org/good", "0" * 40, "default", 1, files, local_files=files)
-    outcome = run_job(spec.as_dict())
+    spec = JobSpec(QueuedJob("j1", "org/good", "0" * 40, "default", 1, files), local_files=files)
+    outcome = run_job(spec)
     assert outcome.ok is False and outcome.error_class == "internal" and outcome.transient is False
     assert "bug" in outcome.message and "KeyError" in outcome.traceback
 
@@ -184,6 +185,7 @@ def test_audit_goes_on_after_a_config_that_breaks_and_names_it(tmp_path, monkeyp
 @pytest.mark.parametrize("keep", [False, True])
 @pytest.mark.slow
 def test_a_jobs_files_are_pinned_and_deleted_after_measuring_unless_kept(tmp_path, keep):
+    from hubsurvey.core.queue import JobSettings, QueuedJob
     from hubsurvey.survey.jobs import JobSpec, run_job
     from hubsurvey_standin import StandinHub, generate_minihub
 
@@ -199,8 +201,9 @@ def test_a_jobs_files_are_pinned_and_deleted_after_measuring_unless_kept(tmp_pat
             config, split, _ = f.path.split("/")
             if config == "default":
                 files.setdefault(split, []).append(f.path)
-        spec = JobSpec("j", dataset_id, info.sha, "default", 1, files, endpoint=hub.url, cache_dir=str(cache), keep_cache=keep)
-        outcome = run_job(spec.as_dict())
+        spec = JobSpec(QueuedJob("j", dataset_id, info.sha, "default", 1, files),
+                       JobSettings(endpoint=hub.url, cache_dir=str(cache), keep_cache=keep))
+        outcome = run_job(spec)
         pinned = client.parquet_sha(dataset_id)
     assert outcome.ok, outcome
     assert outcome.parquet_sha == pinned and len(pinned) == 40

@@ -173,9 +173,9 @@ def test_faults_during_a_survey_complete_with_failures_recorded(minihub, clean_r
 def test_dask_local_cluster_equals_the_local_run(minihub, clean_run, tmp_path):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(  # noqa: SIM117
-       n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, distributed.Client(cluster) as dask_client:
+       n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         with StandinHub(minihub) as hub:
-            summary = survey(hub, tmp_path / "d.duckdb", tmp_path, dask=dask_client)
+            summary = survey(hub, tmp_path / "d.duckdb", tmp_path, executor="dask", dask=cluster.scheduler_address)
     assert summary.status == "done" and summary.failed == 0
     assert rows(tmp_path / "d.duckdb") == rows(clean_run)
 
@@ -269,6 +269,7 @@ def _big_split(folder: Path, rows: int) -> str:
 def test_a_job_over_its_timeout_or_memory_ceiling_fails_alone(tmp_path, timeout, memory_mb, error_class):
     """A real slow job (3M rows take seconds to measure) and a real ceiling, in real worker processes;
     the small job beside them still succeeds when only the ceiling or the timeout is hit by the big one."""
+    from hubsurvey.core.queue import QueuedJob
     from hubsurvey.survey.executors import LocalExecutor
     from hubsurvey.survey.jobs import JobSpec
 
@@ -277,8 +278,9 @@ def test_a_job_over_its_timeout_or_memory_ceiling_fails_alone(tmp_path, timeout,
     small = _big_split(tmp_path / "small" / "test", 10)
     executor = LocalExecutor(HubClient(endpoint="http://127.0.0.1:9", token=False), workers=2, job_timeout=timeout, memory_mb=memory_mb)
     try:
-        slow = executor.submit(JobSpec("big", "org/big", "0" * 40, "default", 1, {}, local_files={"train": [big], "test": [test]}))
-        quick = executor.submit(JobSpec("small", "org/small", "0" * 40, "default", 1, {}, local_files={"test": [small]}))
+        slow = executor.submit(JobSpec(QueuedJob("big", "org/big", "0" * 40, "default", 1, {}),
+                                       local_files={"train": [big], "test": [test]}))
+        quick = executor.submit(JobSpec(QueuedJob("small", "org/small", "0" * 40, "default", 1, {}), local_files={"test": [small]}))
         slow_result, quick_result = slow.result(timeout=120), quick.result(timeout=120)
     finally:
         executor.close()

@@ -21,8 +21,9 @@ from hubsurvey.cli import app
 from hubsurvey.core.errors import ExitCode, StoreError, exit_code_of
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobStatus
 from hubsurvey.core.runs import Runs, RunStatus
+from hubsurvey.core.status import status
 from hubsurvey.core.store import Store, now
-from hubsurvey.pipeline import acquire_lock, status
+from hubsurvey.pipeline import acquire_lock
 
 SHA = "a" * 40
 

@@ -197,7 +197,7 @@ def crossleaks(
     """
     from hubsurvey.analysis.crossleaks import crossleaks as run_crossleaks
     from hubsurvey.commands.survey import copy_threshold_in_range
-    from hubsurvey.core.runs import Runs, RunStatus
+    from hubsurvey.core.runs import Runs
 
     copy_threshold_in_range(copy_threshold)
     positive("--memory-mb", memory_mb)
@@ -205,14 +205,10 @@ def crossleaks(
     if not Path(db).is_file():
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
     with Store(db) as store:
-        runs = Runs(store)
-        run_id = runs.start("crossleaks", {"copy_threshold": copy_threshold, "memory_mb": memory_mb})
-        try:
-            summary = run_crossleaks(store, copy_threshold=copy_threshold, memory_limit=f"{memory_mb}MB", run_id=run_id)
-        except BaseException as e:
-            runs.finish(run_id, RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED, error=e)
-            raise
-        runs.finish(run_id, RunStatus.DONE, summary.as_json())
+        with Runs(store).recording("crossleaks", {"copy_threshold": copy_threshold, "memory_mb": memory_mb}) as recording:
+            summary = run_crossleaks(store, copy_threshold=copy_threshold, memory_limit=f"{memory_mb}MB",
+                                     run_id=recording.run_id)
+            recording.counts = summary.as_json()
         leaks = store.query(
             "SELECT test_dataset, test_config, source_dataset, source_config, source_split, rows, test_rows, "
             "round(pct, 2) AS pct FROM cross_overlaps WHERE relation = 'leak' ORDER BY rows DESC, pct DESC, "

@@ -1,4 +1,4 @@
-"""``hubsurvey contamination``: a thin layer over :func:`hubsurvey.pipeline.run_contamination`."""
+"""``hubsurvey contamination``: a thin layer over :func:`hubsurvey.survey.contamination_check.run_contamination`."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def contamination(
     the contaminated rows per (split, benchmark) in the contamination table.
     """
     from hubsurvey.core.errors import StoreError
-    from hubsurvey.pipeline import run_contamination
+    from hubsurvey.survey.contamination_check import run_contamination
 
     if not Path(db).is_file():  # nothing surveyed: never create an empty DB
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")

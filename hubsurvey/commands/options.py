@@ -49,6 +49,9 @@ FileRate = Annotated[float, typer.Option("--file-rate", help="Max file requests 
 # --- the run (RunOptions) ---------------------------------------------------------------------------
 Workers = Annotated[int | None, typer.Option("--workers", help="Local worker processes (default: one per core)")]
 MaxHours = Annotated[float | None, typer.Option("--max-hours", help="Stop taking new jobs after this long (0: no limit)")]
+Executor = Annotated[str | None, typer.Option(
+    "--executor", help="Where jobs run: local (worker processes here) or dask (a cluster: give --dask) [default: local, "
+    "or dask with --dask]")]
 Dask = Annotated[str | None, typer.Option("--dask", help="Run jobs on a Dask cluster: tcp://scheduler:8786")]
 JobTimeout = Annotated[float, typer.Option("--job-timeout", help="Seconds one job may take (local workers)")]
 MemoryMb = Annotated[int, typer.Option("--memory-mb", help="Memory ceiling of one local worker, MB")]
@@ -59,7 +62,7 @@ CacheDir = Annotated[Path | None, typer.Option(
 MaxCacheGb = Annotated[float, typer.Option(
     "--max-cache-gb", help="The cache never holds more than this many GB; a larger job fails (too_large_for_cache)")]
 KeepCache = Annotated[bool, typer.Option("--keep-cache", help="Keep each job's downloaded files after measuring")]
-# contamination with benchmarks (issue 13)
+# contamination with benchmarks
 Benchmarks = Annotated[str | None, typer.Option(
     "--benchmarks", metavar="FILE",
     help="Benchmarks file (TOML: [[benchmark]] id, config, split, text_columns); 'default': the shipped list")]

@@ -22,6 +22,7 @@ from hubsurvey.commands.options import (
     Db,
     DenyAuthors,
     Examples,
+    Executor,
     FileRate,
     Format,
     JobTimeout,
@@ -50,9 +51,9 @@ from hubsurvey.commands.options import (
 )
 from hubsurvey.core.errors import ExitCode, UsageError
 from hubsurvey.core.hub import DEFAULT_FILE_RATE, DEFAULT_RATE
+from hubsurvey.core.steps import RunOptions
 from hubsurvey.core.store import DEFAULT_DB
 from hubsurvey.crawler.rules import CrawlFilters
-from hubsurvey.pipeline import RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +91,23 @@ def _retry_classes(values: list[str] | None) -> tuple[str, ...] | None:
     return () if "all" in values else tuple(values)
 
 
+def executor_name(executor: str | None, dask: str | None) -> str:
+    """``--executor`` (default: dask with ``--dask ADDR``, else local), checked against ``--dask``."""
+    from hubsurvey.survey.executors import EXECUTORS
+
+    name = executor or ("dask" if dask else "local")
+    if name not in EXECUTORS:
+        raise UsageError(f"--executor must be one of {', '.join(EXECUTORS)}, not {name!r}")
+    if name == "dask" and not dask:
+        raise UsageError("--executor dask needs the scheduler's address: --dask tcp://scheduler:8786")
+    if dask and name != "dask":
+        raise UsageError(f"--dask runs jobs on a Dask cluster; it contradicts --executor {name}")
+    return name
+
+
 def _run_options(**options: Any) -> RunOptions:
     """RunOptions from the command line, validated: one line and exit 2 on an out-of-range value."""
+    options["executor"] = executor_name(options.get("executor"), options.get("dask"))
     at_least("--workers", options.get("workers"), 1)
     options["max_hours"] = unlimited_if_zero("--max-hours", options.get("max_hours"))
     positive("--job-timeout", options.get("job_timeout"))
@@ -131,6 +147,7 @@ def run(
     allow_gated: AllowGated = CrawlFilters.allow_gated,
     workers: Workers = RunOptions.workers,
     max_hours: MaxHours = RunOptions.max_hours,
+    executor: Executor = None,
     dask: Dask = None,
     job_timeout: JobTimeout = RunOptions.job_timeout,
     memory_mb: MemoryMb = RunOptions.memory_mb,
@@ -151,25 +168,20 @@ def run(
 ) -> None:
     """Crawl, measure every eligible config not measured at its current sha, refresh the report."""
     filters = filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated)
-    options = _run_options(workers=workers, max_hours=max_hours, dask=dask, job_timeout=job_timeout,
+    options = _run_options(workers=workers, max_hours=max_hours, executor=executor, dask=dask, job_timeout=job_timeout,
                            memory_mb=memory_mb, report_dir=report_dir, roles_file=str(roles) if roles else None,
                            retry_failed=_retry_classes(retry_failed), cache_dir=cache_dir,
                            max_cache_gb=max_cache_gb, keep_cache=keep_cache, examples=examples,
                            near=not no_near, crossleaks=not no_crossleaks, copy_threshold=copy_threshold,
                            benchmarks=benchmarks)
     client = hub_client(rate, file_rate)
-    args = {"filters": filters.as_json(), "workers": workers, "max_hours": options.max_hours, "dask": dask,
-            "job_timeout": job_timeout, "memory_mb": memory_mb, "report_dir": str(report_dir), "db": str(db),
-            "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate,
-            "cache_dir": str(cache_dir) if cache_dir else None, "max_cache_gb": max_cache_gb, "keep_cache": keep_cache,
-            "examples": examples, "near": not no_near, "crossleaks": not no_crossleaks, "copy_threshold": copy_threshold,
-            "benchmarks": benchmarks}
+    args = {"filters": filters.as_json(), "db": str(db), "rate": rate, "file_rate": file_rate, **options.as_json()}
     _survey(db, client, filters, options, args)
 
 
 def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = False) -> None:
     """Summarise the DB: last run, queue, failures by class."""
-    from hubsurvey.pipeline import status as db_status
+    from hubsurvey.core.status import status as db_status
 
     fmt = output_format(fmt, as_json)
     if fmt == "csv":
@@ -237,7 +249,7 @@ def demo(
     db.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hubsurvey-demo-") as tmp:
         root = generate_minihub((hub_dir or Path(tmp)) / "hub", seed=0)
-        # contamination with benchmarks (issue 13): two of the mini-hub's test splits are the benchmarks
+        # contamination with benchmarks: two of the mini-hub's test splits are the benchmarks
         from hubsurvey_standin.minihub import BENCHMARKS
 
         bench_file = Path(tmp) / "benchmarks.toml"

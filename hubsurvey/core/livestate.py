@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hubsurvey.core.processes import process_alive
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -87,8 +89,6 @@ def holder_alive(info: dict[str, Any] | None) -> bool:
         return False
     if info.get("host") != socket.gethostname():
         return True
-    from hubsurvey.core.runs import process_alive
-
     created = info.get("process_started")
     return process_alive(int(info["pid"]), created_at=float(created) if created is not None else None)
 

@@ -59,17 +59,20 @@ class JobOutcome:
     #: per canonical split, a pyarrow table (row int64, hash uint64): each row's normalized text key
     #: hash, written as Parquet by the store (``Store.replace_measurements``); None: not measured
     fingerprints: dict[str, Any] | None = None
-    # contamination with benchmarks (issue 13): rows of the contamination table, and the benchmarks
-    # checked ((id, config, split) each) when the run has a benchmarks file
+    # contamination with benchmarks: rows of the contamination table, and the benchmarks checked
+    # ((id, config, split) each) when the run has a benchmarks file
     contamination: list[dict[str, Any]] = field(default_factory=list)
     benchmarks_checked: list[tuple[str, str, str]] = field(default_factory=list)
 
     @classmethod
     def success(cls, rows: list[dict[str, Any]], *, seconds: float, measure_seconds: float = 0.0,
                 download_seconds: float = 0.0, parquet_sha: str | None = None,
-                examples: list[dict[str, Any]] | None = None, fingerprints: dict[str, Any] | None = None) -> JobOutcome:
+                examples: list[dict[str, Any]] | None = None, fingerprints: dict[str, Any] | None = None,
+                contamination: list[dict[str, Any]] | None = None,
+                benchmarks_checked: list[tuple[str, str, str]] | None = None) -> JobOutcome:
         return cls(True, rows, seconds=seconds, measure_seconds=measure_seconds, download_seconds=download_seconds,
-                   parquet_sha=parquet_sha, examples=examples or [], fingerprints=fingerprints)
+                   parquet_sha=parquet_sha, examples=examples or [], fingerprints=fingerprints,
+                   contamination=contamination or [], benchmarks_checked=benchmarks_checked or [])
 
     @classmethod
     def failure(cls, error_class: str, message: str, *, transient: bool = False, traceback: str | None = None) -> JobOutcome:
@@ -81,9 +84,10 @@ class JobOutcome:
         return not self.ok and (self.transient or self.error_class in TRANSIENT_CLASSES)
 
 
-@dataclass
+@dataclass(frozen=True)
 class QueuedJob:
-    """A job taken from the queue: what to measure (the executor's spec is built from it)."""
+    """A job taken from the queue: what to measure. With the run's :class:`JobSettings` it is all
+    a worker needs (``hubsurvey.survey.jobs.JobSpec`` holds the two)."""
 
     job_id: str
     dataset_id: str
@@ -93,6 +97,35 @@ class QueuedJob:
     files: dict[str, list[str]]  # split (as the dataset names it) -> paths on the Parquet branch
     parquet_sha: str | None = None  # the Parquet-branch commit the crawl resolved: the files to download
     bytes: int | None = None  # the files' total size (None: not known, from a crawl before sizes were kept)
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """How every job of one run is measured: built once per run, from its options, shared by its jobs.
+
+    Plain data: it crosses process and host borders with each job.
+    """
+
+    run_id: str | None = None
+    endpoint: str | None = None
+    cache_dir: str | None = None  # the survey's download cache (None: the Hub client's default)
+    keep_cache: bool = False  # keep the downloaded files after measuring (default: delete them)
+    roles_file: str | None = None
+    examples: int = figures.DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
+    near: bool = True  # measure the near-duplicate figures (False: run --no-near)
+    engine_threads: int | None = None  # threads of one job's engine (None: DuckDB's default)
+    engine_memory_limit: str | None = None  # one job's engine memory limit, e.g. '2457MB'
+    benchmarks_index: str | None = None  # a saved benchmark index (run --benchmarks): check contamination too
+
+    @property
+    def engine_options(self) -> dict[str, Any]:
+        """The engine's keyword arguments (``Engine(data, **engine_options)``)."""
+        options: dict[str, Any] = {}
+        if self.engine_threads is not None:
+            options["threads"] = self.engine_threads
+        if self.engine_memory_limit is not None:
+            options["memory_limit"] = self.engine_memory_limit
+        return options
 
 
 class JobQueue:
@@ -206,8 +239,9 @@ class JobQueue:
                 {"s": JobStatus.RUNNING.value, "t": now(), "r": run_id, "j": job_id},
             )
 
-    def record(self, job: QueuedJob | Any, outcome: JobOutcome) -> JobStatus:
-        """Write one attempt's outcome: its rows and ``done`` in one transaction, or the failure.
+    def record(self, job: QueuedJob, outcome: JobOutcome, *, run_id: str | None = None) -> JobStatus:
+        """Write one attempt's outcome (of run ``run_id``): its rows, fingerprints and contamination
+        rows (one write each) and ``done`` in one transaction, or the failure.
 
         Returns the job's new status: ``pending`` when a transient failure has attempts left in this
         run (the caller submits it again), else ``done`` or ``failed``.
@@ -219,8 +253,7 @@ class JobQueue:
                 # every row says which Parquet-branch commit it measured (the one the files came from)
                 rows = [{**row, "parquet_sha": outcome.parquet_sha} for row in outcome.rows] if outcome.parquet_sha else outcome.rows
                 self.store.replace_measurements(job.dataset_id, job.revision_sha, job.config, rows, outcome.examples,
-                                                fingerprints=outcome.fingerprints, run_id=getattr(job, "run_id", None))
-                self.store.replace_measurements(job.dataset_id, job.revision_sha, job.config, rows, outcome.examples)
+                                                fingerprints=outcome.fingerprints, run_id=run_id)
                 if outcome.benchmarks_checked:  # contamination with benchmarks: in the same transaction
                     self.store.replace_contamination(job.dataset_id, job.revision_sha, job.config,
                                                      outcome.benchmarks_checked, outcome.contamination)

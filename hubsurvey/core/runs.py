@@ -12,13 +12,16 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from hubsurvey import __version__
 from hubsurvey.core.errors import HubsurveyError, one_line
+from hubsurvey.core.processes import process_alive
 from hubsurvey.core.store import Store, insert, now
 
 
@@ -38,6 +41,25 @@ class RunStatus(StrEnum):
 def new_run_id(command: str = "run") -> str:
     """``run-20260101T000000Z-abc123``: sortable by time, unique."""
     return f"{command}-{now().strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}"
+
+
+Counts = Mapping[str, Any]
+
+
+@dataclass
+class Recording:
+    """A run being recorded (:meth:`Runs.recording`): what its row will say when it ends.
+
+    ``counts`` is a mapping, or a function giving it (read once, when the run ends however it ends);
+    ``status`` is the status of a normal end (default ``done``).
+    """
+
+    run_id: str
+    counts: Counts | Callable[[], Counts] = field(default_factory=dict)
+    status: RunStatus = RunStatus.DONE
+
+    def final_counts(self) -> Counts:
+        return self.counts() if callable(self.counts) else self.counts
 
 
 class Runs:
@@ -75,6 +97,28 @@ class Runs:
                  "ec": error_class, "em": error_message},
             )
 
+    @contextmanager
+    def recording(self, command: str, args: Mapping[str, Any] | None = None, *, run_id: str | None = None,
+                  finishing: Callable[[], object] | None = None) -> Iterator[Recording]:
+        """Record one run of ``command``: its row is started here and finished when the block ends,
+        ``done`` (or the :class:`Recording`'s status), ``interrupted`` on Ctrl-C, else ``failed`` with
+        the error's class and one line; the error goes on. ``finishing`` runs in the same transaction
+        as the final write (a run puts its jobs in flight back in the queue there)."""
+        recording = Recording(self.start(command, args, run_id=run_id))
+        status, failure = RunStatus.FAILED, None
+        try:
+            yield recording
+            status = recording.status
+        except BaseException as e:
+            status = RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED
+            failure = e
+            raise
+        finally:
+            with self.store.transaction():
+                if finishing is not None:
+                    finishing()
+                self.finish(recording.run_id, status, recording.final_counts(), error=failure)
+
     def stale(self) -> list[str]:
         """Runs recorded as ``running`` on this host whose process is gone."""
         if not self.store.query(
@@ -102,24 +146,3 @@ class Runs:
 def _alive(pid: int, started_at: datetime | None) -> bool:
     """Whether the process that started a run still exists."""
     return process_alive(pid, started_before=started_at.timestamp() if started_at is not None else None)
-
-
-def process_alive(pid: int, *, created_at: float | None = None, started_before: float | None = None) -> bool:
-    """Whether process ``pid`` still runs and is the one meant: not a zombie, and not a reused pid
-    (a process created at another time than ``created_at``, or after ``started_before``)."""
-    import psutil
-
-    try:
-        process = psutil.Process(pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
-            return False
-        if created_at is not None and abs(process.create_time() - created_at) > 1:
-            return False
-        if started_before is not None and process.create_time() > started_before + 1:
-            return False
-    except psutil.NoSuchProcess:
-        return False
-    except psutil.Error:  # no permission to look: assume it is alive
-        return True
-    return True
-    return True

@@ -1,0 +1,24 @@
+"""The crawl as a step of a run: list the Hub, decide each dataset's eligibility, record it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hubsurvey.core.steps import Counts, RunContext
+from hubsurvey.crawler.crawl import crawl
+from hubsurvey.crawler.rules import CrawlFilters
+
+
+@dataclass
+class CrawlStep:
+    """``run`` lists and resolves the datasets its filters keep (skipped by ``crawl=False``);
+    its counts are the crawl's (:meth:`CrawlSummary.as_json`)."""
+
+    filters: CrawlFilters | None = None
+    name: str = "crawl"
+
+    def run(self, ctx: RunContext) -> Counts:
+        if not ctx.options.crawl:
+            return {}
+        ctx.phase("crawling")
+        return crawl(ctx.store, ctx.client, self.filters, run_id=ctx.run_id).as_json()

@@ -1,0 +1,80 @@
+"""The :class:`Executor` protocol, and the bookkeeping every executor shares (:class:`Inflight`)."""
+
+from __future__ import annotations
+
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from hubsurvey.core.queue import JobOutcome
+from hubsurvey.survey.jobs import JobSpec
+
+if TYPE_CHECKING:
+    from hubsurvey.core.steps import RunContext
+
+
+class Executor(Protocol):
+    """Where a run's jobs run. The measure step submits up to ``capacity`` jobs, takes their
+    results as they complete, and closes the executor when the run is done with it."""
+
+    name: ClassVar[str]  # its ``run --executor`` name
+
+    @classmethod
+    def for_run(cls, ctx: RunContext) -> Executor:
+        """The executor a run's options ask for."""
+        ...
+
+    @property
+    def capacity(self) -> int:
+        """Jobs to keep in flight."""
+        ...
+
+    @property
+    def inflight(self) -> int:
+        """Jobs submitted whose result has not been taken yet."""
+        ...
+
+    def submit(self, spec: JobSpec) -> Future[JobOutcome]:
+        """Start one job; its future never raises (a failure is a failed outcome)."""
+        ...
+
+    def completed(self, timeout: float) -> list[tuple[JobSpec, JobOutcome]]:
+        """The jobs that completed, waiting up to ``timeout`` seconds for the first one."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Inflight:
+    """Jobs in flight, by future: ``submit`` and ``completed`` over each executor's ``start``."""
+
+    workers: int
+
+    def __init__(self) -> None:
+        self._inflight: dict[Future[JobOutcome], JobSpec] = {}
+
+    def start(self, spec: JobSpec) -> Future[JobOutcome]:
+        raise NotImplementedError
+
+    @property
+    def capacity(self) -> int:
+        """One job running per worker, and one more waiting (or downloading)."""
+        return self.workers * 2
+
+    @property
+    def inflight(self) -> int:
+        return len(self._inflight)
+
+    def submit(self, spec: JobSpec) -> Future[JobOutcome]:
+        future = self.start(spec)
+        self._inflight[future] = spec
+        return future
+
+    def completed(self, timeout: float) -> list[tuple[JobSpec, JobOutcome]]:
+        done, _ = wait(list(self._inflight), timeout=timeout, return_when=FIRST_COMPLETED)
+        return [(self._inflight.pop(future), future.result()) for future in done]
+
+
+def settle(outer: Future[JobOutcome], result: JobOutcome) -> None:
+    """Give a job's future its outcome, once (the first of a result and a failure wins)."""
+    if not outer.done():
+        outer.set_result(result)

@@ -1,0 +1,120 @@
+"""Measuring as a step of a run: queue the configs not measured at their current sha, run them on
+the run's executor, and record each outcome as it comes (the coordinator is the one writer)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+
+from hubsurvey.core.figures import methods_measured
+from hubsurvey.core.queue import JobOutcome, JobQueue, JobSettings, JobStatus
+from hubsurvey.core.steps import Counts, RunContext
+from hubsurvey.survey.contamination_check import saved_index
+from hubsurvey.survey.executors import open_executor
+from hubsurvey.survey.jobs import JobSpec
+
+
+@dataclass
+class MeasureCounts:
+    """What the measure step did; the run records these (``runs.counts``)."""
+
+    queued: int = 0
+    done: int = 0
+    failed: int = 0
+    retried: int = 0
+    left_pending: int = 0  # jobs the run had no time for (max_hours): the next run takes them
+    rows: int = 0  # result rows stored (one per dataset, config, label column)
+    data_rows: int = 0  # dataset rows measured (train + validation + test of each config done)
+    measure_seconds: float = 0.0
+    job_seconds: float = 0.0
+
+    def add(self, outcome: JobOutcome) -> None:
+        """A job done: its rows, and its time."""
+        self.done += 1
+        self.rows += len(outcome.rows)
+        if outcome.rows:  # a config's rows per split are on each of its result rows
+            self.data_rows += sum(outcome.rows[0].get(f"rows_{s}") or 0 for s in ("train", "validation", "test"))
+        self.measure_seconds += outcome.measure_seconds
+        self.job_seconds += outcome.seconds
+
+    def as_json(self) -> dict[str, int | float]:
+        out: dict[str, int | float] = asdict(self)
+        out["measure_seconds"] = round(self.measure_seconds, 3)
+        out["job_seconds"] = round(self.job_seconds, 3)
+        return out
+
+
+def job_settings(ctx: RunContext) -> JobSettings:
+    """The settings every job of this run shares, built once."""
+    o = ctx.options
+    cores = os.cpu_count() or 1
+    return JobSettings(
+        run_id=ctx.run_id,
+        endpoint=ctx.client.endpoint,
+        cache_dir=str(ctx.client.cache_dir) if ctx.client.cache_dir else None,
+        keep_cache=o.keep_cache,
+        roles_file=o.roles_file,
+        examples=o.examples,
+        near=o.near,
+        engine_threads=max(1, cores // max(1, o.workers or cores)),  # the cores shared by the workers
+        engine_memory_limit=f"{int(o.memory_mb * 0.6)}MB",
+        benchmarks_index=saved_index(ctx),
+    )
+
+
+@dataclass
+class MeasureStep:
+    """Queue, then run every job to its end: done, failed, or (out of ``max_hours``) left pending."""
+
+    name: str = "measure"
+
+    def run(self, ctx: RunContext) -> Counts:
+        o = ctx.options
+        queue = JobQueue(ctx.store, max_attempts=o.max_attempts, methods=methods_measured(near=o.near))
+        ctx.phase("queueing")
+        settings = job_settings(ctx)
+        todo = deque(JobSpec(job, settings) for job in queue.enqueue(ctx.run_id, o.retry_failed))
+        counts = MeasureCounts(queued=len(todo))
+        ctx.phase("measuring", pending=len(todo))
+        ctx.snapshot()
+        if todo:
+            self._execute(ctx, queue, todo, counts)
+        return counts.as_json()
+
+    @staticmethod
+    def _execute(ctx: RunContext, queue: JobQueue, todo: deque[JobSpec], counts: MeasureCounts) -> None:
+        executor = open_executor(ctx)
+        try:
+            while todo or executor.inflight:
+                while todo and executor.inflight < executor.capacity and not ctx.out_of_time():
+                    spec = todo.popleft()
+                    queue.mark_running(spec.job.job_id, ctx.run_id)
+                    executor.submit(spec)
+                if not executor.inflight:
+                    break  # out of time: the rest stays pending
+                for spec, outcome in executor.completed(timeout=1.0):
+                    status = queue.record(spec.job, outcome, run_id=ctx.run_id)
+                    if status is JobStatus.DONE:
+                        counts.add(outcome)
+                    elif status is JobStatus.PENDING:
+                        counts.retried += 1
+                        todo.append(spec)
+                    else:
+                        counts.failed += 1
+                    if ctx.progress:
+                        elapsed = time.perf_counter() - ctx.started
+                        ctx.progress({"done": counts.done + counts.failed, "ok": counts.done, "failed": counts.failed,
+                                      "total": counts.queued,
+                                      "rows_per_s": round(counts.data_rows / elapsed, 2) if elapsed else 0})
+                if ctx.live:  # between transactions: at most once a second (progress), every few (snapshot)
+                    ctx.live.tick(ctx.store.con, done=counts.done, failed=counts.failed, rows=counts.data_rows,
+                                  pending=len(todo) + executor.inflight)
+        finally:
+            executor.close()
+        counts.left_pending = len(todo)
+        if ctx.live:  # the last job's results, for readers while the report renders
+            ctx.live.progress(done=counts.done, failed=counts.failed, rows=counts.data_rows, pending=len(todo),
+                              force=True)
+            ctx.snapshot()
