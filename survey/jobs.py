@@ -121,7 +121,7 @@ def run_job(spec: JobSpec, memory_mb: int | None = None) -> JobOutcome:
     except Exception as exc:  # every failure becomes data for the coordinator
         outcome = error_outcome(exc, spec.where)
         if outcome.error_class not in ("bad_input", "unreadable", "schema_mismatch", "gated") and not outcome.transient:
-            outcome.traceback = scrub(traceback.format_exc(limit=8))
+            outcome = replace(outcome, traceback=scrub(traceback.format_exc(limit=8)))  # a bug: where it happened
         return outcome
     finally:
         if watchdog:

@@ -308,3 +308,40 @@ def test_an_older_db_that_cannot_be_upgraded_is_refused_in_one_line(tmp_path, mo
     assert result.exit_code == 3, result.output
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.output and str(db) in result.stderr
     assert "older than this hubsurvey's" in result.stderr and "cannot be upgraded" in result.stderr
+
+
+def test_a_finished_job_writes_its_rows_and_fingerprints_once_in_its_transaction(tmp_path, shared_datasets, monkeypatch):
+    """A real job (CogComp/trec measured by the worker function) recorded by the queue: one write of
+    its measurement rows, with their fingerprints, in the transaction that marks it done."""
+    from hubsurvey.core.queue import QueuedJob
+    from hubsurvey.survey.jobs import JobSpec, run_job
+
+    root = shared_datasets / "CogComp__trec" / "default"
+    files = {s: [str(root / s / "0000.parquet")] for s in ("train", "test")}
+    outcome = run_job(JobSpec(QueuedJob("CogComp/trec@sha/default", "CogComp/trec", SHA, "default", 1, files),
+                              local_files=files))
+    assert outcome.ok and outcome.rows and set(outcome.fingerprints) == {"train", "test"}
+
+    writes: list[tuple[str, bool, int]] = []  # (what, in a transaction, fingerprint splits)
+    real_measurements, real_fingerprints = Store.replace_measurements, Store.replace_fingerprints
+
+    def measurements(self, *args, **kwargs):
+        writes.append(("measurements", self._depth > 0, len(kwargs.get("fingerprints") or {})))
+        return real_measurements(self, *args, **kwargs)
+
+    def fingerprints(self, dataset_id, revision_sha, config, prints, **kwargs):
+        writes.append(("fingerprints", self._depth > 0, len(prints or {})))
+        return real_fingerprints(self, dataset_id, revision_sha, config, prints, **kwargs)
+
+    monkeypatch.setattr(Store, "replace_measurements", measurements)
+    monkeypatch.setattr(Store, "replace_fingerprints", fingerprints)
+    with Store(tmp_path / "w.duckdb") as store:
+        store.upsert_datasets([{"dataset_id": "CogComp/trec", "sha": SHA, "status": "eligible", "first_seen": now(),
+                                "last_seen": now(), "configs": {"default": {s: {"files": f} for s, f in files.items()}}}])
+        queue = JobQueue(store)
+        (job,) = queue.enqueue("run-1")
+        queue.mark_running(job.job_id, "run-1")
+        assert queue.record(job, outcome, run_id="run-1") is JobStatus.DONE
+        assert writes == [("measurements", True, 2), ("fingerprints", True, 2)]
+        assert store.query("SELECT count(*) FROM measurements")[1][0][0] == len(outcome.rows)
+        assert store.query("SELECT split, run_id FROM fingerprints ORDER BY split")[1] == [("test", "run-1"), ("train", "run-1")]

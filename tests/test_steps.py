@@ -1,0 +1,139 @@
+"""The runner of steps: a new step is one class plus one line in the list, and it runs and is recorded
+like the others; a step that fails fails the run, recorded; executors come from their registry;
+``Runs.recording`` records every end of a command."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from hubsurvey.core.errors import BadInputError, UsageError
+from hubsurvey.core.hub import HubClient
+from hubsurvey.core.runs import Runs, RunStatus
+from hubsurvey.core.settings import Settings
+from hubsurvey.core.steps import Counts, RunContext, RunOptions
+from hubsurvey.core.store import Store
+from hubsurvey.pipeline import run_steps, run_survey
+
+#: a client that is never called: these runs have nothing to crawl or download
+OFFLINE = dict(endpoint="http://127.0.0.1:9", token=False, rate=None, file_rate=None)
+
+
+@dataclass
+class ShareOfConfigsMeasured:
+    """A dummy step, as a new one would be written: it reads what the steps before it stored."""
+
+    name: str = "configs_measured"
+
+    def run(self, ctx: RunContext) -> Counts:
+        measured = ctx.store.query("SELECT count(DISTINCT dataset_id || '/' || config) FROM current_measurements")[1][0][0]
+        ctx.phase("counting")
+        return {"configs": measured, "queued_before": ctx.counts["measure"]["queued"]}
+
+
+@dataclass
+class Broken:
+    name: str = "broken"
+
+    def run(self, ctx: RunContext) -> Counts:
+        raise BadInputError("planted: a step that cannot go on")
+
+
+def _runs(db) -> list[dict]:
+    with Store(db) as store:
+        return store.records("SELECT command, status, counts, error_class, error_message FROM runs ORDER BY started_at")
+
+
+def _measured_db(tmp_path, shared_datasets):
+    """A DB holding one config measured by an audit of real data (CogComp/trec); nothing crawled, so
+    the runs on it queue no job and never call the Hub."""
+    from hubsurvey.survey.audit import audit
+
+    db = tmp_path / "s.duckdb"
+    audit(str(shared_datasets / "CogComp__trec"), db=db, dataset_id="CogComp/trec")
+    return db
+
+
+def test_a_new_step_is_one_class_and_one_line_and_runs_recorded(tmp_path, shared_datasets):
+    db = _measured_db(tmp_path, shared_datasets)
+    steps = [*run_steps(), ShareOfConfigsMeasured()]  # the one line a new step adds to the list
+    options = RunOptions(crawl=False, crossleaks=False, workers=1)
+    summary = run_survey(db, HubClient(**OFFLINE), None, options, steps=steps)
+    assert summary.status == "done" and summary.queued == 0
+    assert summary.steps["configs_measured"] == {"configs": 1, "queued_before": 0}
+    (audited, run) = _runs(db)
+    assert audited["command"] == "audit" and run["command"] == "run" and run["status"] == "done"
+    counts = json.loads(run["counts"])
+    assert counts["configs_measured"] == {"configs": 1, "queued_before": 0}
+    # the counts the runs row held before steps had names keep their places
+    assert list(counts)[:12] == ["queued", "done", "failed", "retried", "left_pending", "rows", "data_rows", "crawl",
+                                 "crossleaks", "seconds", "measure_seconds", "job_seconds"]
+    assert counts["crawl"] is None and counts["crossleaks"] is None
+
+
+def test_a_step_that_fails_fails_the_run_recorded_and_the_steps_after_it_do_not_run(tmp_path, shared_datasets):
+    db = _measured_db(tmp_path, shared_datasets)
+    after = ShareOfConfigsMeasured()
+    with pytest.raises(BadInputError, match="planted"):
+        run_survey(db, HubClient(**OFFLINE), None, RunOptions(crawl=False, crossleaks=False),
+                   steps=[*run_steps(), Broken(), after])
+    run = _runs(db)[-1]
+    assert run["status"] == "failed" and run["error_class"] == "bad_input" and "planted" in run["error_message"]
+    assert "configs_measured" not in json.loads(run["counts"])
+    # the lock and the live state are released: the next run starts
+    assert run_survey(db, HubClient(**OFFLINE), None, RunOptions(crawl=False, crossleaks=False), steps=[]).status == "done"
+    assert not (tmp_path / "s.duckdb.run.json").exists()
+
+
+def test_recording_records_done_a_chosen_status_failed_and_interrupted(tmp_path):
+    with Store(tmp_path / "r.duckdb") as store:
+        runs = Runs(store)
+        with runs.recording("crawl", {"x": 1}) as ok:
+            ok.counts = {"listed": 3}
+        with runs.recording("run") as timed_out:
+            timed_out.status = RunStatus.TIMED_OUT
+        with pytest.raises(BadInputError), runs.recording("audit") as failed:  # noqa: PT012
+            failed.counts = lambda: {"configs": 2}  # read when the run ends
+            raise BadInputError("a planted failure")
+        with pytest.raises(KeyboardInterrupt), runs.recording("crossleaks"):
+            raise KeyboardInterrupt
+        got = store.records("SELECT command, status, counts, error_class, args FROM runs ORDER BY started_at, run_id")
+    by_command = {r["command"]: r for r in got}
+    assert by_command["crawl"]["status"] == "done" and json.loads(by_command["crawl"]["counts"]) == {"listed": 3}
+    assert json.loads(by_command["crawl"]["args"]) == {"x": 1}
+    assert by_command["run"]["status"] == "timed_out"
+    assert by_command["audit"]["status"] == "failed" and by_command["audit"]["error_class"] == "bad_input"
+    assert json.loads(by_command["audit"]["counts"]) == {"configs": 2}
+    assert by_command["crossleaks"]["status"] == "interrupted" and by_command["crossleaks"]["error_class"] is None
+    assert all(r["status"] != "running" for r in got)
+
+
+def test_executors_come_from_the_registry_by_name(tmp_path):
+    from hubsurvey.commands.survey import executor_name
+    from hubsurvey.survey.executors import EXECUTORS, DaskExecutor, LocalExecutor, open_executor
+
+    assert dict(EXECUTORS) == {"local": LocalExecutor, "dask": DaskExecutor}
+    assert executor_name(None, None) == "local" and executor_name(None, "tcp://h:8786") == "dask"
+    for bad in (("dask", None), ("local", "tcp://h:8786"), ("ray", None)):
+        with pytest.raises(UsageError):
+            executor_name(*bad)
+    with Store(tmp_path / "e.duckdb") as store:
+        ctx = RunContext(store, HubClient(**OFFLINE, cache_dir=tmp_path / "cache"), Settings(),
+                         RunOptions(executor="ray"), "run-x")
+        with pytest.raises(UsageError, match="ray"):
+            open_executor(ctx)
+        local = open_executor(RunContext(store, ctx.client, Settings(), RunOptions(workers=1), "run-x"))
+        try:
+            assert isinstance(local, LocalExecutor) and local.capacity == 2 and local.inflight == 0
+            assert local.completed(timeout=0.01) == []
+        finally:
+            local.close()
+
+
+def test_run_options_are_recorded_from_their_fields():
+    options = RunOptions(workers=2, retry_failed=("timeout",), report_dir=None, executor="local")
+    recorded = options.as_json()
+    assert recorded["workers"] == 2 and recorded["retry_failed"] == ["timeout"] and recorded["executor"] == "local"
+    assert json.loads(json.dumps(recorded)) == recorded
