@@ -12,7 +12,7 @@ left out of denominators, never counted as 0.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +74,8 @@ def load_sql() -> tuple[list[str], dict[str, str]]:
     return method_macros() + setup, views
 
 
-def findings_views(views: Mapping[str, str]) -> dict[str, str]:
-    """findings() key -> view, for every ``findings_<key>`` view of findings.sql, in file order."""
+def findings_views(views: Iterable[str]) -> dict[str, str]:
+    """findings() key -> view, for every ``findings_<key>`` view among ``views`` (in their order)."""
     return {name.removeprefix(VIEW_PREFIX): name for name in views if name.startswith(VIEW_PREFIX)}
 
 
@@ -105,9 +105,8 @@ def findings(store: Store | duckdb.DuckDBPyConnection, top_n: int = DEFAULT_TOP_
     ``top_test_biased`` keeps the ``top_n`` highest-ranked rows (the view ranks them all).
     """
     con = _connection(store)
-    create_views(con)
     out: dict[str, list[dict[str, Any]]] = {}
-    for key, view in FINDINGS.items():
+    for key, view in findings_views(create_views(con)).items():
         sql = f"SELECT * FROM {view}"
         params: dict[str, Any] = {}
         if key == "top_test_biased":

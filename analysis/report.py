@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hubsurvey.analysis.crossleaks import CROSS_METHOD
-from hubsurvey.analysis.findings import DEFAULT_TOP_N, FINDINGS, findings
+from hubsurvey.analysis.findings import DEFAULT_TOP_N, findings
 from hubsurvey.analysis.render import (
     DEFINITIONS,
     EXACT_DEFINITIONS,
@@ -72,11 +72,13 @@ class Section:
 
     ``key``: its prose block in SECTIONS_TEMPLATE, its HTML anchor and ``number.<key>`` in the prose.
     ``title``: its heading, a Jinja template over the section's context (``Top {{ top_n }} rows ...``).
-    ``views``: the findings it reads (keys of findings.FINDINGS); its prose sees only these, as ``f``.
+    ``views``: the findings it reads (``findings_<view>`` in findings.sql); its prose sees only these, as ``f``.
     ``derive``: values computed from them (e.g. the datasets that gain), added to the prose's context.
     ``tables``: name -> builder; the prose lays them out with ``table(tables.<name>)``.
     ``charts``: drawn at the top of the section in report.html.
     ``numbered``: numbered sections get "N. " before their title, counted in list order.
+    ``prose``: the section's Markdown (a Jinja template), for a section with no block of its own in
+    SECTIONS_TEMPLATE; a section has one or the other.
     """
 
     key: str
@@ -86,6 +88,7 @@ class Section:
     tables: Mapping[str, Callable[[SectionContext], Table]] = field(default_factory=dict)
     charts: tuple[Chart, ...] = ()
     numbered: bool = True
+    prose: str | None = None
 
 
 @dataclass(frozen=True)
@@ -195,9 +198,9 @@ SECTIONS: tuple[Section, ...] = (
 )
 
 
-def section_numbers(sections: tuple[Section, ...] = SECTIONS) -> dict[str, int]:
+def section_numbers(sections: tuple[Section, ...] | None = None) -> dict[str, int]:
     """Each numbered section's number (1, 2, ... in list order), by key: the prose cites them."""
-    numbered = [s.key for s in sections if s.numbered]
+    numbered = [s.key for s in (SECTIONS if sections is None else sections) if s.numbered]
     return {key: i for i, key in enumerate(numbered, start=1)}
 
 
@@ -243,7 +246,7 @@ def report_context(
 def section_context(section: Section, context: Mapping[str, Any]) -> dict[str, Any]:
     """The context of one section's prose: the report's, ``f`` holding only the section's views, its
     derived values and its tables."""
-    unknown = [v for v in section.views if v not in FINDINGS]
+    unknown = [v for v in section.views if v not in context["found"]]
     if unknown:
         raise KeyError(f"report section {section.key}: no findings view {unknown} (findings.sql)")
     own: dict[str, Any] = {k: v for k, v in context.items() if k != "found"}
@@ -263,13 +266,20 @@ def render_sections(context: Mapping[str, Any]) -> tuple[str, list[RenderedSecti
     def block(name: str, values: Mapping[str, Any]) -> str:
         return "".join(template.blocks[name](template.new_context(dict(values))))
 
+    def markdown(source: str, values: Mapping[str, Any]) -> str:
+        return env.from_string("{% autoescape false %}" + source + "{% endautoescape %}").render(values)
+
     intro = block(INTRO, {k: v for k, v in context.items() if k != "found"})
     out = []
     for section in SECTIONS:
+        if (section.key in template.blocks) == (section.prose is not None):
+            raise ValueError(f"report section {section.key}: its prose is a block of {SECTIONS_TEMPLATE} "
+                             "or its own prose, one of the two")
         own = section_context(section, context)
-        title = env.from_string(section.title).render(own)
+        title = markdown(section.title, own)
         heading = f"{numbers[section.key]}. {title}" if section.numbered else title
-        out.append(RenderedSection(section.key, heading, block(section.key, own), section.charts))
+        body = markdown(section.prose, own) if section.prose is not None else block(section.key, own)
+        out.append(RenderedSection(section.key, heading, body, section.charts))
     return intro, out
 
 
