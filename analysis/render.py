@@ -41,9 +41,15 @@ KEY_LABELS = {"text": "text", "text_and_label": "text+label"}
 DEFINITIONS: list[tuple[str, str]] = figures.terms()
 
 
-def profile_nr_rule(figure: figures.ProfileFigure) -> str:
-    """When an exact figure is NR, in words: the registry's rule for its count column."""
-    return figures.nr_rule(next(c for c in figures.figure_columns(figure.method) if c.figure is figure))
+def figure_term(figure: figures.ProfileFigure | figures.NearFigure) -> str:
+    """A figure in words: its definition, when it is NR (the registry's rule for its count column)
+    and, if it has one, the percentage that goes with it."""
+    column = next(c for c in figures.figure_columns(figure.method) if c.figure is figure and c.percent_of is None)
+    text = f"{figure.definition}; {figures.nr_rule(column)}."
+    if figure.percent:
+        stem, split = figure.percent
+        text += f" {stem}: the same as a % of the {split} rows."
+    return text
 
 
 def exact_terms() -> list[tuple[str, str]]:
@@ -57,12 +63,7 @@ def exact_terms() -> list[tuple[str, str]]:
          "exact figures count rows, not distinct keys: a test row found in train and in validation, "
          "or found in train and repeated, counts once in test_rows_contaminated."),
     ]
-    for f in figures.PROFILE_FIGURES:
-        text = f"{f.definition}; {profile_nr_rule(f)}."
-        if f.percent:
-            stem, split = f.percent
-            text += f" {stem}: the same as a % of the {split} rows."
-        out.append((f.stem, text))
+    out += [(f.stem, figure_term(f)) for f in figures.PROFILE_FIGURES]
     out.append(("methods",
                 "the methods whose figures a row holds, with their versions (JSON). A row measured before "
                 f"{figures.EXACT_METHOD} has it NULL: its exact figures are NULL because they were not "
@@ -119,13 +120,7 @@ def near_terms() -> list[tuple[str, str]]:
          "near figures count rows, not distinct texts: a test row near train and near validation, or near train "
          "and near-repeated, counts once in test_rows_near_contaminated."),
     ]
-    for f in figures.NEAR_FIGURES:
-        column = next(c for c in figures.figure_columns(f.method) if c.figure is f and c.percent_of is None)
-        text = f"{f.definition}; {figures.nr_rule(column)}."
-        if f.percent:
-            stem, split = f.percent
-            text += f" {stem}: the same as a % of the {split} rows."
-        out.append((f.name, text))
+    out += [(f.name, figure_term(f)) for f in figures.NEAR_FIGURES]
     out += [
         ("near_curve",
          f"test_rows_near_train at each τ of ({curve}), as JSON [{{threshold, test_rows_near_train}}, …]; the view "
@@ -203,8 +198,14 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(md=md, num=num, pct=pct, pct3=pct3, yaml=yaml_str, when=when)
-    env.globals.update(table=md_table)
+    env.globals.update(table=md_table, terms=md_terms)
     return env
+
+
+def md_terms(terms: Sequence[tuple[str, str]]) -> str:
+    """Terms and their definitions as a Markdown list (``- **term**: text``), escaped; the templates'
+    ``terms()``, followed by the template's own line end."""
+    return "\n".join(f"- **{md(term)}**: {md(text)}" for term, text in terms)
 
 
 #: CommonMark with tables; raw HTML in the text is escaped (``html`` off), never passed through.

@@ -363,3 +363,15 @@ def test_every_section_names_views_that_exist_and_has_prose():
         assert (section.key in blocks) != (section.prose is not None), section.key
     assert set(blocks) == {report.INTRO} | {s.key for s in report.SECTIONS if s.prose is None}  # no stale prose
     assert report.section_numbers()["near"] == 9 and report.section_numbers()["exact"] == 8
+
+
+def test_markdown_html_passes_no_markup_through():
+    """report.html's prose is the report's Markdown converted: raw HTML and script links stay text."""
+    from hubsurvey.analysis.render import markdown_html, md
+
+    html = markdown_html("<script>alert(1)</script> <img src=x onerror=alert(2)> [a](javascript:alert(3))\n\n"
+                         f"| {md('<b>|x')} |\n|---|\n| {md('[y](javascript:alert(4))')} |\n")
+    assert "<script" not in html and "<img" not in html and "<b>" not in html
+    assert 'href="javascript' not in html and "<a " not in html  # a script link is not made a link
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<th>&lt;b&gt;|x</th>" in html
+    assert "<td>[y](javascript:alert(4))</td>" in html  # an escaped value is never a link
