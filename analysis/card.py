@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
+from hubsurvey.analysis.crossleaks import CROSS_METHOD
 from hubsurvey.analysis.export import (
     CONTAMINATION_CSV_PATH,
     CROSS_CSV_PATH,
@@ -27,6 +28,7 @@ from hubsurvey.analysis.findings import findings
 from hubsurvey.analysis.render import (
     DEFINITIONS,
     EXACT_DEFINITIONS,
+    KEY_LABELS,
     NEAR_DEFINITIONS,
     cross_setting,
     environment,
@@ -34,7 +36,7 @@ from hubsurvey.analysis.render import (
     provenance,
     shared_tables,
 )
-from hubsurvey.analysis.report import KEY_LABELS, REPORT_MD
+from hubsurvey.analysis.report import REPORT_MD
 from hubsurvey.core import figures
 from hubsurvey.core.store import Store
 
@@ -183,13 +185,14 @@ def render_card(
         "near_definitions": NEAR_DEFINITIONS,
         **near_setting(overview),
         **cross_setting(found),
+        "cross_method": CROSS_METHOD,
         "gain": found["normalization_gain"][0],
         "f": found,
         "o": overview,
         "a": found["annotation"][0],
         "p": public_provenance(provenance(store, overview)),
         "key_labels": KEY_LABELS,
-        # contamination with benchmarks (issue 13): the line per dataset
+        # contamination with benchmarks: the line per dataset
         "contamination": found["contamination"],
         "contamination_overview": found["contamination_overview"][0],
     }

@@ -18,12 +18,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hubsurvey.analysis.render import KEY_LABELS
+
 log = logging.getLogger(__name__)
 
 #: Series colours; the screenshot test looks for them.
 TEXT_COLOR = "#d1495b"
 TEXT_AND_LABEL_COLOR = "#2e86ab"
-KEY_LABELS = {"text": "text", "text_and_label": "text+label"}
 #: The key profiles of the exact method (raw vs normalized contamination chart).
 RAW_COLOR = "#6c757d"
 NORMALIZED_COLOR = "#f4a259"
@@ -239,7 +240,7 @@ def near_curve_chart(near_curve: Sequence[Mapping[str, Any]]) -> str | None:
     return _png(fig)
 
 
-#: The report's charts, by the name report.html.j2 uses.
+#: The report's charts, by the name the report's sections use (report.SECTIONS).
 CHARTS = ("splits", "test_bias", "by_task_category", "raw_vs_normalized", "near_vs_exact", "near_curve")
 
 

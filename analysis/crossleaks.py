@@ -32,7 +32,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from hubsurvey import __version__
@@ -43,8 +42,6 @@ CROSS_METHOD = "cross-2026"
 CROSS_METHOD_VERSION = 1
 DEFAULT_COPY_THRESHOLD = 0.8
 DEFAULT_MEMORY_LIMIT = "2GB"
-#: the relations of a cross_overlaps row
-RELATIONS = ("copy", "leak", "shared_test", "family")
 
 
 @dataclass
@@ -313,8 +310,3 @@ def pair_overlaps(store: Store, test_dataset: str, source_dataset: str) -> list[
     return store.records(
         "SELECT * FROM cross_overlaps WHERE test_dataset = $a AND source_dataset = $b "
         "ORDER BY test_config, source_config, source_split", {"a": test_dataset, "b": source_dataset})
-
-
-def fingerprint_bytes(folder: Path) -> int:
-    """The bytes the fingerprint files under ``folder`` take on disk."""
-    return sum(p.stat().st_size for p in folder.rglob("*.parquet")) if folder.is_dir() else 0

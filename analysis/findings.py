@@ -12,45 +12,23 @@ left out of denominators, never counted as 0.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from hubsurvey.core.figures import EXACT_METHOD, LLE_METHOD, NEAR_METHOD
 from hubsurvey.core.store import Store
 
 SQL_FILE = Path(__file__).with_name("findings.sql")
 
-#: findings() key -> the TEMP view that computes it (see findings.sql for each definition).
-FINDINGS: dict[str, str] = {
-    "overview": "findings_overview",
-    "splits": "findings_splits",
-    "test_bias": "findings_test_bias",
-    "annotation": "findings_annotation",
-    "top_test_biased": "findings_top_test_biased",
-    "by_task_category": "findings_by_task_category",
-    "failures": "findings_failures",
-    "exact_configs": "findings_exact_configs",
-    "verdict_rules": "findings_verdict_rules",
-    "dataset_verdict": "findings_dataset_verdict",
-    "raw_vs_normalized": "findings_raw_vs_normalized",
-    "normalization_gain": "findings_normalization_gain",
-    "label_conflicts": "findings_label_conflicts",
-    "validation_leaks": "findings_validation_leaks",
-    "near_configs": "findings_near_configs",
-    "near_vs_exact": "findings_near_vs_exact",
-    "near_gain": "findings_near_gain",
-    "near_label_conflicts": "findings_near_label_conflicts",
-    "near_curve": "findings_near_curve",
-    "mixed_revisions": "findings_mixed_revisions",
-    "cross_top_leaks": "findings_cross_top_leaks",
-    "cross_overview": "findings_cross_overview",
-    "cross_families": "findings_cross_families",
-    # contamination with benchmarks (issue 13)
-    "contamination": "findings_contamination",
-    "contamination_pairs": "findings_contamination_pairs",
-    "contamination_overview": "findings_contamination_overview",
-}
+#: The method names findings.sql uses, defined from the registry as SQL macros (``near_method()``),
+#: so the SQL never spells them.
+METHOD_MACROS: dict[str, str] = {"lle_method": LLE_METHOD, "exact_method": EXACT_METHOD, "near_method": NEAR_METHOD}
+
+#: The prefix of every findings view: ``findings_<key>`` is ``findings()[<key>]``.
+VIEW_PREFIX = "findings_"
 
 DEFAULT_TOP_N = 20
 
@@ -79,8 +57,31 @@ def _statements(sql: str) -> list[str]:
     return list(_strip_comments(sql).split(";"))
 
 
+def sql_string(value: str) -> str:
+    """A SQL string literal (quotes doubled); for the registry's constants, which DuckDB cannot bind
+    inside a macro."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def method_macros() -> list[str]:
+    """The statements that define :data:`METHOD_MACROS` (run before findings.sql's own)."""
+    return [f"CREATE OR REPLACE TEMP MACRO {name}() AS {sql_string(value)}" for name, value in METHOD_MACROS.items()]
+
+
 def load_sql() -> tuple[list[str], dict[str, str]]:
-    return parse_sql(SQL_FILE.read_text(encoding="utf-8"))
+    """findings.sql's setup statements (the method macros first) and its views."""
+    setup, views = parse_sql(SQL_FILE.read_text(encoding="utf-8"))
+    return method_macros() + setup, views
+
+
+def findings_views(views: Iterable[str]) -> dict[str, str]:
+    """findings() key -> view, for every ``findings_<key>`` view among ``views`` (in their order)."""
+    return {name.removeprefix(VIEW_PREFIX): name for name in views if name.startswith(VIEW_PREFIX)}
+
+
+#: findings() key -> the TEMP view that computes it (see findings.sql for each definition): every
+#: ``findings_*`` view, so a new view is a new finding with no other edit.
+FINDINGS: dict[str, str] = findings_views(load_sql()[1])
 
 
 def _connection(store: Store | duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -104,9 +105,8 @@ def findings(store: Store | duckdb.DuckDBPyConnection, top_n: int = DEFAULT_TOP_
     ``top_test_biased`` keeps the ``top_n`` highest-ranked rows (the view ranks them all).
     """
     con = _connection(store)
-    create_views(con)
     out: dict[str, list[dict[str, Any]]] = {}
-    for key, view in FINDINGS.items():
+    for key, view in findings_views(create_views(con)).items():
         sql = f"SELECT * FROM {view}"
         params: dict[str, Any] = {}
         if key == "top_test_biased":

@@ -1,7 +1,9 @@
 -- The survey's findings, as SQL over the results store (hubsurvey/store.py).
 --
--- How this file is used: analysis/findings.py runs the statements before the first "-- view:"
--- line as they are (helper macros), then turns each "-- view: <name>" block into
+-- How this file is used: analysis/findings.py first defines the method names as macros from the
+-- figure registry (lle_method(), exact_method(), near_method(): hubsurvey/core/figures.py
+-- LLE_METHOD, EXACT_METHOD, NEAR_METHOD; this file never spells them), runs the statements before
+-- the first "-- view:" line as they are (helper macros), then turns each "-- view: <name>" block into
 --     CREATE OR REPLACE TEMP VIEW <name> AS <block>
 -- on the connection it is given. Nothing is written to the DB file: the views live only as long
 -- as the connection, so they also work on a read-only connection (`hubsurvey sql` has them).
@@ -22,20 +24,21 @@ CREATE OR REPLACE TEMP MACRO pct(n, d) AS round(100.0 * n / nullif(d, 0), 2);
 -- so that every finding can be recomputed from lle.csv alone.
 CREATE OR REPLACE TEMP MACRO published_pct(x) AS round(x, 3);
 
--- exact_measured(methods): the row was measured by the exact method, exact-2026 (EXACT_METHOD in
+-- exact_measured(methods): the row was measured by the exact method, exact_method() (EXACT_METHOD in
 -- hubsurvey/core/figures.py): its `methods` JSON names it. A row measured before that method has
--- methods NULL (or without "exact-2026"): its exact figures are NULL because they were NOT
+-- methods NULL (or without it): its exact figures are NULL because they were NOT
 -- measured, not because they are NR, so every exact finding leaves such rows out.
-CREATE OR REPLACE TEMP MACRO exact_measured(methods) AS coalesce(json_exists(methods, '$."exact-2026"'), false);
+CREATE OR REPLACE TEMP MACRO exact_measured(methods) AS
+    coalesce(json_exists(methods, '$."' || exact_method() || '"'), false);
 
--- near_measured(methods, near): the row was measured by the near-duplicate method, near-2026
+-- near_measured(methods, near): the row was measured by the near-duplicate method, near_method()
 -- (NEAR_METHOD in hubsurvey/core/figures.py): its `methods` JSON names it, and its `near` JSON (how
 -- it was measured) exists and does not say it was not: status 'not measured', or 'NR: ...' (the
 -- normalized text hash collided, so no near figure was computed). A row measured before that method
 -- (or with --no-near) has its near figures NULL because they were NOT measured: every near finding
 -- leaves it out of its denominator.
 CREATE OR REPLACE TEMP MACRO near_measured(methods, near) AS
-    coalesce(json_exists(methods, '$."near-2026"'), false)
+    coalesce(json_exists(methods, '$."' || near_method() || '"'), false)
     AND near IS NOT NULL
     AND coalesce(NOT (json_extract_string(near, '$.status') = 'not measured'
                       OR starts_with(json_extract_string(near, '$.status'), 'NR')), true);
@@ -380,12 +383,12 @@ ORDER BY dataset_id, config;
 -- shares the thresholds (minor below 1 %, caution below 5 %).
 WITH thresholds(minor_below, caution_below) AS (VALUES (1.0, 5.0)),
 bases(basis, basis_ord, measure, clean_rule) AS (
-    VALUES ('near-2026', 1, 'worst near_contaminated_test_pct',
+    VALUES (near_method(), 1, 'worst near_contaminated_test_pct',
             '0 near-contaminated test rows (a train or validation row at Jaccard ≥ τ, or a test row at an earlier '
             || 'position at Jaccard ≥ τ) in every config'),
-           ('exact-2026', 2, 'worst normalized contaminated_test_pct',
+           (exact_method(), 2, 'worst normalized contaminated_test_pct',
             '0 contaminated test rows (normalized profile: in train or validation, or repeated in test) in every config'),
-           ('lle-2024', 3, 'worst text test_biased',
+           (lle_method(), 3, 'worst text test_biased',
             '0 text leaks from train or validation to test and 0 text duplicates in test')
 ),
 grades AS (
@@ -455,9 +458,9 @@ WITH per_config AS (
 ),
 per_dataset AS (
     SELECT dataset_id,
-           CASE WHEN bool_and(near) THEN 'near-2026'
-                WHEN bool_and(exact) THEN 'exact-2026'
-                ELSE 'lle-2024' END                                              AS verdict_basis,
+           CASE WHEN bool_and(near) THEN near_method()
+                WHEN bool_and(exact) THEN exact_method()
+                ELSE lle_method() END                                            AS verdict_basis,
            count(*)                                                              AS configs,
            count(*) FILTER (WHERE near)                                          AS configs_near,
            count(*) FILTER (WHERE exact)                                         AS configs_exact,
@@ -494,12 +497,12 @@ judged AS (
            d.text_leaks_train_wrt_test, d.text_leaks_validation_wrt_test, d.text_duplication_test,
            -- the basis' measure, and whether the dataset is clean on that basis
            CASE d.verdict_basis
-                WHEN 'near-2026' THEN coalesce(d.worst_near_contaminated_test_pct, 0)
-                WHEN 'exact-2026' THEN coalesce(e.worst_normalized_contaminated_test_pct, 0)
+                WHEN near_method() THEN coalesce(d.worst_near_contaminated_test_pct, 0)
+                WHEN exact_method() THEN coalesce(e.worst_normalized_contaminated_test_pct, 0)
                 ELSE coalesce(d.worst_text_test_biased, 0) END                  AS measure,
            CASE d.verdict_basis
-                WHEN 'near-2026' THEN coalesce(d.near_test_rows_contaminated, 0) = 0
-                WHEN 'exact-2026' THEN coalesce(e.normalized_test_rows_contaminated, 0) = 0
+                WHEN near_method() THEN coalesce(d.near_test_rows_contaminated, 0) = 0
+                WHEN exact_method() THEN coalesce(e.normalized_test_rows_contaminated, 0) = 0
                 ELSE coalesce(d.text_leaks_train_wrt_test, 0) + coalesce(d.text_leaks_validation_wrt_test, 0)
                      + coalesce(d.text_duplication_test, 0) = 0 END              AS is_clean
     FROM per_dataset d
@@ -1015,7 +1018,7 @@ ORDER BY size DESC, family_id;
 
 
 -- view: findings_contamination_pairs
--- Contamination with benchmarks (bench-2026; issue 13).
+-- Contamination with benchmarks (bench-2026).
 -- The table `contamination` holds, per surveyed (dataset, revision, config, split) and benchmark
 -- (id, config, split, at the revision it was indexed), the split's rows that hold 13 consecutive
 -- words of a benchmark item, or whose whole text equals an item shorter than 13 words, each row

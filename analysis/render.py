@@ -1,8 +1,10 @@
-"""What the report and the dataset card share: the Jinja environment, filters, definitions, provenance.
+"""What the report and the dataset card share: the Jinja environment, filters, definitions, provenance,
+tables.
 
 The environment autoescapes HTML templates (``*.html.j2``, ``*.htm.j2``, ``*.xml.j2``) and never the
 Markdown ones; Markdown output escapes values with the ``md`` filter instead. Undefined variables
-raise (StrictUndefined), so a template cannot silently print nothing.
+raise (StrictUndefined), so a template cannot silently print nothing. Markdown becomes HTML through
+:func:`markdown_html`, which escapes any raw HTML in it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import jinja2
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 
 from hubsurvey import __version__
 from hubsurvey.core import figures
@@ -30,13 +34,22 @@ from hubsurvey.core.store import Store
 
 TEMPLATES_PACKAGE = "hubsurvey.templates"  # installed as package data
 
+#: How the two keys of the LLE figures are named in tables and charts.
+KEY_LABELS = {"text": "text", "text_and_label": "text+label"}
+
 #: The method's terms, as plain text: templates format them.
 DEFINITIONS: list[tuple[str, str]] = figures.terms()
 
 
-def profile_nr_rule(figure: figures.ProfileFigure) -> str:
-    """When an exact figure is NR, in words: the registry's rule for its count column."""
-    return figures.nr_rule(next(c for c in figures.figure_columns(figure.method) if c.figure is figure))
+def figure_term(figure: figures.ProfileFigure | figures.NearFigure) -> str:
+    """A figure in words: its definition, when it is NR (the registry's rule for its count column)
+    and, if it has one, the percentage that goes with it."""
+    column = next(c for c in figures.figure_columns(figure.method) if c.figure is figure and c.percent_of is None)
+    text = f"{figure.definition}; {figures.nr_rule(column)}."
+    if figure.percent:
+        stem, split = figure.percent
+        text += f" {stem}: the same as a % of the {split} rows."
+    return text
 
 
 def exact_terms() -> list[tuple[str, str]]:
@@ -50,12 +63,7 @@ def exact_terms() -> list[tuple[str, str]]:
          "exact figures count rows, not distinct keys: a test row found in train and in validation, "
          "or found in train and repeated, counts once in test_rows_contaminated."),
     ]
-    for f in figures.PROFILE_FIGURES:
-        text = f"{f.definition}; {profile_nr_rule(f)}."
-        if f.percent:
-            stem, split = f.percent
-            text += f" {stem}: the same as a % of the {split} rows."
-        out.append((f.stem, text))
+    out += [(f.stem, figure_term(f)) for f in figures.PROFILE_FIGURES]
     out.append(("methods",
                 "the methods whose figures a row holds, with their versions (JSON). A row measured before "
                 f"{figures.EXACT_METHOD} has it NULL: its exact figures are NULL because they were not "
@@ -67,18 +75,12 @@ def exact_terms() -> list[tuple[str, str]]:
 EXACT_DEFINITIONS: list[tuple[str, str]] = exact_terms()
 
 
-#: The near-duplicate method's defaults (survey/near.py NearParams; the analysis layer does not import
-#: the survey, and tests/test_analysis_near.py checks that these agree). Each row records its own in `near`.
-NEAR_DEFAULT_THRESHOLD = 0.8
-NEAR_DEFAULT_SHINGLE = 5
-
-
 def near_setting(overview: Mapping[str, Any]) -> dict[str, str]:
     """The threshold and the shingles the near figures were measured with, as the rows record them
     (the defaults when no row was measured by the near-duplicate method)."""
     return {
-        "near_tau": overview.get("near_thresholds") or f"{NEAR_DEFAULT_THRESHOLD:g} (the default)",
-        "near_shingle": overview.get("near_shingles") or f"char-{NEAR_DEFAULT_SHINGLE} (the default)",
+        "near_tau": overview.get("near_thresholds") or f"{figures.NEAR_DEFAULT_THRESHOLD:g} (the default)",
+        "near_shingle": overview.get("near_shingles") or f"char-{figures.NEAR_DEFAULT_SHINGLE} (the default)",
     }
 
 
@@ -102,12 +104,12 @@ def near_terms() -> list[tuple[str, str]]:
          "list: its non-null elements, each normalized, joined by a space; null: the empty string; any other value: "
          "its text, normalized), the non-empty ones joined by a space."),
         ("shingles",
-         f"the character n-grams of that text (n = {NEAR_DEFAULT_SHINGLE} by default; code points, not bytes), as a "
+         f"the character n-grams of that text (n = {figures.NEAR_DEFAULT_SHINGLE} by default; code points, not bytes), as a "
          "set: a text of L ≥ n characters has the L − n + 1 windows of n characters; a shorter text (the empty one "
          "too) is one shingle, itself, so short texts can still be near-duplicates."),
         ("near-duplicate",
          "two rows whose shingle sets have a Jaccard similarity J = |A ∩ B| / |A ∪ B| ≥ τ (the threshold, "  # noqa: RUF001 (the union sign)
-         f"{NEAR_DEFAULT_THRESHOLD:g} by default, recorded per row in near). Identical normalized texts have J = 1, so "
+         f"{figures.NEAR_DEFAULT_THRESHOLD:g} by default, recorded per row in near). Identical normalized texts have J = 1, so "
          "every exact match under the normalized profile is a near-duplicate: exact ⊆ near, so test rows near "
          "train, near validation, near-repeated and near-contaminated are never fewer than their exact (normalized) "
          "twins. Label conflicts are the exception: a similar train row with the test row's label clears it."),
@@ -118,13 +120,7 @@ def near_terms() -> list[tuple[str, str]]:
          "near figures count rows, not distinct texts: a test row near train and near validation, or near train "
          "and near-repeated, counts once in test_rows_near_contaminated."),
     ]
-    for f in figures.NEAR_FIGURES:
-        column = next(c for c in figures.figure_columns(f.method) if c.figure is f and c.percent_of is None)
-        text = f"{f.definition}; {figures.nr_rule(column)}."
-        if f.percent:
-            stem, split = f.percent
-            text += f" {stem}: the same as a % of the {split} rows."
-        out.append((f.name, text))
+    out += [(f.name, figure_term(f)) for f in figures.NEAR_FIGURES]
     out += [
         ("near_curve",
          f"test_rows_near_train at each τ of ({curve}), as JSON [{{threshold, test_rows_near_train}}, …]; the view "
@@ -202,7 +198,27 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(md=md, num=num, pct=pct, pct3=pct3, yaml=yaml_str, when=when)
+    env.globals.update(table=md_table, terms=md_terms)
     return env
+
+
+def md_terms(terms: Sequence[tuple[str, str]]) -> str:
+    """Terms and their definitions as a Markdown list (``- **term**: text``), escaped; the templates'
+    ``terms()``, followed by the template's own line end."""
+    return "\n".join(f"- **{md(term)}**: {md(text)}" for term, text in terms)
+
+
+#: CommonMark with tables; raw HTML in the text is escaped (``html`` off), never passed through.
+_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
+
+
+def markdown_html(text: str) -> Markup:
+    """Markdown as HTML: the report's prose and tables, written once in Markdown, for report.html.
+
+    Values reach the Markdown escaped by :func:`md`, and the converter escapes what is left of
+    ``<``, ``>`` and ``&`` and drops unsafe link targets, so no markup from the data survives.
+    """
+    return Markup(_MARKDOWN.render(text))
 
 
 def clean_args(args: Any) -> Any:
@@ -251,9 +267,9 @@ def provenance(store: Store, overview: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-# --- the tables the report, its HTML twin and the dataset card share ---------------------------------
-# Each table is built once, here, as plain text cells; templates/_tables.md.j2 and _tables.html.j2
-# only lay a table out (and escape it for their format).
+# --- the tables the report and the dataset card share ----------------------------------------------
+# Each table is built once, here, as plain text cells; md_table lays a table out in Markdown (and
+# report.html converts that Markdown like the rest of the prose).
 
 
 @dataclass(frozen=True)
@@ -261,6 +277,17 @@ class Table:
     header: tuple[str, ...]
     rows: Sequence[tuple[str, ...]]
     numeric: tuple[bool, ...]  # right-aligned columns
+
+
+def md_table(t: Table) -> str:
+    """A table in Markdown, every cell escaped with :func:`md`, an empty cell left blank; the templates'
+    ``table()``."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "|" + "".join(f" {md(c)} |" if c else " |" for c in cells)
+
+    rule = "|" + "".join("---:|" if n else "---|" for n in t.numeric)
+    return "\n".join([line(t.header), rule, *(line(r) for r in t.rows)]) + "\n"
 
 
 def overview_table(o: Mapping[str, Any]) -> Table:

@@ -1,26 +1,45 @@
-"""The survey report: ``REPORT.md`` and a self-contained ``report.html`` rendered from the findings.
+"""The survey report: ``REPORT.md`` and a self-contained ``report.html``, one list of sections.
+
+The report is :data:`SECTIONS`: each section names its title, the findings views it reads, its tables
+and its charts; its prose is the block of the same name in ``templates/report_sections.md.j2``, written
+once, in Markdown. ``REPORT.md`` prints each section's Markdown as it is; ``report.html`` converts the
+same Markdown to HTML (raw HTML in it is escaped, never passed through) and adds the charts. A new
+section is one findings view (``findings.sql``) and one entry here, with its prose block.
 
 ``hubsurvey report`` is a thin layer over :func:`render_report`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hubsurvey.analysis.crossleaks import CROSS_METHOD
 from hubsurvey.analysis.findings import DEFAULT_TOP_N, findings
 from hubsurvey.analysis.render import (
     DEFINITIONS,
     EXACT_DEFINITIONS,
+    KEY_LABELS,
     NEAR_DEFINITIONS,
+    Table,
+    cross_leaks_table,
+    cross_overview_table,
     cross_setting,
     environment,
+    exact_shares_table,
+    markdown_html,
+    near_curve_table,
     near_setting,
+    near_shares_table,
     near_vs_exact_table,
+    overview_table,
     provenance,
+    provenance_table,
     raw_vs_normalized_table,
-    shared_tables,
+    splits_table,
+    verdict_summary_table,
 )
 from hubsurvey.core.figures import EXACT_METHOD, LLE_METHOD, NEAR_METHOD
 from hubsurvey.core.store import Store
@@ -28,7 +47,161 @@ from hubsurvey.core.store import Store
 REPORT_MD = "REPORT.md"
 REPORT_HTML = "report.html"
 TITLE = "Leaks and duplicates in Hugging Face Hub datasets: survey results"
-KEY_LABELS = {"text": "text", "text_and_label": "text+label"}
+#: The template that holds every section's prose, one block per section (named by its key).
+SECTIONS_TEMPLATE = "report_sections.md.j2"
+#: The prose before the first section (under the title): a block of SECTIONS_TEMPLATE too.
+INTRO = "intro"
+
+#: What a section's derived values and tables are computed from: ``f`` (its findings views only),
+#: ``o`` (the overview), ``p`` (the provenance), ``top_n``, and the values its ``derive`` adds.
+SectionContext = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A chart of report.html (charts.charts() draws it by ``name``); REPORT.md has none."""
+
+    name: str
+    html_id: str
+    alt: str
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the report.
+
+    ``key``: its prose block in SECTIONS_TEMPLATE, its HTML anchor and ``number.<key>`` in the prose.
+    ``title``: its heading, a Jinja template over the section's context (``Top {{ top_n }} rows ...``).
+    ``views``: the findings it reads (``findings_<view>`` in findings.sql); its prose sees only these, as ``f``.
+    ``derive``: values computed from them (e.g. the datasets that gain), added to the prose's context.
+    ``tables``: name -> builder; the prose lays them out with ``table(tables.<name>)``.
+    ``charts``: drawn at the top of the section in report.html.
+    ``numbered``: numbered sections get "N. " before their title, counted in list order.
+    ``prose``: the section's Markdown (a Jinja template), for a section with no block of its own in
+    SECTIONS_TEMPLATE; a section has one or the other.
+    """
+
+    key: str
+    title: str
+    views: tuple[str, ...] = ()
+    derive: Callable[[SectionContext], dict[str, Any]] | None = None
+    tables: Mapping[str, Callable[[SectionContext], Table]] = field(default_factory=dict)
+    charts: tuple[Chart, ...] = ()
+    numbered: bool = True
+    prose: str | None = None
+
+
+@dataclass(frozen=True)
+class RenderedSection:
+    key: str
+    heading: str  # "1. Leaks and duplicates per split"
+    markdown: str  # the body, without the heading
+    charts: tuple[Chart, ...]
+
+
+def _verdicts(c: SectionContext) -> dict[str, Any]:
+    # the verdict rules are defined once, in findings.sql (findings_verdict_rules), per basis:
+    # near-2026 first, then the exact and the LLE fallbacks
+    rules = c["f"]["verdict_rules"]
+    return {
+        "verdict_rules": [r for r in rules if r["basis"] == NEAR_METHOD],
+        "exact_rules": [r for r in rules if r["basis"] == EXACT_METHOD],
+        "fallback_rules": [r for r in rules if r["basis"] == LLE_METHOD],
+        "verdicts": c["f"]["dataset_verdict"],
+    }
+
+
+def _gainers(rows: list[dict[str, Any]], top_n: int) -> tuple[list[dict[str, Any]], int]:
+    """The datasets whose figure rises (``extra_test_rows`` > 0), the first ``top_n``, and how many rise."""
+    rising = [r for r in rows if r["extra_test_rows"] > 0]
+    return rising[:top_n], len(rising)
+
+
+def _exact(c: SectionContext) -> dict[str, Any]:
+    # the datasets whose normalized contamination exceeds the raw one, most extra rows first
+    gainers, total = _gainers(c["f"]["raw_vs_normalized"], c["top_n"])
+    return {"gain": c["f"]["normalization_gain"][0], "gainers": gainers, "gainers_total": total}
+
+
+def _near(c: SectionContext) -> dict[str, Any]:
+    # the datasets whose near contamination exceeds the exact one, largest gain first
+    gainers, total = _gainers(c["f"]["near_vs_exact"], c["top_n"])
+    return {"near_gain": c["f"]["near_gain"][0], "near_conflicts": c["f"]["near_label_conflicts"][0],
+            "near_gainers": gainers, "near_gainers_total": total}
+
+
+def _contamination(c: SectionContext) -> dict[str, Any]:
+    f = c["f"]
+    return {
+        "contamination": f["contamination"],
+        "contamination_overview": f["contamination_overview"][0],
+        # the most contaminated splits, a benchmark's own test set under another name (a fork) left out
+        "contamination_pairs": [r for r in f["contamination_pairs"]
+                                if r["contaminated_rows"] > 0 and not r["benchmark_copy"]][:c["top_n"]],
+    }
+
+
+def _definitions(_: SectionContext) -> dict[str, Any]:
+    return {"definitions": DEFINITIONS, "exact_definitions": EXACT_DEFINITIONS, "near_definitions": NEAR_DEFINITIONS}
+
+
+#: The report, in order. REPORT.md and report.html are both rendered from this list.
+SECTIONS: tuple[Section, ...] = (
+    Section("measured", "What was measured", views=("overview", "mixed_revisions"), numbered=False,
+            tables={"overview": lambda c: overview_table(c["o"])}),
+    Section("splits", "Leaks and duplicates per split", views=("splits",),
+            tables={"splits": lambda c: splits_table(c["f"]["splits"], KEY_LABELS)},
+            charts=(Chart("splits", "chart-splits", "Percentage of rows with at least one leak to test and at "
+                                                    "least one duplicate, per split"),)),
+    Section("test_bias", "Test bias", views=("test_bias",),
+            charts=(Chart("test_bias", "chart-test-bias",
+                          "Percentage of rows with test_biased at or above each threshold"),)),
+    Section("annotation", "Possible annotation problems", views=("annotation",),
+            derive=lambda c: {"a": c["f"]["annotation"][0]}),
+    Section("top_test_biased", "Top {{ top_n }} rows by text test bias", views=("top_test_biased",),
+            derive=lambda c: {"ranked": c["f"]["top_test_biased"][0]["rows_ranked"] if c["f"]["top_test_biased"]
+                              else 0}),
+    Section("by_task_category", "By task category", views=("by_task_category",),
+            charts=(Chart("by_task_category", "chart-task", "Percentage of rows whose test split shares a text "
+                                                            "with train or validation, per task category"),)),
+    Section("failures", "Not measured: failures and exclusions", views=("failures",)),
+    Section("verdicts", "Can I trust this dataset? A verdict per dataset",
+            views=("verdict_rules", "dataset_verdict"), derive=_verdicts,
+            tables={"verdict_summary": lambda c: verdict_summary_table(c["verdicts"], c["f"]["verdict_rules"])}),
+    Section("exact", "Beyond LLE: contaminated rows, normalized keys, label conflicts",
+            views=("normalization_gain", "label_conflicts", "validation_leaks", "raw_vs_normalized"), derive=_exact,
+            tables={"exact_shares": lambda c: exact_shares_table(c["f"]),
+                    "raw_vs_normalized": lambda c: raw_vs_normalized_table(c["gainers"])},
+            charts=(Chart("raw_vs_normalized", "chart-raw-vs-normalized",
+                          "Contaminated test rows in percent per dataset, raw and normalized key profiles, "
+                          "and the difference in percentage points"),)),
+    Section("near", "Near-duplicates: similar, not identical",
+            views=("near_gain", "near_label_conflicts", "near_vs_exact", "near_curve"), derive=_near,
+            tables={"near_shares": lambda c: near_shares_table(c["f"]),
+                    "near_vs_exact": lambda c: near_vs_exact_table(c["near_gainers"]),
+                    "near_curve": lambda c: near_curve_table(c["f"]["near_curve"])},
+            charts=(Chart("near_vs_exact", "chart-near-vs-exact",
+                          "Contaminated test rows in percent per dataset, exact (normalized) and near-duplicate, "
+                          "and the difference in percentage points"),
+                    Chart("near_curve", "chart-near-curve",
+                          "Share of datasets with test rows near train, and the median and pooled percentage of "
+                          "test rows near train, at each Jaccard threshold"))),
+    Section("cross", "Leaks across datasets", views=("cross_overview", "cross_top_leaks"),
+            derive=lambda c: {**cross_setting(c["f"]), "cross_method": CROSS_METHOD},
+            tables={"cross_overview": lambda c: cross_overview_table(c["f"]["cross_overview"][0]),
+                    "cross_leaks": lambda c: cross_leaks_table(c["f"]["cross_top_leaks"])}),
+    Section("contamination", "Contamination with benchmarks",
+            views=("contamination", "contamination_pairs", "contamination_overview"), derive=_contamination),
+    Section("definitions", "Definitions", numbered=False, derive=_definitions),
+    Section("provenance", "Provenance", numbered=False,
+            tables={"provenance": lambda c: provenance_table(c["p"], c["o"])}),
+)
+
+
+def section_numbers(sections: tuple[Section, ...] | None = None) -> dict[str, int]:
+    """Each numbered section's number (1, 2, ... in list order), by key: the prose cites them."""
+    numbered = [s.key for s in (SECTIONS if sections is None else sections) if s.numbered]
+    return {key: i for i, key in enumerate(numbered, start=1)}
 
 
 #: The fields of a run's final state that a report written at the end of that run shows.
@@ -51,64 +224,76 @@ def with_final_run(p: dict[str, Any], final_run: Mapping[str, Any] | None) -> di
 def report_context(
     store: Store, top_n: int = DEFAULT_TOP_N, final_run: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Everything the report templates use (findings, provenance, definitions, verdicts, exact and
-    near-duplicate findings).
+    """What every section's prose sees (title, overview ``o``, provenance ``p``, the near and cross
+    settings, section numbers), with ``found`` (every finding) to build each section's own context from.
 
     ``final_run``: the final state of the run writing this report (see :func:`with_final_run`).
     """
     found = findings(store, top_n=top_n)
     overview = found["overview"][0]
-    top = found["top_test_biased"]
-    context: dict[str, Any] = {
+    return {
         "title": TITLE,
-        "f": found,
+        "found": found,
         "o": overview,
-        "a": found["annotation"][0],
         "p": with_final_run(provenance(store, overview), final_run),
         "top_n": top_n,
-        "ranked": top[0]["rows_ranked"] if top else 0,
-        "definitions": DEFINITIONS,
+        "number": section_numbers(),
         "key_labels": KEY_LABELS,
-        **cross_setting(found),
-        # the verdict rules are defined once, in findings.sql (findings_verdict_rules), per basis:
-        # near-2026 first, then the exact and the LLE fallbacks
-        "verdict_rules": [r for r in found["verdict_rules"] if r["basis"] == NEAR_METHOD],
-        "exact_rules": [r for r in found["verdict_rules"] if r["basis"] == EXACT_METHOD],
-        "fallback_rules": [r for r in found["verdict_rules"] if r["basis"] == LLE_METHOD],
-        "verdicts": found["dataset_verdict"],
-        "exact_definitions": EXACT_DEFINITIONS,
-        "gain": found["normalization_gain"][0],
-        # the datasets whose normalized contamination exceeds the raw one, most extra rows first
-        "gainers": [r for r in found["raw_vs_normalized"] if r["extra_test_rows"] > 0][:top_n],
-        "gainers_total": sum(1 for r in found["raw_vs_normalized"] if r["extra_test_rows"] > 0),
-        "near_definitions": NEAR_DEFINITIONS,
         **near_setting(overview),
-        "near_gain": found["near_gain"][0],
-        "near_conflicts": found["near_label_conflicts"][0],
-        # the datasets whose near contamination exceeds the exact one, largest gain first
-        "near_gainers": [r for r in found["near_vs_exact"] if r["extra_test_rows"] > 0][:top_n],
-        "near_gainers_total": sum(1 for r in found["near_vs_exact"] if r["extra_test_rows"] > 0),
-        # contamination with benchmarks (issue 13)
-        "contamination": found["contamination"],
-        "contamination_overview": found["contamination_overview"][0],
-        # the most contaminated splits, a benchmark's own test set under another name (a fork) left out
-        "contamination_pairs": [r for r in found["contamination_pairs"]
-                                if r["contaminated_rows"] > 0 and not r["benchmark_copy"]][:top_n],
     }
-    context["tables"] = shared_tables(found, context["p"], KEY_LABELS)
-    context["tables"]["raw_vs_normalized"] = raw_vs_normalized_table(context["gainers"])
-    context["tables"]["near_vs_exact"] = near_vs_exact_table(context["near_gainers"])
-    return context
+
+
+def section_context(section: Section, context: Mapping[str, Any]) -> dict[str, Any]:
+    """The context of one section's prose: the report's, ``f`` holding only the section's views, its
+    derived values and its tables."""
+    unknown = [v for v in section.views if v not in context["found"]]
+    if unknown:
+        raise KeyError(f"report section {section.key}: no findings view {unknown} (findings.sql)")
+    own: dict[str, Any] = {k: v for k, v in context.items() if k != "found"}
+    own["f"] = {v: context["found"][v] for v in section.views}
+    if section.derive is not None:
+        own.update(section.derive(own))
+    own["tables"] = {name: build(own) for name, build in section.tables.items()}
+    return own
+
+
+def render_sections(context: Mapping[str, Any]) -> tuple[str, list[RenderedSection]]:
+    """The intro and every section as Markdown (bodies without their headings)."""
+    env = environment()
+    template = env.get_template(SECTIONS_TEMPLATE)
+    numbers = section_numbers()
+
+    def block(name: str, values: Mapping[str, Any]) -> str:
+        return "".join(template.blocks[name](template.new_context(dict(values))))
+
+    def markdown(source: str, values: Mapping[str, Any]) -> str:
+        return env.from_string("{% autoescape false %}" + source + "{% endautoescape %}").render(values)
+
+    intro = block(INTRO, {k: v for k, v in context.items() if k != "found"})
+    out = []
+    for section in SECTIONS:
+        if (section.key in template.blocks) == (section.prose is not None):
+            raise ValueError(f"report section {section.key}: its prose is a block of {SECTIONS_TEMPLATE} "
+                             "or its own prose, one of the two")
+        own = section_context(section, context)
+        title = markdown(section.title, own)
+        heading = f"{numbers[section.key]}. {title}" if section.numbered else title
+        body = markdown(section.prose, own) if section.prose is not None else block(section.key, own)
+        out.append(RenderedSection(section.key, heading, body, section.charts))
+    return intro, out
 
 
 def render_markdown(context: dict[str, Any]) -> str:
-    return environment().get_template("REPORT.md.j2").render(context)
+    intro, sections = render_sections(context)
+    return environment().get_template("REPORT.md.j2").render(context, intro=intro, sections=sections)
 
 
 def render_html(context: dict[str, Any]) -> str:
     from hubsurvey.analysis.charts import charts
 
-    return environment().get_template("report.html.j2").render(context, charts=charts(context["f"]))
+    intro, sections = render_sections(context)
+    return environment().get_template("report.html.j2").render(
+        context, intro=markdown_html(intro), sections=sections, html=markdown_html, charts=charts(context["found"]))
 
 
 def render_report(

@@ -6,26 +6,28 @@ the true counts of what it planted. Keys are tuples of the raw column values; li
 that they are hashable, and ``None`` stays ``None`` (a NULL equals a NULL, as str(None) made it in
 the survey, but never equals the string "None").
 
-``exact_reference`` does the same for the "exact" figures of issue 11 (test rows contaminated,
+``exact_reference`` does the same for the "exact" figures (``exact-2026``: test rows contaminated,
 the ``raw`` and ``normalized`` key profiles, label conflicts), defined in its docstring.
 
-``near_reference`` gives the near-duplicate figures of issue 12 (``near-2026``, defined in
-/work/wt/NEAR_SPEC.md and the method doc), exhaustively: every pair of texts that can reach the
-threshold is found and its Jaccard computed exactly, with no MinHash or any other approximation.
-The only thing it shares with the engine is the one-line ``normalize_text`` definition.
+``near_reference`` gives the near-duplicate figures (``near-2026``, defined in docs/method.md),
+exhaustively: every pair of texts that can reach the threshold is found and its Jaccard computed
+exactly, with no MinHash or any other approximation.
+
+Nothing is imported from the product: the ``normalized`` profile too is written here, from its
+definition in docs/method.md (:func:`normalize_string`), and a test checks that it agrees with the
+engine's ``hubsurvey.survey.normalize.normalize_text``.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
-
-from hubsurvey.survey.normalize import normalize_text
 
 SPLITS = ("train", "validation", "test")
 
@@ -79,9 +81,31 @@ def lle_reference(
     return out
 
 
-# --- issue 11: the "exact" figures (row-level contamination, normalized keys, label conflicts) -----
+# --- the "exact" figures (exact-2026: row-level contamination, normalized keys, label conflicts) -----
 
 PROFILES = ("raw", "normalized")
+
+
+def is_whitespace(char: str) -> bool:
+    """Whitespace as the method defines it, "as Python's str.split() sees it": a character whose
+    Unicode general category is Zs (space separator), or whose bidirectional class is WS, B or S
+    (the rule the Python documentation gives for str.isspace, which str.split() splits on)."""
+    return unicodedata.category(char) == "Zs" or unicodedata.bidirectional(char) in ("WS", "B", "S")
+
+
+#: The last code point Unicode makes whitespace (U+3000, the ideographic space); a test checks
+#: every code point, so the set below, scanned up to it, is every whitespace character.
+LAST_WHITESPACE = 0x3000
+_WHITESPACE_RUN = re.compile(
+    "[" + "".join(re.escape(chr(c)) for c in range(LAST_WHITESPACE + 1) if is_whitespace(chr(c))) + "]+")
+
+
+def normalize_string(text: str) -> str:
+    """The ``normalized`` profile of one string, step by step as docs/method.md states it: Unicode
+    NFKC, then case folding, then every run of whitespace (:func:`is_whitespace`) becomes one space,
+    and none is left at either end."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(word for word in _WHITESPACE_RUN.split(folded) if word)
 
 
 def normalize_value(value: Any) -> Any:
@@ -94,7 +118,7 @@ def normalize_value(value: Any) -> Any:
     returned unchanged, a dict's values included: only text is normalized.
     """
     if isinstance(value, str):
-        return " ".join(unicodedata.normalize("NFKC", value).casefold().split())
+        return normalize_string(value)
     if isinstance(value, list):
         return [normalize_value(v) for v in value]
     if isinstance(value, tuple):
@@ -120,7 +144,7 @@ def exact_reference(
     label_column: str | None,
     profile: str,
 ) -> dict[str, float | int | None]:
-    """Return the exact figures of issue 11 for one (config, label column) and one key profile.
+    """Return the exact figures (exact-2026) for one (config, label column) and one key profile.
 
     ``splits`` maps canonical split names (train, validation, test) to lists of row dicts; an absent
     split is an absent key, and ``test`` is always there. ``profile`` is ``"raw"`` (the values as
@@ -240,7 +264,7 @@ def exact_reference(
     return out
 
 
-# --- issue 12: the near-duplicate figures (near-2026), exhaustive -----------------------------------
+# --- the near-duplicate figures (near-2026), exhaustive ---------------------------------------------
 #
 # How it works, and why it is exhaustive:
 # 1. Every row becomes a text (``near_text``), every text a set of character shingles (``shingles``).
@@ -249,7 +273,7 @@ def exact_reference(
 #    pair set quadratic in its rows (miam/vm2's "mhm backchannel a" alone is 921 rows). Rows come back
 #    only where a figure or a pair list needs them.
 # 3. Candidate pairs come from an inverted index shingle -> texts: two texts sharing no shingle have
-#    J = 0. Indexing EVERY shingle (``index="full"``, the literal definition of issue 12) is plain
+#    J = 0. Indexing EVERY shingle (``index="full"``, the literal definition) is plain
 #    but visits up to 2.8e9 pairs on the shared configs (tweet_eval/emoji: " the " is in half the
 #    tweets), which plain Python cannot do. The default (``index="prefix"``) indexes only each set's
 #    PREFIX, then drops candidates by two bounds (sizes, overlap); none of the three loses a pair at
@@ -280,12 +304,12 @@ def _near_value(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
-        return normalize_text(value)
+        return normalize_string(value)
     if isinstance(value, list):
         # Non-NULL elements, each normalized (a non-string one through str() first), joined by " ".
         # An element that normalizes to "" is kept (the spec drops only NULL elements).
-        return " ".join(normalize_text(e if isinstance(e, str) else str(e)) for e in value if e is not None)
-    return normalize_text(str(value))
+        return " ".join(normalize_string(e if isinstance(e, str) else str(e)) for e in value if e is not None)
+    return normalize_string(str(value))
 
 
 def near_text(row: Mapping[str, Any], text_columns: Sequence[str]) -> str:
@@ -579,7 +603,7 @@ def near_reference(
     threshold: float | Fraction = 0.8,
     shingle_size: int = 5,
 ) -> dict[str, float | int | None]:
-    """Return the near-duplicate figures of issue 12 for one (config, label column), exhaustively.
+    """Return the near-duplicate figures (near-2026) for one (config, label column), exhaustively.
 
     ``splits`` is as for ``exact_reference`` (``test`` always there, an absent split an absent key).
     Definitions: NEAR_SPEC.md. Counts are rows, each once; a figure that does not apply is None (NR):
@@ -647,7 +671,7 @@ def _near_figures(
     return out
 
 
-# --- issue 13: leaks across datasets, in plain Python (sets over rows) ---------------------------------
+# --- leaks across datasets (cross-2026), in plain Python (sets over rows) -----------------------------
 
 
 def cross_reference(

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hubsurvey.core.figures import NEAR_CURVE, NEAR_DEFAULT_SHINGLE, NEAR_DEFAULT_THRESHOLD
+
 _EMPTY = np.iinfo(np.uint64).max  # a signature bin no shingle landed in
 #: The candidates' Jaccard is first estimated from this many signature bins (16 bits each: 128
 #: bytes a text); a candidate whose estimate is below the lowest threshold by more than the margin
@@ -40,9 +42,9 @@ _P = np.uint64(0x100000001B3)  # the rolling hash's base (FNV's prime: odd, spre
 class NearParams:
     """The near-duplicate method's parameters; the stored figures record them."""
 
-    threshold: float = 0.8  # tau: near-duplicates at Jaccard >= threshold
-    curve: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6)  # the thresholds of the curve
-    shingle_size: int = 5  # n: character n-grams
+    threshold: float = NEAR_DEFAULT_THRESHOLD  # tau: near-duplicates at Jaccard >= threshold
+    curve: tuple[float, ...] = NEAR_CURVE  # the thresholds of the curve
+    shingle_size: int = NEAR_DEFAULT_SHINGLE  # n: character n-grams
     bins: int = 128  # OPH signature length (a power of two)
     band_rows: int = 4  # bins per LSH band: bins // band_rows bands (32): P(candidate) = 0.99 at J = 0.6
     #: a bucket of more texts than this is not paired in that band (its texts still meet in the

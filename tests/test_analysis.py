@@ -304,3 +304,74 @@ def test_secret_in_run_args_is_not_in_exports(planted_db, tmp_path):
     with Store(planted_db, read_only=True) as store:
         paths = export_results(store, tmp_path, lle_compat=True)
     assert not secret_hits(SECRET, db=planted_db, paths=paths)  # Parquet read, the DB scanned with SQL
+
+
+# --- the report: one list of sections ------------------------------------------------------------------
+
+
+def test_findings_sql_spells_no_method_name():
+    """The method names come from the registry (the macros findings.py defines), never retyped in SQL."""
+    from hubsurvey.analysis.findings import METHOD_MACROS, SQL_FILE, _strip_comments
+    from hubsurvey.core.figures import registered_methods
+
+    sql = _strip_comments(SQL_FILE.read_text(encoding="utf-8"))
+    assert set(METHOD_MACROS.values()) <= set(registered_methods())
+    for method in registered_methods():
+        assert method not in sql, method
+    for macro in METHOD_MACROS:
+        assert f"{macro}()" in sql, macro  # every macro is used
+
+
+def test_a_new_report_section_is_one_view_and_one_entry(tmp_path, monkeypatch):
+    """A findings view added to findings.sql and one Section added to the list: REPORT.md and report.html
+    both show it, numbered in its place, with its prose and its table; the sections after it renumber."""
+    from hubsurvey.analysis import findings as findings_module
+    from hubsurvey.analysis import report
+    from hubsurvey.analysis.render import Table
+
+    sql = tmp_path / "findings.sql"
+    sql.write_text(findings_module.SQL_FILE.read_text(encoding="utf-8") + (
+        "\n\n-- view: findings_label_columns\n-- distinct label columns among the current rows\n"
+        "SELECT count(DISTINCT label_column) AS label_columns FROM current_measurements;\n"), encoding="utf-8")
+    monkeypatch.setattr(findings_module, "SQL_FILE", sql)
+    section = report.Section(
+        "label_columns", "Label columns <seen>", views=("label_columns",),
+        prose="{{ f.label_columns[0].label_columns }} label columns *seen*.\n\n{{ table(tables.count) }}\n",
+        tables={"count": lambda c: Table(("label columns", "of"), [(str(c["f"]["label_columns"][0]["label_columns"]),
+                                                                  str(c["o"]["measurement_rows"]))], (True, True))})
+    at = next(i for i, s in enumerate(report.SECTIONS) if s.key == "contamination")
+    monkeypatch.setattr(report, "SECTIONS", (*report.SECTIONS[:at], section, *report.SECTIONS[at:]))
+
+    with Store(tmp_path / "empty.duckdb") as store:
+        md_path, html_path = report.render_report(store, tmp_path / "out")
+    md, html = md_path.read_text(), html_path.read_text()
+    assert "\n## 11. Label columns &lt;seen&gt;\n\n0 label columns *seen*.\n\n| label columns | of |\n|---:|---:|\n| 0 | 0 |\n" in md
+    assert "\n## 12. Contamination with benchmarks\n" in md and "\n## 10. Leaks across datasets\n" in md
+    assert '<section id="label_columns">\n<h2>11. Label columns &lt;seen&gt;</h2>' in html
+    assert "<p>0 label columns <em>seen</em>.</p>" in html and "<h2>12. Contamination with benchmarks</h2>" in html
+    assert '<td style="text-align:right">0</td>' in html
+
+
+def test_every_section_names_views_that_exist_and_has_prose():
+    from hubsurvey.analysis import report
+    from hubsurvey.analysis.render import environment
+
+    blocks = environment().get_template(report.SECTIONS_TEMPLATE).blocks
+    assert len({s.key for s in report.SECTIONS}) == len(report.SECTIONS)
+    for section in report.SECTIONS:
+        assert set(section.views) <= set(FINDINGS), section.key
+        assert (section.key in blocks) != (section.prose is not None), section.key
+    assert set(blocks) == {report.INTRO} | {s.key for s in report.SECTIONS if s.prose is None}  # no stale prose
+    assert report.section_numbers()["near"] == 9 and report.section_numbers()["exact"] == 8
+
+
+def test_markdown_html_passes_no_markup_through():
+    """report.html's prose is the report's Markdown converted: raw HTML and script links stay text."""
+    from hubsurvey.analysis.render import markdown_html, md
+
+    html = markdown_html("<script>alert(1)</script> <img src=x onerror=alert(2)> [a](javascript:alert(3))\n\n"
+                         f"| {md('<b>|x')} |\n|---|\n| {md('[y](javascript:alert(4))')} |\n")
+    assert "<script" not in html and "<img" not in html and "<b>" not in html
+    assert 'href="javascript' not in html and "<a " not in html  # a script link is not made a link
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<th>&lt;b&gt;|x</th>" in html
+    assert "<td>[y](javascript:alert(4))</td>" in html  # an escaped value is never a link

@@ -437,6 +437,10 @@ NEAR_FIGURES: tuple[NearFigure, ...] = (
     ),
 )
 
+#: The near-duplicate method's defaults: tau (near-duplicates at Jaccard >= tau) and n (character
+#: n-grams). survey/near.py NearParams and the report's wording read them; each row records its own.
+NEAR_DEFAULT_THRESHOLD = 0.8
+NEAR_DEFAULT_SHINGLE = 5
 #: The thresholds of the curve (table ``near_curve``): test_rows_near_train at each.
 NEAR_CURVE: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6)
 NEAR_CURVE_SQL = f"coalesce(sum(n_test) FILTER (WHERE n_test > 0 AND {_NEAR_TRAIN.format(t='$t')}), 0)"
