@@ -5,6 +5,7 @@ like the others; a step that fails fails the run, recorded; executors come from 
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 
 import pytest
@@ -46,18 +47,26 @@ def _runs(db) -> list[dict]:
         return store.records("SELECT command, status, counts, error_class, error_message FROM runs ORDER BY started_at")
 
 
-def _measured_db(tmp_path, shared_datasets):
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory, shared_datasets):
     """A DB holding one config measured by an audit of real data (CogComp/trec); nothing crawled, so
     the runs on it queue no job and never call the Hub."""
     from hubsurvey.survey.audit import audit
 
-    db = tmp_path / "s.duckdb"
-    audit(str(shared_datasets / "CogComp__trec"), db=db, dataset_id="CogComp/trec")
+    db = tmp_path_factory.mktemp("audited") / "s.duckdb"
+    audit(str(shared_datasets / "CogComp__trec"), db=db, dataset_id="CogComp/trec", near=False, examples=0)
     return db
 
 
-def test_a_new_step_is_one_class_and_one_line_and_runs_recorded(tmp_path, shared_datasets):
-    db = _measured_db(tmp_path, shared_datasets)
+def _measured_db(tmp_path, audited):
+    """A copy of the audited DB (its file; the runs here never read the fingerprints)."""
+    db = tmp_path / "s.duckdb"
+    shutil.copyfile(audited, db)
+    return db
+
+
+def test_a_new_step_is_one_class_and_one_line_and_runs_recorded(tmp_path, audited):
+    db = _measured_db(tmp_path, audited)
     steps = [*run_steps(), ShareOfConfigsMeasured()]  # the one line a new step adds to the list
     options = RunOptions(crawl=False, crossleaks=False, workers=1)
     summary = run_survey(db, HubClient(**OFFLINE), None, options, steps=steps)
@@ -73,8 +82,8 @@ def test_a_new_step_is_one_class_and_one_line_and_runs_recorded(tmp_path, shared
     assert counts["crawl"] is None and counts["crossleaks"] is None
 
 
-def test_a_step_that_fails_fails_the_run_recorded_and_the_steps_after_it_do_not_run(tmp_path, shared_datasets):
-    db = _measured_db(tmp_path, shared_datasets)
+def test_a_step_that_fails_fails_the_run_recorded_and_the_steps_after_it_do_not_run(tmp_path, audited):
+    db = _measured_db(tmp_path, audited)
     after = ShareOfConfigsMeasured()
     with pytest.raises(BadInputError, match="planted"):
         run_survey(db, HubClient(**OFFLINE), None, RunOptions(crawl=False, crossleaks=False),

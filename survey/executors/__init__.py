@@ -10,15 +10,11 @@ An executor is one module here plus one entry in :data:`EXECUTORS` (``run --exec
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from hubsurvey.core.errors import UsageError
+from hubsurvey.core.steps import RunContext
 from hubsurvey.survey.executors.base import Executor
 from hubsurvey.survey.executors.dask import DaskExecutor
 from hubsurvey.survey.executors.local import LocalExecutor
-
-if TYPE_CHECKING:
-    from hubsurvey.core.steps import RunContext
 
 #: name (``run --executor NAME``) -> the executor class
 EXECUTORS: dict[str, type[Executor]] = {

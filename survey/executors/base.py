@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 from hubsurvey.core.queue import JobOutcome
+from hubsurvey.core.steps import RunContext
 from hubsurvey.survey.jobs import JobSpec
-
-if TYPE_CHECKING:
-    from hubsurvey.core.steps import RunContext
 
 
 class Executor(Protocol):

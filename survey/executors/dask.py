@@ -9,15 +9,13 @@ the per-job timeout and memory ceiling are left to the cluster's own worker sett
 from __future__ import annotations
 
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from hubsurvey.core.errors import UsageError
 from hubsurvey.core.queue import JobOutcome
+from hubsurvey.core.steps import RunContext
 from hubsurvey.survey.executors.base import Inflight, settle
 from hubsurvey.survey.jobs import JobSpec, error_outcome, run_job
-
-if TYPE_CHECKING:
-    from hubsurvey.core.steps import RunContext
 
 
 class DaskExecutor(Inflight):

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobOutcome
+from hubsurvey.core.steps import RunContext
 from hubsurvey.survey.cache import GB, CacheBudget
 from hubsurvey.survey.executors.base import Inflight, settle
 from hubsurvey.survey.jobs import (
@@ -25,9 +26,6 @@ from hubsurvey.survey.jobs import (
     job_bytes,
     run_job,
 )
-
-if TYPE_CHECKING:
-    from hubsurvey.core.steps import RunContext
 
 
 class LocalExecutor(Inflight):
