@@ -61,13 +61,13 @@ def test_normalize_string_by_hand(text, expected):
     assert normalize_string(text) == expected == normalize_text(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=TRICKY, max_size=24))
 def test_agrees_with_the_engine_on_tricky_strings(text):
     assert normalize_string(text) == normalize_text(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.text(max_size=24))
 def test_agrees_with_the_engine_on_any_string(text):
     assert normalize_string(text) == normalize_text(text)
@@ -75,7 +75,7 @@ def test_agrees_with_the_engine_on_any_string(text):
 
 #: Rows read from the start of each shared test split (all of them in the slow tier would cost
 #: seconds of the plain per-character loop).
-ROWS_PER_SPLIT = 300
+ROWS_PER_SPLIT = 150
 
 
 def _strings(value):
@@ -97,4 +97,4 @@ def test_agrees_with_the_engine_on_the_shared_datasets(shared_datasets):
                     assert normalize_string(text) == normalize_text(text), (path, column, text)
                     checked += 1
                     non_ascii += not text.isascii()
-    assert checked > 10_000 and non_ascii > 100  # real text, some of it beyond ASCII (hebrew, emoji, ...)
+    assert checked > 50_000 and non_ascii > 5_000  # real text, some of it beyond ASCII (hebrew, emoji, ...)
