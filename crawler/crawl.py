@@ -54,7 +54,9 @@ from hubsurvey.core.store import Store, now
 from hubsurvey.crawler import rules
 from hubsurvey.crawler.rules import CrawlFilters
 
-EXPAND = ["gated", "disabled", "private", "sha", "lastModified", "tags", "cardData", "downloads", "likes", "author"]
+# What the listing must carry to decide: facts, tags, the card, and the main branch's file names
+# (a card-less dataset's splits come from them).
+EXPAND = ["gated", "disabled", "private", "sha", "lastModified", "tags", "cardData", "siblings", "downloads", "likes", "author"]
 LISTING_SORT = "lastModified"  # newest first: what changed since the last crawl comes first
 SINCE_LAST_MARGIN = timedelta(hours=1)  # a since-last listing reads this far past its high-water mark
 PAGES_IN_FLIGHT = 2  # listing pages whose datasets may be resolving while the next page is read
@@ -254,6 +256,12 @@ def _listing_row(item: Mapping[str, Any]) -> dict[str, Any]:
         last_modified = _timestamp(item.get("lastModified"))
     except ValueError:
         raise BadListingItem("lastModified", item.get("lastModified")) from None
+    siblings = typed("siblings", (list,))
+    files = None
+    if siblings is not None:
+        if not all(isinstance(f, dict) and isinstance(f.get("rfilename"), str) for f in siblings):
+            raise BadListingItem("siblings", siblings)
+        files = [f["rfilename"] for f in siblings]
     return {
         "id": item["id"],
         "sha": typed("sha", (str,)),
@@ -266,6 +274,7 @@ def _listing_row(item: Mapping[str, Any]) -> dict[str, Any]:
         "likes": typed("likes", (int,)),
         "last_modified": last_modified,
         "card": typed("cardData", (dict,)),
+        "files": files,  # the main branch's file names: decisions only, never stored
     }
 
 
@@ -273,7 +282,7 @@ def _bad_row(item: Mapping[str, Any], problem: BadListingItem) -> dict[str, Any]
     """What is stored for a listing item that cannot be decided: its id, the reason, nothing else."""
     return {"id": item["id"], "sha": None, "author": item["id"].split("/")[0], "tags": [], "gated": None,
             "private": False, "disabled": False, "downloads": None, "likes": None, "last_modified": None, "card": None,
-            "invalid": problem.field_name}
+            "files": None, "invalid": problem.field_name}
 
 
 def _dataset_id(item: Any) -> str | None:
@@ -320,7 +329,7 @@ def crawl(
     Without ``run_id`` the crawl is a command of its own and records its own ``runs`` row (a survey
     run passes its id and records the run itself).
     """
-    options = {"workers": workers, "progress": progress, "recheck_listing": recheck_listing, "since_last": since_last}
+    options: dict[str, Any] = {"workers": workers, "progress": progress, "recheck_listing": recheck_listing, "since_last": since_last}
     if run_id is not None:
         return _crawl(store, client, filters, run_id=run_id, **options)
     filters = filters or CrawlFilters()
@@ -379,7 +388,7 @@ class _Crawler:
         stop_below = state.get("high_water") if mode == "since_last" else None
         if stop_below is not None:
             stop_below -= SINCE_LAST_MARGIN
-        cursor = {
+        cursor: dict[str, Any] = {
             "listing_key": key, "next_url": None, "mode": mode,
             "pages": state.get("pages", 0) if resuming else 0, "items": state.get("items", 0) if resuming else 0,
             "newest": state.get("newest") if resuming else None, "high_water": state.get("high_water"),

@@ -14,6 +14,7 @@ Parquet files instead.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -108,7 +109,8 @@ def decide_from_listing(item: Mapping[str, Any], filters: CrawlFilters, *, claim
 
 
 def decide_from_claims(item: Mapping[str, Any], filters: CrawlFilters) -> str | None:
-    """An exclusion reason from the tags and the card (claims that may be stale), or None."""
+    """An exclusion reason from the tags, the card and the file names (claims that may be
+    stale), or None."""
     tags = item.get("tags") or []
     lower = min_rows_from_tags(tags)
     if lower is not None and lower >= filters.max_rows:
@@ -116,34 +118,87 @@ def decide_from_claims(item: Mapping[str, Any], filters: CrawlFilters) -> str | 
     modalities = _tag_values(tags, "modality")
     if filters.require_text and modalities and "text" not in modalities:
         return NOT_TEXT
-    return decide_from_card(item.get("card"), filters)
+    card = item.get("card")
+    return decide_from_card(card, filters) or decide_from_files(item.get("files"), card)
+
+
+# datasets' split keywords for test, in a file or folder name between separators (its
+# KEYWORDS_IN_FILENAME/DIR_NAME patterns, sep = [-._ 0-9/]); matched without case, to err on the
+# side of resolving.
+_TEST_NAME = re.compile(r"(?:^|[-._ 0-9/])(?:test|testing|eval|evaluation)(?:[-._ 0-9/]|$)", re.IGNORECASE)
+_NOT_DATA = re.compile(r"(?:^|/)(?:\.[^/]*|readme\.md|[^/]*\.(?:md|py))$", re.IGNORECASE)
+
+
+def decide_from_files(files: Iterable[str] | None, card: Mapping[str, Any] | None) -> str | None:
+    """NO_TEST_SPLIT when the repo's own files say so, or None.
+
+    A dataset whose card names no configs nor splits gets its splits from its file names, as
+    ``datasets`` infers them: a test split needs a file or folder named test, testing, eval or
+    evaluation. The rule applies only when the main branch (the listing's ``siblings``) holds
+    data files, none of them so named, and no loading script at the root.
+    """
+    if files is None or (isinstance(card, Mapping) and (card.get("configs") or card.get("dataset_info"))):
+        return None
+    data = [f for f in files if not _NOT_DATA.search(f)]
+    if not data or any("/" not in f and f.endswith(".py") for f in files):
+        return None
+    return None if any(_TEST_NAME.search(f) for f in data) else NO_TEST_SPLIT
 
 
 def decide_from_card(card: Mapping[str, Any] | None, filters: CrawlFilters) -> str | None:
-    """An exclusion reason from the card's ``dataset_info``, in the order the Parquet branch is
-    judged (no test split, then rows, then text), or None when the card does not settle it.
+    """An exclusion reason from the card, in the order the Parquet branch is judged (no test
+    split, then rows, then text), or None when the card does not settle it.
 
-    Each rule needs the card to speak for every config it names (``configs`` and
-    ``dataset_info`` entries): no test split when every config states its splits and none is a
-    test split; too many rows when the stated splits alone reach ``max_rows`` (a lower bound);
-    not text when every config states features and none of them is a text column.
+    Split names come from ``dataset_info`` and from ``configs[].data_files`` (a plain pattern or
+    list of patterns is the train split, as ``datasets`` reads it). Each rule needs the card to
+    speak for every config it names: no test split when every config states its splits and none
+    is a test split; too many rows when the stated ``num_examples`` alone reach ``max_rows`` (a
+    lower bound); not text when every config states features and none of them is a text column.
     """
-    entries = card_entries(card)
-    if not entries:
+    if not isinstance(card, Mapping):
         return None
-    named = {c.get("config_name") for c in (card or {}).get("configs") or [] if isinstance(c, dict)}
+    entries = card_entries(card)
+    declared = config_splits(card)
     described = {e["config"] for e in entries}
-    complete = not (named - described)
-    splits_stated = complete and all(e["splits"] is not None for e in entries)
-    if splits_stated and not any(canonical_split(name) == "test" for e in entries for name in e["splits"]):
+    configs = described | set(declared)
+    if not configs:
+        return None
+    splits: dict[str, set[str]] = {}
+    for e in entries:
+        if e["splits"] is not None:
+            splits.setdefault(e["config"], set()).update(e["splits"])
+    for config, names in declared.items():
+        if names is not None:
+            splits.setdefault(config, set()).update(names)
+    if set(splits) >= configs and not any(canonical_split(n) == "test" for names in splits.values() for n in names):
         return NO_TEST_SPLIT
     stated = sum(n for e in entries for n in (e["splits"] or {}).values() if n is not None)
     if stated >= filters.max_rows:
         return TOO_MANY_ROWS
-    features_stated = filters.require_text and complete and all(e["features"] is not None for e in entries)
+    features_stated = filters.require_text and described >= configs and all(e["features"] is not None for e in entries)
     if features_stated and not any(infer_roles(e["features"]).text_columns for e in entries):
         return NOT_TEXT
     return None
+
+
+def config_splits(card: Mapping[str, Any]) -> dict[str, set[str] | None]:
+    """``{config: split names}`` from the card's ``configs``; None when a config's ``data_files``
+    does not name them (no data_files: the splits come from file names, which the card does not give)."""
+    configs = card.get("configs")
+    out: dict[str, set[str] | None] = {}
+    for config in configs if isinstance(configs, list) else []:
+        if not isinstance(config, dict) or not isinstance(config.get("config_name"), str):
+            continue
+        files = config.get("data_files")
+        names: set[str] | None = None
+        if isinstance(files, str) or (isinstance(files, list) and files and all(isinstance(f, str) for f in files)):
+            names = {"train"}
+        elif isinstance(files, list) and files and all(isinstance(f, dict) and isinstance(f.get("split"), str) for f in files):
+            names = {f["split"] for f in files}
+        elif isinstance(files, dict) and files and all(isinstance(k, str) for k in files):
+            names = set(files)
+        out[config["config_name"]] = names
+    return out
 
 
 def card_entries(card: Mapping[str, Any] | None) -> list[dict[str, Any]]:

@@ -142,6 +142,13 @@ def test_recheck_listing_resolves_what_the_card_excluded_and_keeps_the_hubs_fact
         # a config the card names but does not describe may hold a test split
         ({**_card({"train": 5}), "configs": [{"config_name": "default"}, {"config_name": "other"}]}, None),
         ({"dataset_info": {"config_name": "default", "splits": [{"name": "train"}]}}, "no_test_split"),
+        # configs' data_files name the splits too (a plain pattern is the train split)
+        ({"configs": [{"config_name": "default", "data_files": "data/*/*.parquet"}]}, "no_test_split"),
+        ({"configs": [{"config_name": "default", "data_files": ["a.csv", "b.csv"]}]}, "no_test_split"),
+        ({"configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "t*"}, {"split": "test", "path": "e*"}]}]}, None),
+        ({"configs": [{"config_name": "default", "data_files": {"train": "t*", "validation": "v*"}}]}, "no_test_split"),
+        ({"configs": [{"config_name": "default", "data_dir": "data"}]}, None),  # split names from file names: unknown
+        ({"configs": [{"config_name": "a", "data_files": "x"}, {"config_name": "b"}]}, None),
         ({"dataset_info": "garbage"}, None),
         ({"dataset_info": {"splits": "garbage", "features": 3}}, None),
         (None, None),
@@ -149,6 +156,32 @@ def test_recheck_listing_resolves_what_the_card_excluded_and_keeps_the_hubs_fact
 )
 def test_card_rules(card, want):
     assert decide_from_card(card, CrawlFilters()) == want
+
+
+@pytest.mark.parametrize(
+    ("files", "card", "want"),
+    [
+        ([".gitattributes", "README.md", "data/train.csv"], None, "no_test_split"),
+        (["train.jsonl", "valid.jsonl"], {"license": "mit"}, "no_test_split"),
+        (["data/train.csv", "data/test.csv"], None, None),
+        (["train.jsonl", "my_eval.jsonl"], None, None),
+        (["data/train-00000.parquet", "data/TEST-00000.parquet"], None, None),
+        (["images/testing/0001.png"], None, None),
+        (["contest.csv"], None, "no_test_split"),  # "test" inside a word is not a split name
+        (["x.py", "x.csv"], None, None),  # a loading script decides its own splits
+        ([".gitattributes", "README.md"], None, None),  # no data on main: nothing to infer
+        (["data/train.csv"], {"configs": [{"config_name": "default", "data_dir": "d"}]}, None),  # the card's configs rule
+        (None, None, None),
+    ],
+)
+def test_split_names_from_the_file_names_of_a_card_without_splits(files, card, want):
+    assert rules.decide_from_files(files, card) == want
+
+
+def test_a_listing_item_with_files_is_decided_from_them():
+    item = {"id": "o/x", "tags": ["modality:text"], "card": None, "files": ["train.csv"]}
+    assert rules.decide_from_listing(item, CrawlFilters()) == "no_test_split"
+    assert rules.decide_from_listing(item, CrawlFilters(), claims=False) is None
 
 
 def test_the_card_never_admits_what_the_hub_gates():
@@ -287,7 +320,7 @@ def test_an_id_listed_twice_on_a_page_or_across_pages_is_stored_once(filler_root
 
 def test_a_bad_listing_item_excludes_that_item_alone(filler_root, tmp_path, monkeypatch, caplog):
     bad = {0: ("lastModified", "yesterday"), 1: ("cardData", ["a", "list"]), 2: ("tags", "modality:text"),
-           3: ("downloads", "many"), 4: ("gated", {"x": 1})}
+           3: ("downloads", "many"), 4: ("gated", {"x": 1}), 5: ("siblings", [{"rfilename": 3}])}
     with StandinHub(filler_root, page_size=PAGE) as hub:
         victims: dict[str, str] = {}
 
@@ -296,7 +329,7 @@ def test_a_bad_listing_item_excludes_that_item_alone(filler_root, tmp_path, monk
                 for i, (field, value) in bad.items():
                     items[i][field] = value
                     victims[items[i]["id"]] = field
-                items.insert(5, {"id": None, "tags": []})  # no id: nothing to store, one warning
+                items.insert(6, {"id": None, "tags": []})  # no id: nothing to store, one warning
             return items
 
         _rewrite_listing(hub, monkeypatch, spoil)
