@@ -449,3 +449,43 @@ def test_a_real_property_found_in_the_files_stands_until_the_sha_changes(card_ro
             crawl(store, client_for(hub))
         assert hub.stats()["info"] == 1
     assert rows(db)["o/card-says-eligible"]["resolved_sha"] == "d" * 40
+
+
+@pytest.mark.parametrize("answer", ["html", "object", "truncated"])
+def test_a_malformed_listing_page_is_a_hub_error_and_the_next_crawl_resumes_there(filler_root, tmp_path, monkeypatch, answer):
+    """A JSONDecodeError after a few pages (an HTML page with status 200, a truncated body, an object
+    where the list belongs): the crawl ends with exit 4 in one line, the next one resumes at that page."""
+    from typer.testing import CliRunner
+
+    from hubsurvey.cli import app
+    from hubsurvey_standin.server import _Response
+
+    db = tmp_path / "r.duckdb"
+    with StandinHub(filler_root, page_size=PAGE) as hub:
+        original = hub.app.list_datasets
+        calls = []
+
+        def broken(req):
+            response = original(req)
+            calls.append(1)
+            if len(calls) >= 3:
+                body = {"html": b"<html>Just a moment...</html>", "object": b'{"items": []}',
+                        "truncated": response.body[: len(response.body) // 3]}[answer]
+                return _Response(200, body, {"Content-Type": "text/html" if answer == "html" else "application/json"})
+            return response
+
+        monkeypatch.setattr(hub.app, "list_datasets", broken)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HUBSURVEY_MAX_ATTEMPTS", "2")
+        result = CliRunner().invoke(app, ["crawl", "--db", str(db), "--rate", "0", "--file-rate", "0"])
+        assert result.exit_code == 4, result.output
+        errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+        assert len(errors) == 1 and errors[0].startswith("error: listing datasets on ") and ", page 3: " in errors[0]
+        assert "Traceback" not in result.output
+        assert rows(db) and len(rows(db)) == 2 * PAGE
+        monkeypatch.setattr(hub.app, "list_datasets", original)
+        hub.reset_stats()
+        again = CliRunner().invoke(app, ["crawl", "--db", str(db), "--rate", "0", "--file-rate", "0"])
+        assert again.exit_code == 0, again.output
+        assert hub.stats()["list"] == 5 and "listed 180" in again.stdout
+    assert len(rows(db)) == 260

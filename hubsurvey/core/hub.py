@@ -365,7 +365,7 @@ class HubClient:
 
         return build_hf_headers(token=self._token if self._token else False)
 
-    def _get_json_page(self, url: str, params: Any = None) -> tuple[Any, str | None, str]:
+    def _get_json_page(self, url: str, params: Any = None, what: str = "a listing page") -> tuple[Any, str | None, str]:
         """One page of a paginated listing: (its JSON, the next page's URL or None, the URL fetched).
 
         A body that is not JSON (a proxy's HTML page with status 200, a truncated answer) is a
@@ -376,7 +376,7 @@ class HubClient:
         response = get_session().get(url, params=params, headers=self._headers())
         hf_raise_for_status(response)
         fetched = str(response.request.url) if response.request is not None else url
-        return _json_body(response, fetched), response.links.get("next", {}).get("url"), fetched
+        return _json_body(response, what), response.links.get("next", {}).get("url"), fetched
 
     def _pages(self, url: str, params: Any, what: str) -> Iterator[tuple[list[Any], str | None, str]]:
         """Each page of a Link-paginated listing as (items, next URL, URL fetched), each page
@@ -386,9 +386,10 @@ class HubClient:
         seen: set[tuple[Any, ...]] = set()
         next_url: str | None = url
         while next_url is not None:
-            page, following, fetched = self.call(self._get_json_page, next_url, params, _what=what)
+            where = f"{what}, page {len(seen) + 1}"
+            page, following, fetched = self.call(self._get_json_page, next_url, params, where, _what=what)
             if not isinstance(page, list):
-                raise HubAnswerError(f"{what}: the Hub answered a JSON {type(page).__name__} where a list of items belongs")
+                raise HubAnswerError(f"{where}: the Hub answered a JSON {type(page).__name__} where a list of items belongs")
             seen.add(_url_key(fetched))
             if following is not None and _url_key(following) in seen:
                 log.warning("%s: the Hub's next-page link points back at a page already read; the listing ends here",
@@ -443,7 +444,7 @@ class HubClient:
             url, params = f"{self.endpoint}/api/datasets", self._listing_params(limit, expand, filters)
         remaining = limit
         try:
-            for items, following, fetched in self._pages(url, params, "listing datasets"):
+            for items, following, fetched in self._pages(url, params, f"listing datasets on {self.endpoint}"):
                 if remaining is not None:
                     items, remaining = items[:remaining], max(0, remaining - len(items))
                     following = following if remaining else None
