@@ -301,6 +301,16 @@ def is_hub_fault(exc: BaseException) -> bool:
     return is_transient(exc)
 
 
+# Failures that earlier versions stored as permanent ("error:<class>" with a resolved_sha) although
+# they are Hub faults: such a dataset is resolved again instead of staying excluded until its sha changes.
+_FAULT_CLASSES = frozenset({"JSONDecodeError", "HubTimeoutError", "HubAnswerError", "TooManyRedirects", "DecodingError",
+                            "RemoteProtocolError", "ReadError", "ReadTimeout", "ConnectTimeout", "HfHubHTTPError"})
+
+
+def _hub_fault_recorded_as_permanent(reason: str | None) -> bool:
+    return reason is not None and reason.startswith("error:") and reason.removeprefix("error:") in _FAULT_CLASSES
+
+
 def listing_key(query: Mapping[str, Any]) -> str:
     """The key of one listing query in ``crawl_listings``: its filters, properties and order."""
     return json.dumps({"query": dict(query), "expand": EXPAND, "sort": LISTING_SORT}, sort_keys=True, default=str)
@@ -468,7 +478,8 @@ class _Crawler:
         reason = rules.decide_from_listing(meta, self.filters, claims=not self.recheck_listing)
         if reason is not None:
             entry.row = self._row(entry, reason, None, None, "listing")
-        elif prior and prior["resolved_sha"] and prior["resolved_sha"] == meta["sha"] and prior["decided_by"] != "listing":
+        elif (prior and prior["resolved_sha"] and prior["resolved_sha"] == meta["sha"] and prior["decided_by"] != "listing"
+              and not _hub_fault_recorded_as_permanent(prior["exclusion_reason"])):
             configs = json.loads(prior["configs"]) if isinstance(prior["configs"], str) else prior["configs"]
             kept = Resolution(prior["exclusion_reason"], configs or {}, prior["total_rows"], prior["parquet_sha"])
             entry.row = self._row(entry, prior["exclusion_reason"], kept, meta["sha"], "parquet")

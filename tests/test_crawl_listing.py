@@ -489,3 +489,17 @@ def test_a_malformed_listing_page_is_a_hub_error_and_the_next_crawl_resumes_ther
         assert again.exit_code == 0, again.output
         assert hub.stats()["list"] == 5 and "listed 180" in again.stdout
     assert len(rows(db)) == 260
+
+
+def test_a_hub_fault_an_earlier_version_stored_as_permanent_is_resolved_again(card_root, tmp_path):
+    db = tmp_path / "r.duckdb"
+    with StandinHub(card_root) as hub:
+        with Store(db) as store:
+            crawl(store, client_for(hub))
+            store.con.execute("UPDATE datasets SET status = 'excluded', exclusion_reason = 'error:JSONDecodeError', "
+                              "decided_by = NULL WHERE dataset_id = 'o/eligible'")
+        hub.reset_stats()
+        with Store(db) as store:
+            summary = crawl(store, client_for(hub))
+        assert summary.resolved == 1 and hub.stats()["info"] == 1
+    assert rows(db)["o/eligible"]["status"] == "eligible"
