@@ -311,9 +311,11 @@ def _hub_fault_recorded_as_permanent(reason: str | None) -> bool:
     return reason is not None and reason.startswith("error:") and reason.removeprefix("error:") in _FAULT_CLASSES
 
 
-def listing_key(query: Mapping[str, Any]) -> str:
-    """The key of one listing query in ``crawl_listings``: its filters, properties and order."""
-    return json.dumps({"query": dict(query), "expand": EXPAND, "sort": LISTING_SORT}, sort_keys=True, default=str)
+def listing_key(query: Mapping[str, Any], endpoint: str = "") -> str:
+    """The key of one listing query in ``crawl_listings``: the Hub, the filters, properties and
+    order (a cursor is resumed only by the same listing of the same Hub)."""
+    return json.dumps({"endpoint": endpoint, "query": dict(query), "expand": EXPAND, "sort": LISTING_SORT},
+                      sort_keys=True, default=str)
 
 
 def crawl(
@@ -391,7 +393,7 @@ class _Crawler:
     # --- one listing query, page by page ---------------------------------------------------------
 
     def listing(self, query: dict[str, Any], window: int) -> None:
-        key = listing_key(query)
+        key = listing_key(query, self.client.endpoint)
         state = self.store.crawl_listing(key) or {}
         resuming = bool(state.get("next_url"))
         mode = state.get("mode") if resuming else ("since_last" if self.since_last else "full")

@@ -245,8 +245,9 @@ def test_a_killed_crawl_resumes_from_the_cursor_written_with_the_last_page(fille
 
 
 def test_the_cursor_belongs_to_its_query(filler_root, tmp_path):
-    """A stored cursor of one filter set is not resumed by a crawl with other filters."""
-    assert listing_key({"author": "a"}) != listing_key({"author": "b"}) != listing_key({})
+    """A stored cursor of one filter set, or of another Hub, is not resumed by another listing."""
+    assert len({listing_key({"author": "a"}), listing_key({"author": "b"}), listing_key({}),
+                listing_key({}, "http://127.0.0.1:1"), listing_key({}, "http://127.0.0.1:2")}) == 5
 
 
 def _rewrite_listing(hub: StandinHub, monkeypatch, change) -> None:
