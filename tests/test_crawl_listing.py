@@ -345,6 +345,7 @@ def test_a_bad_listing_item_excludes_that_item_alone(filler_root, tmp_path, monk
     assert sum("without a dataset id" in r.getMessage() for r in caplog.records) == 1
 
 
+@pytest.mark.slow
 def test_a_since_last_crawl_lists_only_down_to_the_high_water_mark(tmp_path):
     root = generate_minihub(tmp_path / "mini", seed=0, filler=300)
     db = tmp_path / "r.duckdb"
@@ -404,8 +405,9 @@ def _redirect_loop(req, repo_id, rev):
 
 @pytest.mark.parametrize(
     ("fault", "cls"),
-    [("html", "HubAnswerError"), ("truncated", "HubAnswerError"), ("list", "HubAnswerError"),
-     ("no_sha", "HubAnswerError"), ("redirect_loop", "TooManyRedirects"), ("503", "HfHubHTTPError")],
+    [("html", "HubAnswerError"), pytest.param("truncated", "HubAnswerError", marks=pytest.mark.slow),
+     pytest.param("list", "HubAnswerError", marks=pytest.mark.slow), pytest.param("no_sha", "HubAnswerError", marks=pytest.mark.slow),
+     pytest.param("redirect_loop", "TooManyRedirects", marks=pytest.mark.slow), ("503", "HfHubHTTPError")],
 )
 def test_a_hub_fault_while_resolving_is_retried_by_the_next_crawl(card_root, tmp_path, monkeypatch, fault, cls):
     db = tmp_path / "r.duckdb"
@@ -452,7 +454,7 @@ def test_a_real_property_found_in_the_files_stands_until_the_sha_changes(card_ro
     assert rows(db)["o/card-says-eligible"]["resolved_sha"] == "d" * 40
 
 
-@pytest.mark.parametrize("answer", ["html", "object", "truncated"])
+@pytest.mark.parametrize("answer", ["html", pytest.param("object", marks=pytest.mark.slow), pytest.param("truncated", marks=pytest.mark.slow)])
 def test_a_malformed_listing_page_is_a_hub_error_and_the_next_crawl_resumes_there(filler_root, tmp_path, monkeypatch, answer):
     """A JSONDecodeError after a few pages (an HTML page with status 200, a truncated body, an object
     where the list belongs): the crawl ends with exit 4 in one line, the next one resumes at that page."""
