@@ -459,6 +459,7 @@ class _Crawler:
         self.seen.update(repo_id for repo_id, _ in fresh)
         known = self.store.crawl_records([repo_id for repo_id, _ in fresh])
         entries, newest = [], None
+        latest_believable = now() + timedelta(days=1)  # a date in the future would end every later since-last listing
         for repo_id, item in fresh:
             try:
                 meta = _listing_row(item)
@@ -466,8 +467,9 @@ class _Crawler:
                 log.warning("%s: %s; excluded", repo_id, self.client.scrub(str(e)))
                 meta = _bad_row(item, e)
             entry = _Entry(meta, known.get(repo_id))
-            if meta["last_modified"] is not None and (newest is None or meta["last_modified"] > newest):
-                newest = meta["last_modified"]
+            modified = meta["last_modified"]
+            if modified is not None and modified <= latest_believable and (newest is None or modified > newest):
+                newest = modified
             self._decide(entry)
             entries.append(entry)
         return _Page(next_url, entries, newest)

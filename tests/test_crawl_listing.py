@@ -506,3 +506,17 @@ def test_a_hub_fault_an_earlier_version_stored_as_permanent_is_resolved_again(ca
             summary = crawl(store, client_for(hub))
         assert summary.resolved == 1 and hub.stats()["info"] == 1
     assert rows(db)["o/eligible"]["status"] == "eligible"
+
+
+def test_a_lastmodified_in_the_future_does_not_become_the_high_water_mark(filler_root, tmp_path, monkeypatch):
+    with StandinHub(filler_root, page_size=PAGE) as hub:
+        def future(items, headers, req):
+            if "cursor" not in req.path + str(req.query):
+                items[0]["lastModified"] = "9999-01-01T00:00:00.000Z"
+            return items
+
+        _rewrite_listing(hub, monkeypatch, future)
+        with Store(tmp_path / "r.duckdb") as store:
+            crawl(store, client_for(hub))
+            (state,) = store.records("SELECT high_water FROM crawl_listings")
+    assert state["high_water"] is not None and state["high_water"].year < 9999
