@@ -2,15 +2,28 @@
 
 Stages for each listed dataset, cheapest first:
 
-1. the listing's metadata (gated, private, disabled, size_categories and modality tags): no request;
+1. the listing's metadata (gated, private, disabled, size_categories and modality tags, and the
+   card's ``dataset_info``: splits, their sizes, features): no request. The card only excludes
+   (see :mod:`rules`); such rows say ``decided_by = 'listing'``;
 2. incremental skip: a dataset whose sha equals the sha it was resolved at keeps its earlier
    resolution: no request;
-3. resolution: the commit ``refs/convert/parquet`` points at (one call: it is recorded as
-   ``parquet_sha``, and everything below, and later the job's downloads, use that commit, so a
-   branch update in between cannot mix revisions), one tree listing of it (configs, splits, files
-   and their bytes) and one ranged read of a test file's Parquet footer (HF features: is it text?). Row counts come from the
-   card's ``dataset_info`` split sizes when it states every split and agrees with that footer;
-   otherwise from every file's footer, stopping as soon as the total passes ``max_rows``.
+3. resolution, in one API call: the dataset info of ``refs/convert/parquet`` with file sizes
+   (its commit is recorded as ``parquet_sha``, and everything below, and later the job's
+   downloads, use that commit, so a branch update in between cannot mix revisions; its files give
+   configs, splits and bytes), then one ranged read of a test file's Parquet footer (HF features:
+   is it text?) from the file (resolvers) quota. Row counts come from the card's ``dataset_info``
+   split sizes when it states every split and agrees with that footer; otherwise from every
+   file's footer, stopping as soon as the total passes ``max_rows``.
+
+The listing is read page by page, sorted by ``lastModified`` (newest first). Each page's datasets
+are written in one transaction with the listing's cursor (the next page's URL, table
+``crawl_listings``): a crawl that is killed, or whose page keeps failing, resumes there. A
+completed listing keeps its newest ``lastModified`` (the high-water mark): ``since_last`` lists
+only down to it, so a night re-decides just the datasets changed since.
+
+A Hub fault while resolving (an HTML page, truncated or malformed JSON, 5xx or timeouts after
+every retry) is recorded as ``hub_fault:<class>`` and retried by the next crawl; only properties
+of the dataset (no test split, too many rows, gated, not text...) stand until its sha changes.
 
 Every listed dataset is written to the ``datasets`` table as eligible or excluded with a reason.
 ``hubsurvey crawl`` is a thin layer over :func:`crawl`.
@@ -18,20 +31,22 @@ Every listed dataset is written to the ``datasets`` table as eligible or exclude
 
 from __future__ import annotations
 
-import itertools
 import json
+import logging
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx2
 import pyarrow as pa
 from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 
-from hubsurvey.core.errors import GatedError, HubUnreachableError
-from hubsurvey.core.hub import HubClient, branch_split, is_transient
+from hubsurvey.core.errors import GatedError, HubAnswerError, HubError, HubTimeoutError, HubUnreachableError
+from hubsurvey.core.hub import HubClient, RepoFile, branch_split, is_transient
 from hubsurvey.core.roles import features_from_arrow, infer_roles
 from hubsurvey.core.runs import Runs
 from hubsurvey.core.splits import canonical_split
@@ -39,8 +54,14 @@ from hubsurvey.core.store import Store, now
 from hubsurvey.crawler import rules
 from hubsurvey.crawler.rules import CrawlFilters
 
-EXPAND = ["gated", "disabled", "private", "sha", "lastModified", "tags", "cardData", "downloads", "likes", "author"]
-BATCH = 500  # rows written to DuckDB per transaction
+# What the listing must carry to decide: facts, tags, the card, and the main branch's file names
+# (a card-less dataset's splits come from them).
+EXPAND = ["gated", "disabled", "private", "sha", "lastModified", "tags", "cardData", "siblings", "downloads", "likes", "author"]
+LISTING_SORT = "lastModified"  # newest first: what changed since the last crawl comes first
+SINCE_LAST_MARGIN = timedelta(hours=1)  # a since-last listing reads this far past its high-water mark
+PAGES_IN_FLIGHT = 2  # listing pages whose datasets may be resolving while the next page is read
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -59,6 +80,10 @@ class CrawlSummary:
     eligible: int = 0
     excluded: Counter = field(default_factory=Counter)
     resolved: int = 0  # datasets resolved in this crawl (not skipped as unchanged)
+    from_listing: int = 0  # datasets decided from the listing alone (no request)
+    hub_faults: int = 0  # resolutions that met a Hub fault (retried by the next crawl)
+    pages: int = 0  # listing pages read
+    resumed: bool = False  # the listing resumed from a stored cursor
     api_calls: int = 0
     file_calls: int = 0
     seconds: float = 0.0
@@ -68,7 +93,8 @@ class CrawlSummary:
         excluded = ", ".join(f"{k} {v}" for k, v in sorted(self.excluded.items())) or "none"
         return (
             f"listed {self.listed}, eligible {self.eligible}, excluded {sum(self.excluded.values())} ({excluded});"
-            f" resolved {self.resolved}; {self.api_calls} API + {self.file_calls} file requests in {self.seconds:.1f} s"
+            f" resolved {self.resolved}; {self.from_listing} decided from the listing;"
+            f" {self.api_calls} API + {self.file_calls} file requests in {self.seconds:.1f} s"
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -77,6 +103,10 @@ class CrawlSummary:
             "eligible": self.eligible,
             "excluded": dict(self.excluded),
             "resolved": self.resolved,
+            "from_listing": self.from_listing,
+            "hub_faults": self.hub_faults,
+            "pages": self.pages,
+            "resumed": self.resumed,
             "api_calls": self.api_calls,
             "file_calls": self.file_calls,
             "seconds": round(self.seconds, 3),
@@ -124,14 +154,16 @@ def resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Map
 
 
 def _resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None) -> Resolution:
-    sha = client.parquet_sha(dataset_id)  # pin the branch: every read below, and the job's downloads, use this commit
-    resolution = _resolve_at(client, dataset_id, filters, card, sha)
+    # One API call: the branch's commit (every read below, and the job's downloads, are pinned to
+    # it) and its files with their sizes.
+    sha, files = client.parquet_files(dataset_id)
+    resolution = _resolve_at(client, dataset_id, filters, card, sha, files)
     resolution.parquet_sha = sha
     return resolution
 
 
-def _resolve_at(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None, sha: str) -> Resolution:
-    files = client.parquet_tree(dataset_id, revision=sha)
+def _resolve_at(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None, sha: str,
+                files: list[RepoFile]) -> Resolution:
     if not files:
         return Resolution(rules.NO_PARQUET_EXPORT)
     layout: dict[str, dict[str, list[Any]]] = {}
@@ -181,21 +213,109 @@ def _resolve_at(client: HubClient, dataset_id: str, filters: CrawlFilters, card:
     return Resolution(None, configs, total)
 
 
-def _listing_row(item: Any) -> dict[str, Any]:
-    gated = getattr(item, "gated", None)
+class BadListingItem(ValueError):
+    """One listing item carries a value of the wrong kind: that item is excluded, the crawl goes on."""
+
+    def __init__(self, field_name: str, value: Any):
+        super().__init__(f"the listing's {field_name} {_shown(value)} is not valid")
+        self.field_name = field_name
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _timestamp(value: Any) -> datetime | None:
+    """An ISO 8601 listing timestamp (``2024-01-02T03:04:05.000Z``) as a UTC datetime."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(value)
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _listing_row(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``datasets`` fields of one raw listing item, checked field by field: a wrong kind of
+    value raises :class:`BadListingItem` naming the field (the item is then excluded alone)."""
+
+    def typed(name: str, kinds: tuple[type, ...], default: Any = None) -> Any:
+        value = item.get(name, default)
+        if value is not None and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)):
+            raise BadListingItem(name, value)
+        return value
+
+    tags = typed("tags", (list,)) or []
+    if not all(isinstance(t, str) for t in tags):
+        raise BadListingItem("tags", tags)
+    gated = item.get("gated")
+    if gated not in (None, False, True, "auto", "manual", "false", "true"):
+        raise BadListingItem("gated", gated)
+    try:
+        last_modified = _timestamp(item.get("lastModified"))
+    except ValueError:
+        raise BadListingItem("lastModified", item.get("lastModified")) from None
+    siblings = typed("siblings", (list,))
+    files = None
+    if siblings is not None:
+        if not all(isinstance(f, dict) and isinstance(f.get("rfilename"), str) for f in siblings):
+            raise BadListingItem("siblings", siblings)
+        files = [f["rfilename"] for f in siblings]
     return {
-        "id": item.id,
-        "sha": getattr(item, "sha", None),
-        "author": getattr(item, "author", None) or item.id.split("/")[0],
-        "tags": list(getattr(item, "tags", None) or []),
+        "id": item["id"],
+        "sha": typed("sha", (str,)),
+        "author": typed("author", (str,)) or item["id"].split("/")[0],
+        "tags": list(tags),
         "gated": gated,
-        "private": bool(getattr(item, "private", False)),
-        "disabled": bool(getattr(item, "disabled", False)),
-        "downloads": getattr(item, "downloads", None),
-        "likes": getattr(item, "likes", None),
-        "last_modified": getattr(item, "last_modified", None),
-        "card": item.card_data.to_dict() if getattr(item, "card_data", None) is not None else None,
+        "private": bool(typed("private", (bool,), False)),
+        "disabled": bool(typed("disabled", (bool,), False)),
+        "downloads": typed("downloads", (int,)),
+        "likes": typed("likes", (int,)),
+        "last_modified": last_modified,
+        "card": typed("cardData", (dict,)),
+        "files": files,  # the main branch's file names: decisions only, never stored
     }
+
+
+def _bad_row(item: Mapping[str, Any], problem: BadListingItem) -> dict[str, Any]:
+    """What is stored for a listing item that cannot be decided: its id, the reason, nothing else."""
+    return {"id": item["id"], "sha": None, "author": item["id"].split("/")[0], "tags": [], "gated": None,
+            "private": False, "disabled": False, "downloads": None, "likes": None, "last_modified": None, "card": None,
+            "files": None, "invalid": problem.field_name}
+
+
+def _dataset_id(item: Any) -> str | None:
+    """The item's dataset id when it is one (``owner/name``), else None (the item cannot be stored)."""
+    repo_id = item.get("id") if isinstance(item, dict) else None
+    if isinstance(repo_id, str) and repo_id.count("/") == 1 and all(repo_id.split("/")):
+        return repo_id
+    return None
+
+
+def is_hub_fault(exc: BaseException) -> bool:
+    """True when a failed resolution says nothing about the dataset: the Hub (or a proxy) failed
+    to answer properly, even after every retry. The next crawl tries again."""
+    if isinstance(exc, (HubAnswerError, HubTimeoutError, json.JSONDecodeError, httpx2.TooManyRedirects, httpx2.DecodingError)):
+        return True
+    return is_transient(exc)
+
+
+# Failures that earlier versions stored as permanent ("error:<class>" with a resolved_sha) although
+# they are Hub faults: such a dataset is resolved again instead of staying excluded until its sha changes.
+_FAULT_CLASSES = frozenset({"JSONDecodeError", "HubTimeoutError", "HubAnswerError", "TooManyRedirects", "DecodingError",
+                            "RemoteProtocolError", "ReadError", "ReadTimeout", "ConnectTimeout", "HfHubHTTPError"})
+
+
+def _hub_fault_recorded_as_permanent(reason: str | None) -> bool:
+    return reason is not None and reason.startswith("error:") and reason.removeprefix("error:") in _FAULT_CLASSES
+
+
+def listing_key(query: Mapping[str, Any], endpoint: str = "") -> str:
+    """The key of one listing query in ``crawl_listings``: the Hub, the filters, properties and
+    order (a cursor is resumed only by the same listing of the same Hub)."""
+    return json.dumps({"endpoint": endpoint, "query": dict(query), "expand": EXPAND, "sort": LISTING_SORT},
+                      sort_keys=True, default=str)
 
 
 def crawl(
@@ -206,20 +326,239 @@ def crawl(
     run_id: str | None = None,
     workers: int = 4,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    recheck_listing: bool = False,
+    since_last: bool = False,
 ) -> CrawlSummary:
     """List, decide and record every dataset; return counts. Resolutions run on ``workers`` threads
     (the client's pacing still bounds the request rate).
 
+    ``recheck_listing``: resolve against the Parquet branch every dataset that only the card or
+    its tags excluded (a stale card cannot keep a dataset out). ``since_last``: list only down to
+    the last completed listing's newest ``lastModified`` (with a margin), so that only datasets
+    changed since are re-decided. A listing left unfinished by an earlier crawl resumes from its
+    cursor either way.
+
     Without ``run_id`` the crawl is a command of its own and records its own ``runs`` row (a survey
     run passes its id and records the run itself).
     """
+    options: dict[str, Any] = {"workers": workers, "progress": progress, "recheck_listing": recheck_listing, "since_last": since_last}
     if run_id is not None:
-        return _crawl(store, client, filters, run_id=run_id, workers=workers, progress=progress)
+        return _crawl(store, client, filters, run_id=run_id, **options)
     filters = filters or CrawlFilters()
-    with Runs(store).recording("crawl", {"filters": filters.as_json()}) as recording:
-        summary = _crawl(store, client, filters, run_id=recording.run_id, workers=workers, progress=progress)
+    args = {"filters": filters.as_json(), "recheck_listing": recheck_listing, "since_last": since_last}
+    with Runs(store).recording("crawl", args) as recording:
+        summary = _crawl(store, client, filters, run_id=recording.run_id, **options)
         recording.counts = summary.as_json()
     return summary
+
+
+@dataclass
+class _Entry:
+    """One listed dataset on its way to the store: decided, or waiting for its resolution."""
+
+    meta: dict[str, Any]
+    prior: dict[str, Any] | None
+    row: dict[str, Any] | None = None
+    future: Future | None = None
+
+
+@dataclass
+class _Page:
+    next_url: str | None
+    entries: list[_Entry]
+    newest: datetime | None
+
+    def done(self) -> bool:
+        return all(e.future is None or e.future.done() for e in self.entries)
+
+
+class _Crawler:
+    """One crawl: the listings of its queries, their datasets decided and written page by page."""
+
+    def __init__(self, store: Store, client: HubClient, filters: CrawlFilters, *, run_id: str, pool: ThreadPoolExecutor,
+                 progress: Callable[[dict[str, Any]], None] | None, recheck_listing: bool, since_last: bool):
+        self.store, self.client, self.filters, self.run_id, self.pool = store, client, filters, run_id, pool
+        self.progress, self.recheck_listing, self.since_last = progress, recheck_listing, since_last
+        self.summary = CrawlSummary()
+        self.seen: set[str] = set()  # ids decided by this crawl: an id listed twice is decided once
+
+    # --- one listing query, page by page ---------------------------------------------------------
+
+    def listing(self, query: dict[str, Any], window: int) -> None:
+        key = listing_key(query, self.client.endpoint)
+        state = self.store.crawl_listing(key) or {}
+        resuming = bool(state.get("next_url"))
+        mode = state.get("mode") if resuming else ("since_last" if self.since_last else "full")
+        stop_below = state.get("high_water") if mode == "since_last" else None
+        if stop_below is not None:
+            stop_below -= SINCE_LAST_MARGIN
+        cursor: dict[str, Any] = {
+            "listing_key": key, "next_url": None, "mode": mode,
+            "pages": state.get("pages", 0) if resuming else 0, "items": state.get("items", 0) if resuming else 0,
+            "newest": state.get("newest") if resuming else None, "high_water": state.get("high_water"),
+            "started_at": state.get("started_at") if resuming else now(), "completed_at": None, "run_id": self.run_id,
+        }
+        if resuming:
+            self.summary.resumed = True
+            log.info("resuming the listing at page %d (%d items already written)", cursor["pages"] + 1, cursor["items"])
+        limit = query.get("limit")
+        if resuming and limit is not None:
+            query = {**query, "limit": max(0, int(limit) - int(cursor["items"]))}
+        pages = self.client.list_dataset_pages(expand=EXPAND, sort=LISTING_SORT, start_url=state.get("next_url") if resuming else None,
+                                               **query)
+        pending: deque[_Page] = deque()
+        last_modified: datetime | None = None
+        ordered = True
+        try:
+            for page in pages:
+                self.summary.pages += 1
+                entries: list[tuple[str, Any]] = []
+                stopped = False
+                for item in page.items:
+                    repo_id = _dataset_id(item)
+                    if repo_id is None:
+                        log.warning("the listing holds an item without a dataset id (%s); skipped", self.client.scrub(_shown(item)))
+                        continue
+                    modified = _safe_timestamp(item.get("lastModified"))
+                    if modified is not None and last_modified is not None and modified > last_modified and ordered:
+                        ordered = False  # not newest first: the high-water mark cannot end this listing
+                        if stop_below is not None:
+                            log.warning("the listing is not sorted by lastModified, newest first: listing it whole")
+                    last_modified = modified or last_modified
+                    if stop_below is not None and ordered and modified is not None and modified < stop_below:
+                        stopped = True
+                        break
+                    entries.append((repo_id, item))
+                pending.append(self._page(entries, None if stopped else page.next_url))
+                while pending and (pending[0].done() or len(pending) > window):
+                    self._write(pending.popleft(), cursor)
+                if stopped:
+                    break
+        except HubError:
+            while pending:  # what was listed before the failure is kept, with its cursor
+                self._write(pending.popleft(), cursor)
+            raise
+        while pending:
+            self._write(pending.popleft(), cursor)
+        newest = cursor["newest"]
+        high = max((t for t in (newest, cursor["high_water"]) if t is not None), default=None)
+        self.store.upsert_datasets([], {**cursor, "next_url": None, "high_water": high, "newest": None,
+                                        "completed_at": now(), "updated_at": now()})
+
+    def _page(self, items: list[tuple[str, Any]], next_url: str | None) -> _Page:
+        """Decide a page's datasets from the listing; start resolving the rest."""
+        fresh = [(repo_id, item) for repo_id, item in dict(items).items() if repo_id not in self.seen]
+        self.seen.update(repo_id for repo_id, _ in fresh)
+        known = self.store.crawl_records([repo_id for repo_id, _ in fresh])
+        entries, newest = [], None
+        latest_believable = now() + timedelta(days=1)  # a date in the future would end every later since-last listing
+        for repo_id, item in fresh:
+            try:
+                meta = _listing_row(item)
+            except BadListingItem as e:
+                log.warning("%s: %s; excluded", repo_id, self.client.scrub(str(e)))
+                meta = _bad_row(item, e)
+            entry = _Entry(meta, known.get(repo_id))
+            modified = meta["last_modified"]
+            if modified is not None and modified <= latest_believable and (newest is None or modified > newest):
+                newest = modified
+            self._decide(entry)
+            entries.append(entry)
+        return _Page(next_url, entries, newest)
+
+    def _decide(self, entry: _Entry) -> None:
+        meta, prior = entry.meta, entry.prior
+        if meta.get("invalid"):
+            entry.row = self._row(entry, f"{rules.INVALID_LISTING}:{meta['invalid']}", None, None, "listing")
+            return
+        reason = rules.decide_from_listing(meta, self.filters, claims=not self.recheck_listing)
+        if reason is not None:
+            entry.row = self._row(entry, reason, None, None, "listing")
+        elif (prior and prior["resolved_sha"] and prior["resolved_sha"] == meta["sha"] and prior["decided_by"] != "listing"
+              and not _hub_fault_recorded_as_permanent(prior["exclusion_reason"])):
+            configs = json.loads(prior["configs"]) if isinstance(prior["configs"], str) else prior["configs"]
+            kept = Resolution(prior["exclusion_reason"], configs or {}, prior["total_rows"], prior["parquet_sha"])
+            entry.row = self._row(entry, prior["exclusion_reason"], kept, meta["sha"], "parquet")
+        else:
+            entry.future = self.pool.submit(self._resolve_one, meta)
+
+    def _resolve_one(self, meta: dict[str, Any]) -> tuple[Resolution, bool]:
+        """(resolution, final): a Hub fault is not final, the next crawl retries it."""
+        try:
+            return resolve(self.client, meta["id"], self.filters, meta["card"]), True
+        except HubUnreachableError:  # no dataset can be resolved: the crawl stops with one line
+            raise
+        except Exception as e:  # one dataset's failure is recorded, the crawl goes on
+            if is_hub_fault(e):
+                return Resolution(f"{rules.HUB_FAULT}:{type(e).__name__}"), False
+            return Resolution(f"error:{type(e).__name__}"), True
+
+    def _write(self, page: _Page, cursor: dict[str, Any]) -> None:
+        """Write one page's datasets and the cursor of the next page in one transaction."""
+        rows = []
+        for entry in page.entries:
+            if entry.row is None:
+                assert entry.future is not None
+                resolution, final = entry.future.result()
+                self.summary.resolved += 1
+                self.summary.hub_faults += not final
+                entry.row = self._row(entry, resolution.reason, resolution, entry.meta["sha"] if final else None, "parquet")
+            rows.append(entry.row)
+        if page.newest is not None and (cursor["newest"] is None or page.newest > cursor["newest"]):
+            cursor["newest"] = page.newest
+        cursor.update(next_url=self._storable(page.next_url), pages=cursor["pages"] + 1,
+                      items=cursor["items"] + len(rows), updated_at=now())
+        self.store.upsert_datasets(rows, cursor)
+        for row in rows:
+            self.summary.listed += 1
+            self.summary.from_listing += row["decided_by"] == "listing"
+            if row["status"] == "eligible":
+                self.summary.eligible += 1
+            else:
+                self.summary.excluded[row["exclusion_reason"]] += 1
+        if self.progress:
+            self.progress(self.summary.as_json())
+
+    def _storable(self, url: str | None) -> str | None:
+        """The cursor as stored: never one that holds the token (a Hub echoing it); such a listing
+        then starts over instead of resuming."""
+        if url is not None and self.client.scrub(url) != url:
+            log.warning("the listing's next-page link holds the token; it is not stored (an interrupted listing starts over)")
+            return None
+        return url
+
+    def _row(self, entry: _Entry, reason: str | None, resolution: Resolution | None, resolved_sha: str | None,
+             decided_by: str) -> dict[str, Any]:
+        meta, seen = entry.meta, now()
+        return {
+            "dataset_id": meta["id"],
+            "sha": meta["sha"],
+            "author": meta["author"],
+            "tags": meta["tags"],
+            "gated": str(meta["gated"]).lower() if meta["gated"] is not None else None,
+            "private": meta["private"],
+            "disabled": meta["disabled"],
+            "downloads": meta["downloads"],
+            "likes": meta["likes"],
+            "last_modified": meta["last_modified"],
+            "status": "eligible" if reason is None else "excluded",
+            "exclusion_reason": reason,
+            "total_rows": resolution.total_rows if resolution else None,
+            "configs": resolution.configs if resolution and resolution.configs else None,
+            "resolved_sha": resolved_sha,
+            "parquet_sha": resolution.parquet_sha if resolution else None,
+            "first_seen": entry.prior["first_seen"] if entry.prior else seen,
+            "last_seen": seen,
+            "run_id": self.run_id,
+            "decided_by": decided_by,
+        }
+
+
+def _safe_timestamp(value: Any) -> datetime | None:
+    try:
+        return _timestamp(value)
+    except ValueError:
+        return None
 
 
 def _crawl(
@@ -230,103 +569,23 @@ def _crawl(
     run_id: str,
     workers: int,
     progress: Callable[[dict[str, Any]], None] | None,
+    recheck_listing: bool,
+    since_last: bool,
 ) -> CrawlSummary:
     filters = filters or CrawlFilters()
     started = time.perf_counter()
     calls0, files0 = client.calls, client.file_calls
-    known = {
-        r["dataset_id"]: r
-        for r in store.records("SELECT dataset_id, first_seen, resolved_sha, status, exclusion_reason, total_rows, configs, parquet_sha FROM datasets")
-    }
-    summary = CrawlSummary()
-    # Several authors: one server-side listing each, one after the other (never the whole Hub).
-    listing = itertools.chain.from_iterable(
-        client.list_datasets(expand=EXPAND, **query) for query in filters.listing_queries()
-    )
-    batch: list[dict[str, Any]] = []
-
-    def decided(meta: dict[str, Any], reason: str | None, resolution: Resolution | None, resolved_sha: str | None) -> None:
-        summary.listed += 1
-        if reason is None:
-            summary.eligible += 1
-        else:
-            summary.excluded[reason] += 1
-        seen = now()
-        prior = known.get(meta["id"])
-        batch.append(
-            {
-                "dataset_id": meta["id"],
-                "sha": meta["sha"],
-                "author": meta["author"],
-                "tags": meta["tags"],
-                "gated": str(meta["gated"]).lower() if meta["gated"] is not None else None,
-                "private": meta["private"],
-                "disabled": meta["disabled"],
-                "downloads": meta["downloads"],
-                "likes": meta["likes"],
-                "last_modified": meta["last_modified"],
-                "status": "eligible" if reason is None else "excluded",
-                "exclusion_reason": reason,
-                "total_rows": resolution.total_rows if resolution else None,
-                "configs": resolution.configs if resolution and resolution.configs else None,
-                "resolved_sha": resolved_sha,
-                "parquet_sha": resolution.parquet_sha if resolution else None,
-                "first_seen": prior["first_seen"] if prior else seen,
-                "last_seen": seen,
-                "run_id": run_id,
-            }
-        )
-        if progress:
-            progress(summary.as_json())
-        if len(batch) >= BATCH:
-            _flush(store, batch)
-
-    def resolve_one(meta: dict[str, Any]) -> tuple[dict[str, Any], Resolution, bool]:
-        """(meta, resolution, final): a transient failure is not final, the next crawl retries it."""
-        try:
-            return meta, resolve(client, meta["id"], filters, meta["card"]), True
-        except HubUnreachableError:  # no dataset can be resolved: the crawl stops with one line
-            raise
-        except Exception as e:  # one dataset's failure is recorded, the crawl goes on
-            return meta, Resolution(f"error:{type(e).__name__}"), not is_transient(e)
-
-    def candidates() -> Iterator[dict[str, Any]]:
-        for item in listing:
-            meta = _listing_row(item)
-            reason = rules.decide_from_listing(meta, filters)
-            prior = known.get(meta["id"])
-            if reason is not None:
-                decided(meta, reason, None, None)
-            elif prior and prior["resolved_sha"] and prior["resolved_sha"] == meta["sha"]:
-                configs = json.loads(prior["configs"]) if isinstance(prior["configs"], str) else prior["configs"]
-                decided(meta, prior["exclusion_reason"], Resolution(prior["exclusion_reason"], configs or {}, prior["total_rows"], prior["parquet_sha"]),
-                        meta["sha"])
-            else:
-                yield meta
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for meta, resolution, final in _bounded_map(pool, resolve_one, candidates(), workers * 4):
-            summary.resolved += 1
-            decided(meta, resolution.reason, resolution, meta["sha"] if final else None)
-    _flush(store, batch)
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    crawler = _Crawler(store, client, filters, run_id=run_id, pool=pool, progress=progress,
+                       recheck_listing=recheck_listing, since_last=since_last)
+    try:
+        # Several authors: one server-side listing each, one after the other (never the whole Hub).
+        for query in filters.listing_queries():
+            crawler.listing(query, window=PAGES_IN_FLIGHT)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    summary = crawler.summary
     summary.api_calls = client.calls - calls0
     summary.file_calls = client.file_calls - files0
     summary.seconds = time.perf_counter() - started
     return summary
-
-
-def _bounded_map(pool: ThreadPoolExecutor, fn: Callable[[Any], Any], items: Iterable[Any], window: int) -> Iterator[Any]:
-    """pool.map that keeps at most ``window`` items in flight (the listing is a lazy stream)."""
-    pending: deque = deque()
-    for item in items:
-        pending.append(pool.submit(fn, item))
-        while len(pending) >= window or (pending and pending[0].done()):
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
-
-
-def _flush(store: Store, batch: list[dict[str, Any]]) -> None:
-    """Write a batch of dataset rows in one transaction (the store replaces earlier rows of the same ids)."""
-    store.upsert_datasets(batch)
-    batch.clear()

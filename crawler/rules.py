@@ -2,20 +2,32 @@
 
 A dataset is surveyed when it is not gated, private or disabled, has fewer than ``max_rows`` rows in
 total, has a test split and has text columns. Decisions are made in the cheapest order: first from
-the listing's metadata (no request), then from the Parquet branch (one tree listing and the
-Parquet footers).
+the listing's metadata (no request), then from the Parquet branch (one API call and the Parquet
+footers).
+
+The listing holds two kinds of evidence. Facts (gated, private, disabled, the author) are the
+Hub's own state. Claims (``size_categories`` and ``modality`` tags, the card's ``dataset_info``)
+are what the card's author wrote: they may be stale. A claim only ever excludes a dataset, never
+admits one; ``crawl --recheck-listing`` resolves the datasets that claims excluded against their
+Parquet files instead.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Exclusion reasons stored in datasets.exclusion_reason (plus "error:<ExceptionClass>").
+from hubsurvey.core.roles import infer_roles
+from hubsurvey.core.splits import canonical_split
+
+# Exclusion reasons stored in datasets.exclusion_reason (plus "error:<ExceptionClass>", a permanent failure).
 GATED, PRIVATE, DISABLED = "gated", "private", "disabled"
 NO_TEST_SPLIT, TOO_MANY_ROWS, NOT_TEXT, NO_PARQUET_EXPORT = "no_test_split", "too_many_rows", "not_text", "no_parquet_export"
 FILTERED = "filtered"  # excluded by an optional user filter (author deny list, ...)
+INVALID_LISTING = "invalid_listing"  # "invalid_listing:<field>": a listing item with a value of the wrong kind
+HUB_FAULT = "hub_fault"  # "hub_fault:<class>": the Hub failed to answer; retried by the next crawl
 
 # size_categories tags whose lower bound is at least 1M rows (datasets' size_categories.json).
 _SIZE_LOWER_BOUNDS = {
@@ -76,8 +88,12 @@ def min_rows_from_tags(tags: Iterable[str]) -> int | None:
     return min(bounds) if bounds else None
 
 
-def decide_from_listing(item: Mapping[str, Any], filters: CrawlFilters) -> str | None:
-    """An exclusion reason from the listing alone, or None when the dataset needs resolving."""
+def decide_from_listing(item: Mapping[str, Any], filters: CrawlFilters, *, claims: bool = True) -> str | None:
+    """An exclusion reason from the listing alone, or None when the dataset needs resolving.
+
+    ``claims=False``: decide from the Hub's facts only (author filters, disabled, private,
+    gated), not from what the card and its tags claim (``--recheck-listing``).
+    """
     author = item.get("author") or item["id"].split("/")[0]
     if filters.authors and len(filters.authors) > 1 and author not in filters.authors:
         return FILTERED
@@ -89,6 +105,12 @@ def decide_from_listing(item: Mapping[str, Any], filters: CrawlFilters) -> str |
         return PRIVATE
     if item.get("gated") not in (None, False, "false") and not filters.allow_gated:
         return GATED
+    return decide_from_claims(item, filters) if claims else None
+
+
+def decide_from_claims(item: Mapping[str, Any], filters: CrawlFilters) -> str | None:
+    """An exclusion reason from the tags, the card and the file names (claims that may be
+    stale), or None."""
     tags = item.get("tags") or []
     lower = min_rows_from_tags(tags)
     if lower is not None and lower >= filters.max_rows:
@@ -96,4 +118,160 @@ def decide_from_listing(item: Mapping[str, Any], filters: CrawlFilters) -> str |
     modalities = _tag_values(tags, "modality")
     if filters.require_text and modalities and "text" not in modalities:
         return NOT_TEXT
+    card = item.get("card")
+    return decide_from_card(card, filters) or decide_from_files(item.get("files"), card)
+
+
+# datasets' split keywords for test, in a file or folder name between separators (its
+# KEYWORDS_IN_FILENAME/DIR_NAME patterns, sep = [-._ 0-9/]); matched without case, to err on the
+# side of resolving.
+_TEST_NAME = re.compile(r"(?:^|[-._ 0-9/])(?:test|testing|eval|evaluation)(?:[-._ 0-9/]|$)", re.IGNORECASE)
+_NOT_DATA = re.compile(r"(?:^|/)(?:\.[^/]*|readme\.md|[^/]*\.(?:md|py))$", re.IGNORECASE)
+
+
+def decide_from_files(files: Iterable[str] | None, card: Mapping[str, Any] | None) -> str | None:
+    """NO_TEST_SPLIT when the repo's own files say so, or None.
+
+    A dataset whose card names no configs nor splits gets its splits from its file names, as
+    ``datasets`` infers them: a test split needs a file or folder named test, testing, eval or
+    evaluation. The rule applies only when the main branch (the listing's ``siblings``) holds
+    data files, none of them so named, and no loading script at the root.
+    """
+    if files is None or (isinstance(card, Mapping) and (card.get("configs") or card.get("dataset_info"))):
+        return None
+    data = [f for f in files if not _NOT_DATA.search(f)]
+    if not data or any("/" not in f and f.endswith(".py") for f in files):
+        return None
+    return None if any(_TEST_NAME.search(f) for f in data) else NO_TEST_SPLIT
+
+
+def decide_from_card(card: Mapping[str, Any] | None, filters: CrawlFilters) -> str | None:
+    """An exclusion reason from the card, in the order the Parquet branch is judged (no test
+    split, then rows, then text), or None when the card does not settle it.
+
+    Split names come from ``dataset_info`` and from ``configs[].data_files`` (a plain pattern or
+    list of patterns is the train split, as ``datasets`` reads it). Each rule needs the card to
+    speak for every config it names: no test split when every config states its splits and none
+    is a test split; too many rows when the stated ``num_examples`` alone reach ``max_rows`` (a
+    lower bound); not text when every config states features and none of them is a text column.
+    """
+    if not isinstance(card, Mapping):
+        return None
+    entries = card_entries(card)
+    declared = config_splits(card)
+    described = {e["config"] for e in entries}
+    configs = described | set(declared)
+    if not configs:
+        return None
+    splits: dict[str, set[str]] = {}
+    for e in entries:
+        if e["splits"] is not None:
+            splits.setdefault(e["config"], set()).update(e["splits"])
+    for config, names in declared.items():
+        if names is not None:
+            splits.setdefault(config, set()).update(names)
+    if set(splits) >= configs and not any(canonical_split(n) == "test" for names in splits.values() for n in names):
+        return NO_TEST_SPLIT
+    stated = sum(n for e in entries for n in (e["splits"] or {}).values() if n is not None)
+    if stated >= filters.max_rows:
+        return TOO_MANY_ROWS
+    features_stated = filters.require_text and described >= configs and all(e["features"] is not None for e in entries)
+    if features_stated and not any(infer_roles(e["features"]).text_columns for e in entries):
+        return NOT_TEXT
+    return None
+
+
+def config_splits(card: Mapping[str, Any]) -> dict[str, set[str] | None]:
+    """``{config: split names}`` from the card's ``configs``; None when a config's ``data_files``
+    does not name them (no data_files: the splits come from file names, which the card does not give)."""
+    configs = card.get("configs")
+    out: dict[str, set[str] | None] = {}
+    for config in configs if isinstance(configs, list) else []:
+        if not isinstance(config, dict) or not isinstance(config.get("config_name"), str):
+            continue
+        files = config.get("data_files")
+        names: set[str] | None = None
+        if isinstance(files, str) or (isinstance(files, list) and files and all(isinstance(f, str) for f in files)):
+            names = {"train"}
+        elif isinstance(files, list) and files and all(isinstance(f, dict) and isinstance(f.get("split"), str) for f in files):
+            names = {f["split"] for f in files}
+        elif isinstance(files, dict) and files and all(isinstance(k, str) for k in files):
+            names = set(files)
+        out[config["config_name"]] = names
+    return out
+
+
+def card_entries(card: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The card's ``dataset_info`` (a dict, or a list with one dict per config), as
+    ``[{"config", "splits": {name: num_examples or None} or None, "features": HF features or None}]``.
+    Anything malformed is None (the card does not settle what it garbles)."""
+    info = (card or {}).get("dataset_info") if isinstance(card, Mapping) else None
+    raw = info if isinstance(info, list) else [info] if isinstance(info, dict) else []
+    entries = []
+    for entry in raw:
+        if not isinstance(entry, dict):
+            continue
+        config = entry.get("config_name", "default")
+        entries.append({"config": config if isinstance(config, str) else str(config),
+                        "splits": _card_splits(entry.get("splits")), "features": _card_features(entry.get("features"))})
+    return entries
+
+
+def _card_splits(splits: Any) -> dict[str, int | None] | None:
+    if isinstance(splits, dict):  # an older spelling: {name: {...}}
+        splits = [{"name": k, **v} for k, v in splits.items() if isinstance(v, dict)]
+    if not isinstance(splits, list) or not splits:
+        return None
+    out: dict[str, int | None] = {}
+    for split in splits:
+        if not isinstance(split, dict) or not isinstance(split.get("name"), str):
+            return None
+        n = split.get("num_examples")
+        out[split["name"]] = n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+    return out
+
+
+_CARD_MEDIA = {"image": "Image", "audio": "Audio", "video": "Video", "pdf": "Pdf", "nifti": "Nifti"}
+
+
+def _card_features(features: Any) -> dict[str, Any] | None:
+    """A card's YAML feature list as HF features (the ``_type`` form infer_roles reads), or None."""
+    if not isinstance(features, list) or not features:
+        return None
+    out: dict[str, Any] = {}
+    for feature in features:
+        if not isinstance(feature, dict) or not isinstance(feature.get("name"), str):
+            return None
+        converted = _card_feature(feature)
+        if converted is None:
+            return None
+        out[feature["name"]] = converted
+    return out
+
+
+def _card_feature(spec: Mapping[str, Any]) -> Any:
+    """One YAML feature (``dtype``, ``list``/``sequence``/``large_list``, ``struct``) as an HF feature."""
+    for key in ("list", "sequence", "large_list"):
+        if key in spec:
+            inner = spec[key]
+            inner_feature = _card_dtype(inner) if not isinstance(inner, dict) else _card_feature(inner)
+            return None if inner_feature is None else {"_type": "List", "feature": inner_feature}
+    if "struct" in spec:
+        return _card_features(spec["struct"])
+    if "dtype" in spec:
+        return _card_dtype(spec["dtype"])
+    return None
+
+
+def _card_dtype(dtype: Any) -> Any:
+    if isinstance(dtype, str):
+        media = _CARD_MEDIA.get(dtype)
+        return {"_type": media} if media else {"_type": "Value", "dtype": dtype}
+    if isinstance(dtype, dict):
+        if "class_label" in dtype:
+            return {"_type": "ClassLabel"}
+        if any(k in dtype for k in ("list", "sequence", "large_list", "struct", "dtype")):
+            return _card_feature(dtype)
+    if isinstance(dtype, list):  # a struct spelled as a list of named features
+        return _card_features(dtype)
     return None

@@ -27,6 +27,7 @@ from typing import Any
 
 from . import cards
 from .filler import Filler
+from .hubscale import HubScale
 from .repos import GITATTRIBUTES, BytesBlob, FileBlob, Repo, iso_date, now_iso, sha1_hex
 
 SORT_FIELDS = ("downloads", "likes", "lastModified", "createdAt", "trendingScore", "downloadsAllTime", "id")
@@ -107,7 +108,7 @@ class Catalog:
         self._repos: dict[str, Repo] = {}  # served and created repos
         self._listed: list[str] = []  # their ids, in listing order
         self._pinned: dict[int, Repo] = {}  # filler repos that were changed (new sha): kept, not rebuilt
-        self.filler: Filler | None = None
+        self.filler: Filler | HubScale | None = None
         self._version = 0
         self._orders: dict[tuple[str | None, int], list[str | int]] = {}
         for root in roots:
@@ -123,10 +124,12 @@ class Catalog:
             self._repos[repo.id] = repo
             self._listed.append(repo.id)
         filler = None if isinstance(data, list) else data.get("filler")
-        if filler and filler.get("count", 0):
-            if self.filler is not None:
-                raise ValueError("only one hub root may declare filler datasets")
-            self.filler = Filler(int(filler["count"]), int(filler.get("seed", 0)))
+        scale = None if isinstance(data, list) else data.get("hubscale")
+        for spec, kind in ((filler, Filler), (scale, HubScale)):
+            if spec and spec.get("count", 0):
+                if self.filler is not None:
+                    raise ValueError("only one hub root may declare filler or hubscale datasets")
+                self.filler = kind(int(spec["count"]), int(spec.get("seed", 0)))
 
     def get(self, repo_id: str) -> Repo | None:
         repo = self._repos.get(repo_id)
@@ -169,9 +172,11 @@ class Catalog:
             return pinned.props() if pinned else self.filler.props(key)
         return self._repos[key].props()
 
-    def order(self, sort: str | None) -> list[str | int]:
+    def order(self, sort: str | None) -> Sequence[str | int]:
         """Every listing key in listing order: served, created, then filler; or sorted by ``sort``
         (descending, except ``id``; ties keep the default order). Cached until the next change."""
+        if isinstance(self.filler, HubScale) and not self._listed:
+            return self.filler.order(sort)  # millions of keys: a lazy sequence, never a list
         with self.lock:
             cache_key = (sort, self._version)
             keys = self._orders.get(cache_key)

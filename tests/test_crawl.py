@@ -108,7 +108,7 @@ def test_pagination_over_5000_listed_datasets(big_listing, tmp_path):
     assert stats["list"] <= summary.listed // 1000 + 1  # at most one listing request per 1,000
     resolved_eligible = summary.eligible
     assert resolved_eligible > 50
-    assert stats["tree"] <= summary.resolved  # one tree listing per resolved dataset
+    assert stats["tree"] == 0 and stats["info"] == summary.resolved  # one API call per resolved dataset
 
 
 @pytest.mark.parametrize(
@@ -169,7 +169,7 @@ def test_incremental_recrawl_makes_no_resolve_calls_for_unchanged_datasets(minih
         hub.set_sha(changed, "f" * 40)
         hub.reset_stats()
         third, _ = run_crawl(hub, db)
-        assert third.resolved == 1 and hub.stats()["tree"] == 1
+        assert third.resolved == 1 and hub.stats()["info"] == 1 and hub.stats()["tree"] == 0
     with Store(db) as store:
         assert store.records("SELECT sha, resolved_sha FROM datasets WHERE dataset_id = $d", {"d": changed}) == [
             {"sha": "f" * 40, "resolved_sha": "f" * 40}
@@ -210,7 +210,7 @@ def test_card_sizes_are_used_only_when_a_footer_confirms_them(shared_datasets, t
         _summary, got = run_crawl(hub, tmp_path / "r.duckdb")
         stats = hub.stats()
     assert got == {"CogComp/trec": "eligible"}
-    assert stats["tree"] == 1 and stats["resolve_get"] == file_requests
+    assert stats["info"] == 1 and stats["tree"] == 0 and stats["resolve_get"] == file_requests
     with Store(tmp_path / "r.duckdb") as store:
         (row,) = store.records("SELECT total_rows, configs FROM datasets")
     assert row["total_rows"] == 5452 + 500  # the true count either way
@@ -225,13 +225,13 @@ def test_several_authors_are_listed_server_side_one_listing_each(minihub, tmp_pa
     truth = expected(minihub)
     authors = sorted({k.split("/")[0] for k in truth})[:2]
     queries = []
-    original = HubClient.list_datasets
+    original = HubClient.list_dataset_pages
 
     def spy(self, **kwargs):
         queries.append(kwargs.get("author"))
         return original(self, **kwargs)
 
-    monkeypatch.setattr(HubClient, "list_datasets", spy)
+    monkeypatch.setattr(HubClient, "list_dataset_pages", spy)
     with StandinHub(minihub) as hub:
         _, got = run_crawl(hub, tmp_path / "r.duckdb", CrawlFilters(authors=authors))
     assert queries == authors

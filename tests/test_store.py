@@ -175,7 +175,7 @@ def test_crawl_and_audit_record_their_runs(tmp_path):
     class EmptyHub:  # a Hub that lists nothing
         calls = file_calls = 0
 
-        def list_datasets(self, **kwargs):
+        def list_dataset_pages(self, **kwargs):
             return iter(())
 
     db = tmp_path / "c.duckdb"

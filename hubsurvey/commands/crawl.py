@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -64,8 +65,18 @@ def crawl(
     rate: Rate = DEFAULT_RATE,
     file_rate: FileRate = DEFAULT_FILE_RATE,
     db: Db = Path(DEFAULT_DB),
+    recheck_listing: Annotated[bool, typer.Option(
+        "--recheck-listing",
+        help="Resolve against the Parquet files every dataset that only its card or tags excluded "
+             "(one API call each: a stale card cannot keep a dataset out).")] = False,
+    since_last: Annotated[bool, typer.Option(
+        "--since-last",
+        help="List only the datasets modified since the last completed listing (newest first, down to its "
+             "lastModified high-water mark, less an hour).")] = False,
 ) -> None:
-    """List Hub datasets, apply the survey's filters and record every one with its outcome."""
+    """List Hub datasets, apply the survey's filters and record every one with its outcome.
+
+    An interrupted listing resumes from its stored cursor on the next crawl."""
     from hubsurvey.core.store import Store
     from hubsurvey.crawler.crawl import crawl as run_crawl
     from hubsurvey.progress import CrawlProgress, quiet_hub_bars
@@ -73,5 +84,6 @@ def crawl(
     filters = filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated)
     client = hub_client(rate, file_rate)
     with Store(db) as store, quiet_hub_bars(), CrawlProgress() as bar:
-        summary = run_crawl(store, client, filters, progress=bar)  # records its own runs row
+        summary = run_crawl(store, client, filters, progress=bar,  # records its own runs row
+                            recheck_listing=recheck_listing, since_last=since_last)
     typer.echo(summary.line())

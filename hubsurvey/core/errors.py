@@ -126,6 +126,15 @@ class HubTimeoutError(HubError):
     transient = True
 
 
+class HubAnswerError(HubError):
+    """The Hub answered, but not what its API promises: an HTML page with status 200, JSON that is
+    truncated or malformed, an object where a list belongs, a required field missing. A proxy's
+    interstitial or a bad moment of the Hub: worth retrying, never a property of a dataset."""
+
+    error_class = "hub_answer"
+    transient = True
+
+
 class TooLargeForCacheError(HubError):
     """One job's files are larger than the whole cache budget (``--max-cache-gb``): the job fails
     alone rather than let the cache go over its budget; a larger budget measures it."""

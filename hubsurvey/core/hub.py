@@ -29,10 +29,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx2
 from huggingface_hub import HfApi, hf_hub_download
@@ -41,6 +40,7 @@ from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attem
 
 from hubsurvey.core.errors import (
     GatedError,
+    HubAnswerError,
     HubError,
     HubsurveyError,
     HubTimeoutError,
@@ -253,6 +253,30 @@ class RepoFile:
     size: int
 
 
+@dataclass(frozen=True)
+class ListingPage:
+    """One page of the dataset listing: its raw items, and the URL of the next page (the cursor)."""
+
+    items: list[Any]
+    next_url: str | None
+    url: str  # the URL this page was fetched from
+
+
+def _json_body(response: Any, what: str) -> Any:
+    """A response's JSON, or :class:`HubAnswerError` when the body is not JSON (HTML, truncated)."""
+    try:
+        return response.json()
+    except ValueError as e:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+        kind = response.headers.get("content-type", "no content type").split(";")[0]
+        raise HubAnswerError(f"{what}: the Hub's answer is not JSON ({kind}, {len(response.content)} bytes): {type(e).__name__}") from e
+
+
+def _url_key(url: str) -> tuple[Any, ...]:
+    """A URL compared as the server reads it: origin, path and the sorted query pairs."""
+    parts = urlsplit(str(url))
+    return parts.scheme, parts.netloc, parts.path, tuple(sorted(parse_qsl(parts.query, keep_blank_values=True)))
+
+
 class HubClient:
     """One object for every Hub call. Configuration comes from the environment by default.
 
@@ -341,31 +365,50 @@ class HubClient:
 
         return build_hf_headers(token=self._token if self._token else False)
 
-    def _get_json_page(self, url: str, params: Any = None) -> tuple[Any, str | None]:
-        """One page of a paginated listing: (its JSON, the next page's URL or None)."""
+    def _get_json_page(self, url: str, params: Any = None, what: str = "a listing page") -> tuple[Any, str | None, str]:
+        """One page of a paginated listing: (its JSON, the next page's URL or None, the URL fetched).
+
+        A body that is not JSON (a proxy's HTML page with status 200, a truncated answer) is a
+        :class:`HubAnswerError`: transient, so it is retried like a 5xx.
+        """
         from huggingface_hub.utils import get_session, hf_raise_for_status
 
         response = get_session().get(url, params=params, headers=self._headers())
         hf_raise_for_status(response)
-        return response.json(), response.links.get("next", {}).get("url")
+        fetched = str(response.request.url) if response.request is not None else url
+        return _json_body(response, what), response.links.get("next", {}).get("url"), fetched
+
+    def _pages(self, url: str, params: Any, what: str) -> Iterator[tuple[list[Any], str | None, str]]:
+        """Each page of a Link-paginated listing as (items, next URL, URL fetched), each page
+        retried on its own. A next link that points back at a page of this listing (a cycle) or
+        at another host ends the listing with one warning: following it would never end, or
+        would send the token elsewhere."""
+        seen: set[tuple[Any, ...]] = set()
+        next_url: str | None = url
+        while next_url is not None:
+            where = f"{what}, page {len(seen) + 1}"
+            page, following, fetched = self.call(self._get_json_page, next_url, params, where, _what=what)
+            if not isinstance(page, list):
+                raise HubAnswerError(f"{where}: the Hub answered a JSON {type(page).__name__} where a list of items belongs")
+            seen.add(_url_key(fetched))
+            if following is not None and _url_key(following) in seen:
+                log.warning("%s: the Hub's next-page link points back at a page already read; the listing ends here",
+                            self.scrub(what))
+                following = None
+            elif following is not None and _origin(following) != _origin(self.endpoint):
+                log.warning("%s: the Hub's next-page link leaves %s; the listing ends here", self.scrub(what), self.endpoint)
+                following = None
+            yield page, following, fetched
+            next_url, params = following, None  # the next URL already carries every parameter
 
     def _paginate(self, url: str, params: Any, what: str) -> Iterator[Any]:
         """Every item of a Link-paginated listing; each page is retried on its own."""
-        next_url: str | None = url
-        while next_url is not None:
-            page, following = self.call(self._get_json_page, next_url, params, _what=what)
+        for page, _following, _fetched in self._pages(url, params, what):
             yield from page
-            next_url, params = following, None  # the next URL already carries every parameter
 
-    def list_datasets(self, *, limit: int | None = None, expand: Iterable[str] | None = None, **filters: Any) -> Iterator[Any]:
-        """Stream dataset listings (``DatasetInfo``), page by page, each page paced and retried.
-
-        ``filters``: ``author``, ``search``, ``filter`` and the typed tag filters of
-        ``HfApi.list_datasets`` (``task_categories``, ``language``, ``size_categories`` ...).
-        Any failure of the listing is a :class:`HubError` (exit code 4): nothing can be crawled.
-        """
-        from huggingface_hub.hf_api import DatasetInfo
-
+    def _listing_params(self, limit: int | None, expand: Iterable[str] | None, filters: dict[str, Any]) -> list[tuple[str, Any]]:
+        """The query string of ``/api/datasets`` for ``HfApi.list_datasets``-style arguments."""
+        filters = dict(filters)
         params: list[tuple[str, Any]] = []
         tags = filters.pop("filter", None)
         tag_filters = [tags] if isinstance(tags, str) else list(tags or [])
@@ -384,13 +427,30 @@ class HubClient:
         if limit is not None:
             params.append(("limit", limit))
         params += [("expand", e) for e in expand or []]
-        items = self._paginate(f"{self.endpoint}/api/datasets", params, "listing datasets")
-        if limit is not None:
-            items = islice(items, limit)
+        return params
+
+    def list_dataset_pages(
+        self, *, limit: int | None = None, expand: Iterable[str] | None = None, start_url: str | None = None, **filters: Any
+    ) -> Iterator[ListingPage]:
+        """The dataset listing page by page, as raw JSON items with the cursor of the next page.
+
+        ``start_url``: a ``next_url`` of an earlier page, to resume a listing there (it already
+        carries every parameter; the others are then ignored). ``filters`` as for
+        :meth:`list_datasets`. Any failure of the listing is a :class:`HubError` (exit code 4).
+        """
+        if start_url is not None:
+            url, params = start_url, None
+        else:
+            url, params = f"{self.endpoint}/api/datasets", self._listing_params(limit, expand, filters)
+        remaining = limit
         try:
-            for item in items:
-                item.setdefault("siblings", None)
-                yield DatasetInfo(**item)
+            for items, following, fetched in self._pages(url, params, f"listing datasets on {self.endpoint}"):
+                if remaining is not None:
+                    items, remaining = items[:remaining], max(0, remaining - len(items))
+                    following = following if remaining else None
+                yield ListingPage(items, following, fetched)
+                if remaining == 0:
+                    return
         except HfHubHTTPError as e:
             status = e.response.status_code if e.response is not None else "?"
             said = (getattr(e, "server_message", None) or "").strip().splitlines()
@@ -399,17 +459,67 @@ class HubClient:
         except (httpx2.HTTPError, OSError) as e:
             raise HubError(self.scrub(f"listing datasets on {self.endpoint} failed: {type(e).__name__}: {e}")) from e
 
+    def list_datasets(self, *, limit: int | None = None, expand: Iterable[str] | None = None, **filters: Any) -> Iterator[Any]:
+        """Stream dataset listings (``DatasetInfo``), page by page, each page paced and retried.
+
+        ``filters``: ``author``, ``search``, ``filter`` and the typed tag filters of
+        ``HfApi.list_datasets`` (``task_categories``, ``language``, ``size_categories`` ...).
+        Any failure of the listing is a :class:`HubError` (exit code 4): nothing can be crawled.
+        """
+        from huggingface_hub.hf_api import DatasetInfo
+
+        for page in self.list_dataset_pages(limit=limit, expand=expand, **filters):
+            for item in page.items:
+                item.setdefault("siblings", None)
+                yield DatasetInfo(**item)
+
     def dataset_info(self, repo_id: str, revision: str | None = None, **kwargs: Any) -> Any:
         return self.call(self._api.dataset_info, repo_id, revision=revision, **kwargs)
 
+    def _parquet_branch(self, repo_id: str, blobs: bool) -> dict[str, Any]:
+        """``/api/datasets/{id}/revision/refs%2Fconvert%2Fparquet`` (``blobs``: siblings with sizes),
+        checked: a JSON object with a commit ``sha``."""
+        from huggingface_hub.utils import get_session, hf_raise_for_status
+
+        url = f"{self.endpoint}/api/datasets/{repo_id}/revision/{quote(PARQUET_REVISION, safe='')}"
+
+        def get() -> Any:
+            response = get_session().get(url, params={"blobs": "true"} if blobs else None, headers=self._headers())
+            hf_raise_for_status(response)
+            return _json_body(response, f"{repo_id} dataset info")
+
+        info = self.call(get, _what=repo_id)
+        if not isinstance(info, dict) or not isinstance(info.get("sha"), str) or not info["sha"]:
+            raise HubAnswerError(f"{repo_id}: the Hub's dataset info of {PARQUET_REVISION} has no commit sha")
+        return info
+
     def parquet_sha(self, repo_id: str) -> str:
         """The commit the dataset's Parquet branch points at: downloads are pinned to it."""
-        return self.dataset_info(repo_id, revision=PARQUET_REVISION).sha
+        return str(self._parquet_branch(repo_id, blobs=False)["sha"])
+
+    def parquet_files(self, repo_id: str) -> tuple[str, list[RepoFile]]:
+        """The Parquet branch's commit and every Parquet file on it with its size, in ONE API call
+        (dataset info at ``refs/convert/parquet`` with ``blobs=true``: its siblings carry sizes)."""
+        info = self._parquet_branch(repo_id, blobs=True)
+        siblings = info.get("siblings")
+        if not isinstance(siblings, list) or not all(isinstance(s, dict) and isinstance(s.get("rfilename"), str) for s in siblings):
+            raise HubAnswerError(f"{repo_id}: the Hub's dataset info of {PARQUET_REVISION} has no list of files")
+        files = []
+        for sibling in siblings:
+            if not sibling["rfilename"].endswith(".parquet"):
+                continue
+            size = sibling.get("size", (sibling.get("lfs") or {}).get("size") if isinstance(sibling.get("lfs"), dict) else None)
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise HubAnswerError(f"{repo_id}: the Hub gave no size for {sibling['rfilename']!r} on {PARQUET_REVISION}")
+            files.append(RepoFile(sibling["rfilename"], size))
+        return str(info["sha"]), files
 
     def parquet_tree(self, repo_id: str, revision: str = PARQUET_REVISION) -> list[RepoFile]:
         """Every Parquet file on the dataset's Parquet branch (one listing, paginated by the Hub)."""
         url = f"{self.endpoint}/api/datasets/{repo_id}/tree/{quote(revision, safe='')}"
         items = list(self._paginate(url, [("recursive", "true"), ("expand", "false")], repo_id))
+        if not all(isinstance(it, dict) for it in items):
+            raise HubAnswerError(f"{repo_id}: the Hub's tree of {revision} holds items that are not objects")
         return [
             RepoFile(it["path"], int(it.get("size") or 0))
             for it in items

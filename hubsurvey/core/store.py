@@ -257,6 +257,28 @@ MIGRATIONS: list[str] = [
         run_id            VARCHAR
     );
     """,
+    # 10: the crawl at Hub scale. Where each dataset's decision came from ('listing': its metadata
+    # and card, no request; 'parquet': its Parquet branch), and one row per listing query with the
+    # cursor of the next page to fetch (written with each page's datasets, in one transaction), so
+    # a killed or failing listing resumes there; a completed listing keeps its lastModified
+    # high-water mark for the next incremental crawl.
+    """
+    ALTER TABLE datasets ADD COLUMN decided_by VARCHAR;   -- 'listing' or 'parquet'
+
+    CREATE TABLE crawl_listings (
+        listing_key   VARCHAR PRIMARY KEY,  -- the query (filters, expand, sort) as canonical JSON
+        next_url      VARCHAR,              -- the next page to fetch (NULL: the listing completed)
+        pages         INTEGER NOT NULL,     -- pages written since the listing started
+        items         BIGINT NOT NULL,      -- items written since the listing started
+        mode          VARCHAR NOT NULL,     -- 'full', or 'since_last' (stops at the high-water mark)
+        newest        TIMESTAMPTZ,          -- the newest lastModified seen by the listing in progress
+        high_water    TIMESTAMPTZ,          -- the newest lastModified of the last completed listing
+        started_at    TIMESTAMPTZ NOT NULL,
+        updated_at    TIMESTAMPTZ NOT NULL,
+        completed_at  TIMESTAMPTZ,
+        run_id        VARCHAR
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -683,24 +705,54 @@ class Store:
 
     # --- datasets (the crawl's records) -----------------------------------------------------------
 
-    def upsert_datasets(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Write crawl records in one transaction, replacing earlier rows of the same dataset ids."""
-        if not rows:
+    def upsert_datasets(self, rows: Sequence[Mapping[str, Any]], listing: Mapping[str, Any] | None = None) -> None:
+        """Write crawl records in one transaction, replacing earlier rows of the same dataset ids.
+
+        A dataset id given twice in ``rows`` is written once (its last row). ``listing``: the
+        ``crawl_listings`` row (its cursor) to write in the same transaction, so that a stored
+        cursor never points past datasets that were not stored.
+        """
+        if not rows and listing is None:
             return
         import pyarrow as pa
 
+        last = {row["dataset_id"]: row for row in rows}  # a listing may repeat an id: keep one row
         table = pa.Table.from_pylist(
             [{**row, "configs": json.dumps(row["configs"], sort_keys=True) if row.get("configs") is not None else None}
-             for row in rows]
+             for row in last.values()]
         )
         columns = ", ".join(quote_ident(c) for c in table.column_names)
         with self.transaction() as con:
-            con.register("crawl_batch", table)
-            try:
-                con.execute("DELETE FROM datasets WHERE dataset_id IN (SELECT dataset_id FROM crawl_batch)")
-                con.execute(f"INSERT INTO datasets ({columns}) SELECT {columns} FROM crawl_batch")
-            finally:
-                con.unregister("crawl_batch")
+            if rows:
+                con.register("crawl_batch", table)
+                try:
+                    con.execute("DELETE FROM datasets WHERE dataset_id IN (SELECT dataset_id FROM crawl_batch)")
+                    con.execute(f"INSERT INTO datasets ({columns}) SELECT {columns} FROM crawl_batch")
+                finally:
+                    con.unregister("crawl_batch")
+            if listing is not None:
+                upsert(con, "crawl_listings", "listing_key", listing)
+
+    def crawl_records(self, dataset_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored crawl rows of these dataset ids (what a re-crawl may keep), by id."""
+        if not dataset_ids:
+            return {}
+        import pyarrow as pa
+
+        self.con.register("crawl_ids", pa.table({"dataset_id": pa.array(list(dataset_ids), pa.string())}))
+        try:
+            rows = self.records(
+                "SELECT d.dataset_id, d.first_seen, d.resolved_sha, d.status, d.exclusion_reason, d.total_rows, d.configs,"
+                " d.parquet_sha, d.decided_by FROM datasets d JOIN crawl_ids USING (dataset_id)"
+            )
+        finally:
+            self.con.unregister("crawl_ids")
+        return {r["dataset_id"]: r for r in rows}
+
+    def crawl_listing(self, listing_key: str) -> dict[str, Any] | None:
+        """The stored state of one listing query (its cursor and high-water mark), or None."""
+        rows = self.records("SELECT * FROM crawl_listings WHERE listing_key = $k", {"k": listing_key})
+        return rows[0] if rows else None
 
     def query(self, sql: str, params: Mapping[str, Any] | Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
         result = self.con.execute(sql, params or {})
