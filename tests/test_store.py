@@ -174,6 +174,7 @@ def test_crawl_and_audit_record_their_runs(tmp_path):
 
     class EmptyHub:  # a Hub that lists nothing
         calls = file_calls = 0
+        endpoint = "http://127.0.0.1:9"
 
         def list_dataset_pages(self, **kwargs):
             return iter(())
