@@ -25,6 +25,7 @@ from hubsurvey import __version__
 from hubsurvey.commands.options import Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
+from hubsurvey.core.safety import json_text, visible, visible_output
 from hubsurvey.core.store import DEFAULT_DB
 
 log = logging.getLogger("hubsurvey.cli")
@@ -66,16 +67,17 @@ def handled(command: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            with visible_output():
+                return command(*args, **kwargs)
         except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except HubsurveyError as e:
             log.debug("%s failed", command.__name__, exc_info=True)
-            typer.echo(f"error: {one_line(e)}", err=True)
+            typer.echo(f"error: {visible(one_line(e), one_line=True)}", err=True)
             raise typer.Exit(int(e.exit_code)) from None
         except Exception as e:
             log.debug("internal error in %s", command.__name__, exc_info=True)
-            typer.echo(f"internal error (a bug in hubsurvey): {one_line(e)}", err=True)
+            typer.echo(f"internal error (a bug in hubsurvey): {visible(one_line(e), one_line=True)}", err=True)
             raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
     return run
@@ -242,7 +244,7 @@ def audit(
         raise BadInputError(f"{target}: {one_line(e)}") from None
     if fmt == "json":
         objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r)} for r in outcome.rows]
-        typer.echo(json.dumps(objs, ensure_ascii=False, indent=1, default=str))
+        typer.echo(json_text(objs, indent=1, default=str))
     elif fmt == "csv":
         sys.stdout.write(_audit_csv(outcome.rows))
     else:
@@ -254,7 +256,7 @@ def audit(
             shown = f"; examples: hubsurvey show {outcome.dataset_id} --db {db}" if examples else ""
             typer.echo(f"stored {len(outcome.rows)} row(s) in {db}{shown}")
     for error in outcome.errors:
-        typer.echo(f"error: {error}", err=True)
+        typer.echo(f"error: {visible(str(error), one_line=True)}", err=True)
     if outcome.errors:
         raise typer.Exit(outcome.exit_code)
 

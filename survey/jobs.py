@@ -20,6 +20,7 @@ from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
 from hubsurvey.core.hub import HubClient, default_cache_dir, delete_files, is_transient
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.roles import RoleOverrides
+from hubsurvey.core.splits import branch_layouts, refuse_two_layouts
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.survey.sources import config_from_files
 
@@ -114,6 +115,7 @@ def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
     watchdog = MemoryWatchdog(spec.memory_mb) if spec.memory_mb else None
     try:
         download_seconds = 0.0
+        refuse_two_layouts(spec.dataset_id, spec.config, branch_layouts(p for ps in spec.files.values() for p in ps))
         if spec.local_files is None:
             spec = download(spec, HubClient(endpoint=spec.endpoint, cache_dir=spec.cache_dir))
             download_seconds = time.perf_counter() - started

@@ -49,6 +49,8 @@ from hubsurvey.core.errors import (
     scrub,
     scrub_exception,
 )
+from hubsurvey.core.safety import refuse_secrets, scrub_value
+from hubsurvey.core.splits import branch_split  # noqa: F401 - where the stages import it from
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +65,6 @@ DEFAULT_READ_TIMEOUT = 60.0  # seconds to wait for each chunk of a response (HUB
 DEFAULT_MAX_ATTEMPTS = 6  # attempts per request before a transient failure is final (HUBSURVEY_MAX_ATTEMPTS)
 
 T = TypeVar("T")
-
-# On the Parquet branch a split's folder may be "partial-train" (partial export) or "train-part3"
-# (more than 10,000 shards); split names themselves never contain "-".
-_BRANCH_SPLIT = re.compile(r"^(?:partial-)?(?P<split>[^/]+?)(?:-part\d+)?$")
-
-
-def branch_split(directory: str) -> str:
-    """The split a Parquet-branch folder holds."""
-    m = _BRANCH_SPLIT.match(directory)
-    return m.group("split") if m else directory
-
 
 def is_transient(exc: BaseException) -> bool:
     """True for failures worth retrying: rate limits, 5xx, timeouts, resets, truncated bodies.
@@ -389,6 +380,7 @@ class HubClient:
             items = islice(items, limit)
         try:
             for item in items:
+                item = scrub_value(item)  # a token echoed into tags, a card, a description: never stored
                 item.setdefault("siblings", None)
                 yield DatasetInfo(**item)
         except HfHubHTTPError as e:
@@ -400,7 +392,7 @@ class HubClient:
             raise HubError(self.scrub(f"listing datasets on {self.endpoint} failed: {type(e).__name__}: {e}")) from e
 
     def dataset_info(self, repo_id: str, revision: str | None = None, **kwargs: Any) -> Any:
-        return self.call(self._api.dataset_info, repo_id, revision=revision, **kwargs)
+        return scrub_value(self.call(self._api.dataset_info, repo_id, revision=revision, **kwargs))
 
     def parquet_sha(self, repo_id: str) -> str:
         """The commit the dataset's Parquet branch points at: downloads are pinned to it."""
@@ -410,6 +402,8 @@ class HubClient:
         """Every Parquet file on the dataset's Parquet branch (one listing, paginated by the Hub)."""
         url = f"{self.endpoint}/api/datasets/{repo_id}/tree/{quote(revision, safe='')}"
         items = list(self._paginate(url, [("recursive", "true"), ("expand", "false")], repo_id))
+        # paths become config names, rows and folder names: a tree echoing the token is refused whole
+        refuse_secrets([it.get("path") for it in items if isinstance(it, dict)], f"{repo_id}: the Parquet branch's tree")
         return [
             RepoFile(it["path"], int(it.get("size") or 0))
             for it in items
