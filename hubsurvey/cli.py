@@ -9,12 +9,15 @@ its code; anything else is a bug: one line saying so, exit 5, the traceback logg
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
+import signal
 import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -61,13 +64,34 @@ app = typer.Typer(
 )
 
 
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM (what ``systemctl stop`` and ``kill`` send) stops a command as Ctrl-C does: the run
+    is recorded interrupted and its lock, holder file, snapshot and WAL are cleaned up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def handled(command: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``command`` inside the one error handler (see the module docstring)."""
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
+        context = click.get_current_context(silent=True)
+        if context is not None:  # click drops CSI sequences, and only off a terminal: show them as text, everywhere
+            context.color = True
         try:
-            with visible_output():
+            with visible_output(), _sigterm_as_ctrl_c():
                 return command(*args, **kwargs)
         except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise

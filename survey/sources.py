@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hubsurvey.core.errors import BadInputError, SchemaMismatchError, UnreadableDataError
+from hubsurvey.core.errors import BadInputError, DataFileMissingError, SchemaMismatchError, UnreadableDataError
 from hubsurvey.core.roles import check_name, features_from_arrow
 from hubsurvey.core.splits import (
     CANONICAL_SPLITS,
@@ -83,6 +83,8 @@ class ConfigData:
 def _parquet_file(split: SplitData, path: str) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise DataFileMissingError(f"split {split.source_name}: {Path(path).name} is gone from disk") from None
     except (pa.ArrowException, OSError) as e:
         raise UnreadableDataError(f"split {split.source_name}: unreadable Parquet {Path(path).name}: {e}") from None
 

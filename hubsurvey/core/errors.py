@@ -60,6 +60,14 @@ class UnreadableDataError(SurveyError):
     error_class = "unreadable"
 
 
+class DataFileMissingError(SurveyError):
+    """A downloaded file is gone from the cache before it was read (an eviction, a clean-up): not
+    the data's fault, so transient: the next attempt downloads it again."""
+
+    error_class = "file_missing"
+    transient = True
+
+
 class SchemaMismatchError(SurveyError):
     """Splits (or files of one split) disagree on their columns or types."""
 

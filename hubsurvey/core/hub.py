@@ -497,22 +497,63 @@ def _blob_of(path: Path) -> Path:
     return path.resolve() if path.is_symlink() else path
 
 
-def delete_files(paths: Iterable[str | Path]) -> int:
-    """Delete downloaded files (a measured job's), snapshot links and the blobs they point at.
+def _link_chain(path: Path) -> list[str]:
+    """Every path a snapshot link leads through, to the file: the repo's blob (itself a link into
+    huggingface_hub's shared store, when it uses one), then the stored file."""
+    chain: list[str] = []
+    current = os.path.abspath(path)
+    while os.path.islink(current) and len(chain) < 40:
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+        chain.append(current)
+    return chain
 
-    Returns the bytes freed. A path that is already gone is skipped: deleting twice is harmless.
+
+def _cache_root(path: Path) -> Path:
+    """The huggingface_hub cache a snapshot path is in (the folder above ``datasets--owner--name``)."""
+    for parent in path.absolute().parents:
+        if parent.name.startswith(("datasets--", "models--", "spaces--")):
+            return parent.parent
+    return path.absolute().parent
+
+
+def delete_files(paths: Iterable[str | Path]) -> int:
+    """Delete downloaded files (a measured job's): their snapshot links, and the blobs only no other
+    link still points at.
+
+    huggingface_hub stores a file's content once per content hash: two configs holding one
+    byte-identical file have two snapshot links to one blob, and another job may be about to read
+    it. So a blob (and a shared-store file behind it) is deleted only when no remaining link in the
+    cache leads to it. Returns the bytes freed. A path already gone is skipped: deleting twice is
+    harmless.
     """
     freed = 0
+    candidates: set[str] = set()
+    roots: set[Path] = set()
     for p in paths:
         path = Path(p)
-        blob = _blob_of(path)
-        for victim in {blob, path}:
-            try:
-                size = victim.stat().st_size if victim.exists() and not victim.is_symlink() else 0
-                victim.unlink()
-                freed += size
-            except FileNotFoundError:
-                continue
+        if path.is_symlink():
+            candidates.update(_link_chain(path))
+            roots.add(_cache_root(path))
+        try:
+            size = path.stat().st_size if path.exists() and not path.is_symlink() else 0
+            path.unlink()
+            freed += size
+        except FileNotFoundError:
+            continue
+    if not candidates:
+        return freed
+    still_used: set[str] = set()
+    for root in roots:
+        for link in root.rglob("*"):
+            if link.is_symlink() and os.path.abspath(link) not in candidates:
+                still_used.update(_link_chain(link))
+    for victim in sorted(candidates - still_used, key=len, reverse=True):
+        try:
+            size = os.stat(victim).st_size if not os.path.islink(victim) else 0
+            os.unlink(victim)
+            freed += size
+        except FileNotFoundError:
+            continue
     return freed
 
 

@@ -310,9 +310,14 @@ def views() -> dict[str, str]:
     return {
         # Survey results: for each (dataset, config) measured from the Hub, its newest measured
         # revision. Per config, not per dataset: a partial re-measure (a config that failed at the
-        # new sha, a run cut by --max-hours or killed) keeps the other configs' older rows.
+        # new sha, a run cut by --max-hours or killed) keeps the other configs' older rows. A config
+        # the dataset's current revision no longer has (its crawl record lists the configs of the
+        # revision the crawl resolved) is gone from the dataset: its old rows are not shown.
         "survey_measurements": """
-            SELECT * FROM measurements WHERE source = 'hub'
+            SELECT * FROM measurements m WHERE source = 'hub'
+              AND NOT EXISTS (SELECT 1 FROM datasets d
+                              WHERE d.dataset_id = m.dataset_id AND d.configs IS NOT NULL
+                                AND NOT list_contains(json_keys(d.configs), m.config))
             QUALIFY revision_sha = first_value(revision_sha) OVER (
                 PARTITION BY dataset_id, config ORDER BY measured_at DESC, revision_sha)""",
         # What findings, exports and publish read: the survey results, plus one-off audits (folders,
