@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 
 from hubsurvey.cli import app
 from hubsurvey.core.safety import has_control, json_text, visible
-from hubsurvey.logs import VisibleFormatter
 
 runner = CliRunner()  # color=True below: CliRunner drops CSI itself (click, off a terminal, without our context flag)
 
@@ -64,6 +63,8 @@ def _refuse_constant(name: str) -> None:
 
 
 def test_log_lines_show_control_characters_as_text():
+    from hubsurvey.logs import VisibleFormatter
+
     record = logging.LogRecord("hubsurvey.x", logging.INFO, __file__, 1, "measuring %s", (HOSTILE,), None)
     line = VisibleFormatter("%(message)s").format(record)
     assert line == f"measuring {SHOWN}"
