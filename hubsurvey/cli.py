@@ -82,14 +82,27 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _keep_control_sequences() -> None:
+    """click (and typer's copy of it) drops CSI sequences from echoed text, and only off a terminal,
+    while OSC and BEL pass: the command's context asks it to keep them all, so that the output
+    filter shows every one as text, on a terminal or not."""
+    getters = [click.get_current_context]
+    with contextlib.suppress(ImportError):  # typer vendors click from 0.2x
+        from typer._click.globals import get_current_context
+
+        getters.append(get_current_context)
+    for get in getters:
+        context = get(silent=True)
+        if context is not None:
+            context.color = True
+
+
 def handled(command: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``command`` inside the one error handler (see the module docstring)."""
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
-        context = click.get_current_context(silent=True)
-        if context is not None:  # click drops CSI sequences, and only off a terminal: show them as text, everywhere
-            context.color = True
+        _keep_control_sequences()
         try:
             with visible_output(), _sigterm_as_ctrl_c():
                 return command(*args, **kwargs)

@@ -193,7 +193,7 @@ def _split_files(folder: Path, dataset_id: str = "", config: str = "") -> dict[s
     layouts: dict[str, list[str]] = {}
     for entry in sorted(folder.iterdir()):
         if entry.is_dir():
-            parquet = sorted(str(p) for p in entry.rglob("*.parquet") if p.is_file())
+            parquet = sorted(str(p) for p in entry.rglob("*.parquet") if p.is_file() and not _hidden(p, entry))
             arrow = sorted(entry.glob("*.arrow"))
             name = branch_split(entry.name)
             if parquet:
@@ -210,6 +210,12 @@ def _split_files(folder: Path, dataset_id: str = "", config: str = "") -> dict[s
             layouts.setdefault(name, []).append(file_layout(stem))
     refuse_two_layouts(dataset_id or folder.name, config or folder.name, layouts)
     return found
+
+
+def _hidden(path: Path, top: Path) -> bool:
+    """A file under a hidden folder or hidden itself (``.ipynb_checkpoints/``, ``.cache/``): an editor's
+    or a tool's copy, never a shard of the split."""
+    return any(part.startswith(".") for part in path.relative_to(top).parts)
 
 
 def _read_arrow_files(files: Iterable[Path]) -> pa.Table:
@@ -248,7 +254,9 @@ class FolderSource:
     def configs(self) -> list[str]:
         if _is_config_folder(self.path):
             return ["default"]
-        configs = [p.name for p in sorted(self.path.iterdir()) if p.is_dir() and _is_config_folder(p)]
+        # a hidden folder (.git, .cache, .ipynb_checkpoints) is a tool's, never a config
+        configs = [p.name for p in sorted(self.path.iterdir())
+                   if p.is_dir() and not p.name.startswith(".") and _is_config_folder(p)]
         if not configs:
             raise BadInputError(f"{self.dataset_id}: no splits found in {self.path} (expected <config>/<split>/*.parquet)")
         return configs

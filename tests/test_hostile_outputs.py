@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from hubsurvey.cli import app
 from hubsurvey.core.safety import has_control, json_text, visible
 
-runner = CliRunner()  # color=True below: CliRunner drops CSI itself (click, off a terminal, without our context flag)
+runner = CliRunner()
 
 HOSTILE = "cfg\x1b]0;pwned\x07\x1b[2J\x9b31m\u202eevil\x7f\rend"
 SHOWN = "cfg\\x1b]0;pwned\\x07\\x1b[2J\\x9b31m\\u202eevil\\x7f\\rend"
@@ -81,7 +81,7 @@ def hostile_db(tmp_path_factory) -> Path:
         (root / HOSTILE / split).mkdir(parents=True)
         pq.write_table(pa.table({"text": texts, "label": [0, 1, 1][: len(texts)]}), root / HOSTILE / split / "0.parquet")
     db = tmp / "r.duckdb"
-    result = runner.invoke(app, ["audit", str(root), "--db", str(db)], color=True)
+    result = runner.invoke(app, ["audit", str(root), "--db", str(db)])
     assert result.exit_code == 0, result.output
     _no_raw_control(result.stdout)
     assert f"config={SHOWN}" in result.stdout
@@ -90,14 +90,14 @@ def hostile_db(tmp_path_factory) -> Path:
 
 def test_sql_table_and_csv_on_the_terminal_show_the_name_as_text(hostile_db):
     for fmt in ("table", "csv"):
-        result = runner.invoke(app, ["sql", "SELECT DISTINCT config FROM measurements", "--db", str(hostile_db), "--format", fmt], color=True)
+        result = runner.invoke(app, ["sql", "SELECT DISTINCT config FROM measurements", "--db", str(hostile_db), "--format", fmt])
         assert result.exit_code == 0, result.output
         _no_raw_control(result.stdout)
         assert SHOWN in result.stdout
 
 
 def test_sql_json_keeps_the_exact_name_and_is_terminal_safe(hostile_db):
-    result = runner.invoke(app, ["sql", "SELECT DISTINCT config FROM measurements", "--db", str(hostile_db), "--format", "json"], color=True)
+    result = runner.invoke(app, ["sql", "SELECT DISTINCT config FROM measurements", "--db", str(hostile_db), "--format", "json"])
     assert result.exit_code == 0, result.output
     _no_raw_control(result.stdout)
     assert json.loads(result.stdout) == [{"config": HOSTILE}]
@@ -111,7 +111,7 @@ def test_the_db_keeps_the_exact_name(hostile_db):
 
 
 def test_show_prints_the_name_as_text(hostile_db):
-    result = runner.invoke(app, ["show", "hostile/names", "--db", str(hostile_db)], color=True)
+    result = runner.invoke(app, ["show", "hostile/names", "--db", str(hostile_db)])
     assert result.exit_code == 0, result.output
     _no_raw_control(result.stdout)
     assert "\\x1b]0;pwned\\x07" in result.stdout
@@ -121,7 +121,7 @@ def test_an_error_line_naming_a_hostile_config_is_one_visible_line(tmp_path):
     root = tmp_path / "bad__names"
     (root / HOSTILE / "train").mkdir(parents=True)  # no test split: refused, with the config named
     pq.write_table(pa.table({"text": ["a"]}), root / HOSTILE / "train" / "0.parquet")
-    result = runner.invoke(app, ["audit", str(root), "--db", str(tmp_path / "r.duckdb")], color=True)
+    result = runner.invoke(app, ["audit", str(root), "--db", str(tmp_path / "r.duckdb")])
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("error: ") and "no test split" in line and "\\x1b]0;pwned\\x07" in line
@@ -130,7 +130,7 @@ def test_an_error_line_naming_a_hostile_config_is_one_visible_line(tmp_path):
 
 def test_report_markdown_and_html_show_the_name_as_text(hostile_db, tmp_path):
     out = tmp_path / "report"
-    result = runner.invoke(app, ["report", "--db", str(hostile_db), "--out", str(out), "--top", "5"], color=True)
+    result = runner.invoke(app, ["report", "--db", str(hostile_db), "--out", str(out), "--top", "5"])
     assert result.exit_code == 0, result.output
     for name in ("REPORT.md", "report.html"):
         text = (out / name).read_text(encoding="utf-8")
@@ -141,7 +141,7 @@ def test_report_markdown_and_html_show_the_name_as_text(hostile_db, tmp_path):
 def test_exported_csv_and_parquet_keep_the_exact_name(hostile_db, tmp_path):
     """CSV files are data: the value is kept as it is (a spreadsheet does not interpret ESC)."""
     out = tmp_path / "export"
-    result = runner.invoke(app, ["export", "--db", str(hostile_db), "--out", str(out)], color=True)
+    result = runner.invoke(app, ["export", "--db", str(hostile_db), "--out", str(out)])
     assert result.exit_code == 0, result.output
     csv_files = sorted(out.rglob("*.csv"))
     assert csv_files and any(HOSTILE in f.read_bytes().decode("utf-8") for f in csv_files)
@@ -162,14 +162,14 @@ def nan_db(tmp_path_factory) -> Path:
     roles = tmp / "roles.toml"
     roles.write_text('["o/nan".default]\ntext = ["text"]\nlabels = ["label"]\n', encoding="utf-8")
     db = tmp / "r.duckdb"
-    result = runner.invoke(app, ["audit", str(root), "--db", str(db), "--roles", str(roles), "--json"], color=True)
+    result = runner.invoke(app, ["audit", str(root), "--db", str(db), "--roles", str(roles), "--json"])
     assert result.exit_code == 0, result.output
     json.loads(result.stdout, parse_constant=_refuse_constant)  # audit --json: valid
     return db
 
 
 def test_show_json_with_nan_labels_is_valid_json_with_null(nan_db):
-    result = runner.invoke(app, ["show", "o/nan", "--db", str(nan_db), "--format", "json"], color=True)
+    result = runner.invoke(app, ["show", "o/nan", "--db", str(nan_db), "--format", "json"])
     assert result.exit_code == 0, result.output
     examples = json.loads(result.stdout, parse_constant=_refuse_constant)
     labels = [e["labels"] for e in examples if e["labels"]]
@@ -178,14 +178,14 @@ def test_show_json_with_nan_labels_is_valid_json_with_null(nan_db):
 
 @pytest.mark.parametrize("expression", ["'nan'::DOUBLE", "'inf'::DOUBLE", "'-inf'::FLOAT", "[1.0, 'nan'::DOUBLE]"])
 def test_sql_json_of_non_finite_floats_is_null(nan_db, expression):
-    result = runner.invoke(app, ["sql", f"SELECT {expression} AS x, 1 AS one", "--db", str(nan_db), "--format", "json"], color=True)
+    result = runner.invoke(app, ["sql", f"SELECT {expression} AS x, 1 AS one", "--db", str(nan_db), "--format", "json"])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.stdout, parse_constant=_refuse_constant)
     assert row["one"] == 1 and row["x"] in (None, [1.0, None])
 
 
 def test_status_json_is_valid_json(nan_db):
-    result = runner.invoke(app, ["status", "--db", str(nan_db), "--format", "json"], color=True)
+    result = runner.invoke(app, ["status", "--db", str(nan_db), "--format", "json"])
     assert result.exit_code == 0, result.output
     json.loads(result.stdout, parse_constant=_refuse_constant)
 
