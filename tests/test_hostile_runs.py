@@ -265,3 +265,52 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path):
     with Store(db, read_only=True) as store:
         (status,) = store.query("SELECT status FROM runs ORDER BY started_at DESC LIMIT 1")[1][0]
     assert status == "interrupted"
+
+
+@pytest.mark.slow
+def test_a_prefetched_file_gone_before_measuring_is_downloaded_again(tmp_path):
+    from hubsurvey.survey.jobs import JobSpec, download, run_job
+
+    root = _shared_root(tmp_path, configs=1)
+    with StandinHub(root) as hub:
+        client = _client(hub, tmp_path / "cache")
+        files = {"train": ["c0/train/0000.parquet"], "test": ["c0/test/0000.parquet"]}
+        spec = download(JobSpec("j", "share/three", "1" * 40, "c0", 1, files, endpoint=hub.url,
+                                cache_dir=str(tmp_path / "cache")), client)
+        gone = Path(spec.local_files["test"][0])
+        os.unlink(os.path.realpath(gone))  # an eviction took the blob between prefetch and measuring
+        outcome = run_job(spec.as_dict())
+    assert outcome.ok, outcome.message
+    _check(outcome.rows, {"train": _train(0), "test": SHARED_TEST})
+
+
+@pytest.mark.parametrize("layout", [
+    {"test-part0/0000.parquet": SHARED_TEST.slice(0, 1), "test-part1/0000.parquet": SHARED_TEST.slice(1)},
+    {"partial-test/0000.parquet": SHARED_TEST},
+], ids=["parts_of_one_export", "partial_alone"])
+@pytest.mark.slow
+def test_one_export_in_parts_on_the_hub_is_measured_once(tmp_path, layout):
+    files = {"default/train/0000.parquet": _train(0), **{f"default/{p}": t for p, t in layout.items()}}
+    root = write_hub_root(tmp_path / "hub", {"parts/ds": files})
+    db = tmp_path / "r.duckdb"
+    assert _survey(root, db, tmp_path / "cache").failed == 0
+    with Store(db) as store:
+        (row,) = store.records("SELECT * FROM current_measurements")
+    assert row["rows_test"] == SHARED_TEST.num_rows
+    _check([row], {"train": _train(0), "test": list(layout.values())})
+
+
+@pytest.mark.slow
+def test_full_and_partial_exports_on_the_hub_fail_the_job_as_bad_input(tmp_path):
+    files = {"default/train/0000.parquet": _train(0), "default/test/0000.parquet": SHARED_TEST,
+             "default/partial-test/0000.parquet": SHARED_TEST}
+    root = write_hub_root(tmp_path / "hub", {"twice/ds": files})
+    db = tmp_path / "r.duckdb"
+    summary = _survey(root, db, tmp_path / "cache")
+    assert summary.failed == 1
+    with Store(db) as store:
+        (job,) = store.records("SELECT error_class, error_message, transient FROM jobs")
+        assert store.query("SELECT count(*) FROM measurements")[1][0][0] == 0
+    assert job["error_class"] == "bad_input" and not job["transient"]
+    assert job["error_message"] == ("twice/ds [default]: split 'test' is stored in 2 layouts (partial-test/, test/); "
+                                    "refusing to count its rows twice")
