@@ -86,7 +86,7 @@ def _keep_control_sequences() -> None:
     """click (and typer's copy of it) drops CSI sequences from echoed text, and only off a terminal,
     while OSC and BEL pass: the command's context asks it to keep them all, so that the output
     filter shows every one as text, on a terminal or not."""
-    getters = [click.get_current_context]
+    getters: list[Callable[..., Any]] = [click.get_current_context]
     with contextlib.suppress(ImportError):  # typer vendors click from 0.2x
         from typer._click.globals import get_current_context
 

@@ -70,7 +70,7 @@ def test_configs_sharing_a_file_are_all_measured(tmp_path, workers):
     for i, row in enumerate(rows):
         _check([row], {"train": _train(i), "test": SHARED_TEST})
     # and the cache is clean afterwards: every blob deleted once the last job using it ended
-    assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix == ".parquet" or "blobs" in p.parts and p.is_file()]
+    assert not [p for p in cache.rglob("*") if p.is_file() and ("blobs" in p.parts or p.suffix == ".parquet")]
 
 
 def test_a_blob_two_snapshot_links_share_is_kept_until_the_last_goes(tmp_path):
@@ -185,13 +185,8 @@ TOKEN = "hf_EchoedIntoData_0123456789abcdef"
 
 
 def _files_holding(folder: Path, secret: str) -> list[str]:
-    hits = []
-    for path in folder.rglob("*"):
-        if secret in str(path.relative_to(folder)):
-            hits.append(str(path))
-        elif path.is_file() and secret.encode() in path.read_bytes():
-            hits.append(str(path))
-    return hits
+    return [str(path) for path in folder.rglob("*")
+            if secret in str(path.relative_to(folder)) or (path.is_file() and secret.encode() in path.read_bytes())]
 
 
 @pytest.mark.slow

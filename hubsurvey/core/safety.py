@@ -184,9 +184,9 @@ def visible_output() -> Iterator[None]:
     point for every line a command prints: tables, CSV, Markdown, error lines)."""
     saved = sys.stdout, sys.stderr
     if not isinstance(sys.stdout, VisibleStream):
-        sys.stdout = VisibleStream(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = VisibleStream(sys.stdout)
     if not isinstance(sys.stderr, VisibleStream):
-        sys.stderr = VisibleStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = VisibleStream(sys.stderr)
     try:
         yield
     finally:
