@@ -205,7 +205,11 @@ ODD_NAMES = ["file_row_number", "FILE_ROW_NUMBER", "filename", "file_index", "po
              'say "hi"', "it's", "  spaced  ", "ÜñÎçødé 文字", "x" * 300, "\x1b]0;title\x07", "select", "*"]
 
 
-@pytest.mark.parametrize("name", ODD_NAMES, ids=lambda n: repr(n)[:24])
+FAST_NAMES = {"file_row_number", "FILE_ROW_NUMBER", "filename"}  # the rest in the slow tier
+
+
+@pytest.mark.parametrize("name", [n if n in FAST_NAMES else pytest.param(n, marks=pytest.mark.slow) for n in ODD_NAMES],
+                         ids=lambda n: repr(n)[:24])
 @pytest.mark.parametrize("role", ["text", "extra"])
 def test_any_column_name_is_measured(tmp_path, name, role):
     """The odd name is the text column, or an extra column beside it (which DuckDB still reads)."""

@@ -132,6 +132,7 @@ CASES: list[Case] = [
 
 
 @pytest.mark.parametrize("files,expected,words", [pytest.param(f, e, w, id=i) for i, f, e, w in CASES])
+@pytest.mark.slow
 def test_adversarial_case(tmp_path, files, expected, words):
     folder = _write(tmp_path, files())
     if expected is None and words:
@@ -157,6 +158,7 @@ def test_a_hidden_folder_is_not_a_config(tmp_path):
     assert FolderSource(folder).configs() == ["en"]
 
 
+@pytest.mark.slow
 def test_a_long_config_name_gets_a_fingerprint_path_within_limits(tmp_path):
     from hubsurvey.core.store import Store
 

@@ -309,3 +309,30 @@ def test_full_and_partial_exports_on_the_hub_fail_the_job_as_bad_input(tmp_path)
     assert job["error_class"] == "bad_input" and not job["transient"]
     assert job["error_message"] == ("twice/ds [default]: split 'test' is stored in 2 layouts (partial-test/, test/); "
                                     "refusing to count its rows twice")
+
+
+@pytest.mark.slow
+def test_the_client_scrubs_listing_items_and_refuses_a_tree_holding_the_token(tmp_path, monkeypatch):
+    """The choke point itself: where the Hub's JSON becomes Python values."""
+    from hubsurvey.core.errors import HubError
+    from hubsurvey.core.hub import is_transient
+
+    table = {"train": pa.table({"text": ["a"]}), "test": pa.table({"text": ["b"]})}
+    root = write_hub_root(
+        tmp_path / "hub",
+        {"echo/tags": {f"default/{s}/0.parquet": t for s, t in table.items()},
+         "echo/tree": {f"a{TOKEN}b/{s}/0.parquet": t for s, t in table.items()}},
+        entries={"echo/tags": {"tags": [f"x:{TOKEN}", "language:en"], "description": f"Bearer {TOKEN}",
+                               "cardData": {"nested": [{"deep": f"..{TOKEN}.."}]}}},
+    )
+    with StandinHub(root, valid_tokens={TOKEN}) as hub:
+        client = HubClient(endpoint=hub.url, token=TOKEN, rate=None, file_rate=None, cache_dir=tmp_path / "c", max_wait=0.05)
+        items = {i.id: i for i in client.list_datasets(expand=["tags", "description", "cardData"])}
+        assert client.parquet_tree("echo/tags")  # a clean tree passes
+        with pytest.raises(HubError) as refused:
+            client.parquet_tree("echo/tree")
+    item = items["echo/tags"]
+    assert item.tags == ["x:***", "language:en"] and item.description == "Bearer ***"
+    assert item.card_data.to_dict()["nested"] == [{"deep": "..***.."}]
+    assert TOKEN not in str(refused.value) and "echoed credentials" in str(refused.value)
+    assert not is_transient(refused.value)
