@@ -30,6 +30,7 @@ from hubsurvey.core.figures import (
     NEAR_METHOD,
     NEAR_METHOD_VERSION,
 )
+from hubsurvey.core.safety import json_text, visible
 from hubsurvey.core.store import Store
 
 TEMPLATES_PACKAGE = "hubsurvey.templates"  # installed as package data
@@ -146,7 +147,7 @@ _SECRET_KEY = re.compile(r"token|secret|password|authorization|api[_-]?key", re.
 
 def md(value: Any) -> str:
     """Escape a value for Markdown text and table cells (no HTML, no table breaks, one line)."""
-    text = figures.NR if value is None else str(value)
+    text = figures.NR if value is None else visible(str(value), one_line=True)
     text = _MD_SPECIAL.sub(r"\\\1", text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return " ".join(text.split())
@@ -169,7 +170,7 @@ def pct3(value: Any) -> str:
 
 def yaml_str(value: Any) -> str:
     """A YAML scalar or flow collection (JSON is YAML): safe for any string."""
-    return json.dumps(value, ensure_ascii=False)
+    return json_text(value)
 
 
 def when(value: Any) -> str:
@@ -183,6 +184,12 @@ def when(value: Any) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _visible_value(value: Any) -> Any:
+    if isinstance(value, Markup):  # already escaped HTML: keep it marked safe
+        return Markup(visible(str(value)))
+    return visible(value) if isinstance(value, str) else value
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader(TEMPLATES_PACKAGE, ""),
@@ -193,6 +200,7 @@ def environment() -> jinja2.Environment:
             default=True,
         ),
         undefined=jinja2.StrictUndefined,
+        finalize=_visible_value,  # every value a template prints, Markdown or HTML: control characters as text
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -169,7 +169,7 @@ def _resolve_at(client: HubClient, dataset_id: str, filters: CrawlFilters, card:
     layout: dict[str, dict[str, list[Any]]] = {}
     for f in files:
         parts = f.path.split("/")
-        if len(parts) == 3:
+        if len(parts) >= 3:  # config/split/file, or deeper (config/split/part-0/file): the split's too
             layout.setdefault(parts[0], {}).setdefault(branch_split(parts[1]), []).append(f)
     for splits in layout.values():
         for fs in splits.values():

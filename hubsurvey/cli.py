@@ -9,12 +9,15 @@ its code; anything else is a bug: one line saying so, exit 5, the traceback logg
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
+import signal
 import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +28,7 @@ from hubsurvey import __version__
 from hubsurvey.commands.options import Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
+from hubsurvey.core.safety import json_text, visible, visible_output
 from hubsurvey.core.store import DEFAULT_DB
 
 log = logging.getLogger("hubsurvey.cli")
@@ -60,22 +64,57 @@ app = typer.Typer(
 )
 
 
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM (what ``systemctl stop`` and ``kill`` send) stops a command as Ctrl-C does: the run
+    is recorded interrupted and its lock, holder file, snapshot and WAL are cleaned up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _keep_control_sequences() -> None:
+    """click (and typer's copy of it) drops CSI sequences from echoed text, and only off a terminal,
+    while OSC and BEL pass: the command's context asks it to keep them all, so that the output
+    filter shows every one as text, on a terminal or not."""
+    getters: list[Callable[..., Any]] = [click.get_current_context]
+    with contextlib.suppress(ImportError):  # typer vendors click from 0.2x
+        from typer._click.globals import get_current_context
+
+        getters.append(get_current_context)
+    for get in getters:
+        context = get(silent=True)
+        if context is not None:
+            context.color = True
+
+
 def handled(command: Callable[..., Any]) -> Callable[..., Any]:
     """Run ``command`` inside the one error handler (see the module docstring)."""
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
+        _keep_control_sequences()
         try:
-            return command(*args, **kwargs)
+            with visible_output(), _sigterm_as_ctrl_c():
+                return command(*args, **kwargs)
         except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except HubsurveyError as e:
             log.debug("%s failed", command.__name__, exc_info=True)
-            typer.echo(f"error: {one_line(e)}", err=True)
+            typer.echo(f"error: {visible(one_line(e), one_line=True)}", err=True)
             raise typer.Exit(int(e.exit_code)) from None
         except Exception as e:
             log.debug("internal error in %s", command.__name__, exc_info=True)
-            typer.echo(f"internal error (a bug in hubsurvey): {one_line(e)}", err=True)
+            typer.echo(f"internal error (a bug in hubsurvey): {visible(one_line(e), one_line=True)}", err=True)
             raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
     return run
@@ -242,7 +281,7 @@ def audit(
         raise BadInputError(f"{target}: {one_line(e)}") from None
     if fmt == "json":
         objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r)} for r in outcome.rows]
-        typer.echo(json.dumps(objs, ensure_ascii=False, indent=1, default=str))
+        typer.echo(json_text(objs, indent=1, default=str))
     elif fmt == "csv":
         sys.stdout.write(_audit_csv(outcome.rows))
     else:
@@ -254,7 +293,7 @@ def audit(
             shown = f"; examples: hubsurvey show {outcome.dataset_id} --db {db}" if examples else ""
             typer.echo(f"stored {len(outcome.rows)} row(s) in {db}{shown}")
     for error in outcome.errors:
-        typer.echo(f"error: {error}", err=True)
+        typer.echo(f"error: {visible(str(error), one_line=True)}", err=True)
     if outcome.errors:
         raise typer.Exit(outcome.exit_code)
 

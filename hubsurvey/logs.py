@@ -20,6 +20,17 @@ DEFAULT_LEVEL = "INFO"
 _HANDLER_ATTR = "_hubsurvey_handler"
 
 
+class VisibleFormatter(logging.Formatter):
+    """Log lines show control characters as text (a config name cannot retitle the terminal), and
+    never a secret."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from hubsurvey.core.errors import scrub
+        from hubsurvey.core.safety import visible
+
+        return visible(scrub(super().format(record)))
+
+
 def setup_logging(*, verbose: int = 0, level: str | None = None, stream=None) -> None:
     """Send log records to ``stream`` (default: the current ``sys.stderr``) at the chosen level."""
     stream = stream if stream is not None else sys.stderr
@@ -31,7 +42,7 @@ def setup_logging(*, verbose: int = 0, level: str | None = None, stream=None) ->
     handler = logging.StreamHandler(stream)
     tty = hasattr(stream, "isatty") and stream.isatty()
     fmt = "%(levelname)s %(message)s" if tty else "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    handler.setFormatter(logging.Formatter(fmt, datefmt="%Y-%m-%dT%H:%M:%S%z"))
+    handler.setFormatter(VisibleFormatter(fmt, datefmt="%Y-%m-%dT%H:%M:%S%z"))
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, _HANDLER_ATTR, False)]:
         root.removeHandler(old)

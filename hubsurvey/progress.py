@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+from hubsurvey.core.safety import unfiltered
+
 log = logging.getLogger("hubsurvey.progress")
 
 
@@ -40,7 +42,8 @@ class Progress:
         if hasattr(self.stream, "isatty") and self.stream.isatty():
             from tqdm import tqdm
 
-            self._bar = tqdm(desc=self.kind, unit=self.unit, file=self.stream, dynamic_ncols=True)
+            # the bar moves the cursor on purpose: it writes below the command's visible-text filter
+            self._bar = tqdm(desc=self.kind, unit=self.unit, file=unfiltered(self.stream), dynamic_ncols=True)
         return self
 
     def __exit__(self, *exc: Any) -> None:

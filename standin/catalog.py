@@ -189,3 +189,26 @@ class Catalog:
                         keys.sort(key=lambda k: self.props(k).get(sort) or 0, reverse=True)
                 self._orders = {cache_key: keys, **{k: v for k, v in self._orders.items() if k[1] == self._version}}
             return keys
+
+
+def write_hub_root(root: Path, datasets: dict[str, dict[str, Any]], entries: dict[str, dict[str, Any]] | None = None) -> Path:
+    """A small hub root for hostile-layout tests: ``{dataset id: {path in the Parquet branch: table}}``.
+
+    Paths are written as given (``default/test/0000.parquet``, ``default/test.parquet``,
+    ``default/train/part-0/0000.parquet`` ...): the branch serves whatever layout a test builds.
+    ``entries`` adds index.json keys per dataset (``tags``, ``sha`` ...). Returns ``root``.
+    """
+    import pyarrow.parquet as pq
+
+    index = []
+    for repo_id, files in datasets.items():
+        folder = root / repo_id.replace("/", "__")
+        for relative, table in files.items():
+            path = folder / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, path)
+        index.append({"id": repo_id, "tags": ["task_categories:text-classification", "language:en", "format:parquet"],
+                      **(entries or {}).get(repo_id, {})})
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "index.json").write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return root

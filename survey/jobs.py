@@ -20,6 +20,7 @@ from hubsurvey.core.figures import methods_measured
 from hubsurvey.core.hub import HubClient, default_cache_dir, delete_files, is_transient
 from hubsurvey.core.queue import JobOutcome, JobSettings, QueuedJob
 from hubsurvey.core.roles import RoleOverrides
+from hubsurvey.core.splits import branch_layouts, refuse_two_layouts
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.survey.sources import config_from_files
 
@@ -103,6 +104,10 @@ def run_job(spec: JobSpec, memory_mb: int | None = None) -> JobOutcome:
     watchdog = MemoryWatchdog(memory_mb) if memory_mb else None
     try:
         download_seconds = 0.0
+        refuse_two_layouts(spec.dataset_id, spec.config, branch_layouts(p for ps in spec.files.values() for p in ps))
+        if spec.local_files is not None and not all(Path(p).exists() for ps in spec.local_files.values() for p in ps):
+            # prefetched, then gone (an eviction, a clean-up racing with this download): fetch again
+            spec = JobSpec(**{**spec.as_dict(), "local_files": None})
         if spec.local_files is None:
             spec = download(spec, HubClient(endpoint=settings.endpoint, cache_dir=settings.cache_dir))
             download_seconds = time.perf_counter() - started

@@ -102,6 +102,10 @@ class Measured:
     near: NearResult | None = None
 
 
+#: column names DuckDB's Parquet reader adds itself with the options the engine passes
+_RESERVED_BY_READER = frozenset({"file_row_number"})
+
+
 class Engine:
     """Measures one config. Use as a context manager; it owns one in-memory DuckDB connection."""
 
@@ -120,6 +124,7 @@ class Engine:
             self.con.execute("SET memory_limit = $m", {"m": memory_limit})
         self.con.execute("SET preserve_insertion_order = false")  # not needed; lets GROUP BY spill
         self.rows = {name: split.num_rows for name, split in data.splits.items()}
+        self._renamed = contextlib.ExitStack()  # renamed copies of files whose names DuckDB reserves
         for name, split in data.splits.items():
             self._register(name, split)
 
@@ -128,6 +133,25 @@ class Engine:
 
     def __exit__(self, *exc: Any) -> None:
         self.con.close()
+        self._renamed.close()
+
+    def _readable(self, path: str) -> str:
+        """``path``, or a copy with positional column names when a column's name is one DuckDB's
+        ``file_row_number`` option reserves (compared without case, as DuckDB does): the data's own
+        names never reach SQL anyway (see :meth:`_register`). The copy is streamed batch by batch."""
+        source = pq.ParquetFile(path)
+        if not any(n.lower() in _RESERVED_BY_READER for n in source.schema_arrow.names):
+            return path
+        import tempfile
+
+        folder = self._renamed.enter_context(tempfile.TemporaryDirectory(prefix="hubsurvey-renamed-"))
+        copy = f"{folder}/{abs(hash(path))}.parquet"
+        schema = source.schema_arrow
+        renamed = pa.schema([f.with_name(f"c{i}") for i, f in enumerate(schema)])
+        with pq.ParquetWriter(copy, renamed) as writer:
+            for batch in source.iter_batches():
+                writer.write_batch(pa.RecordBatch.from_arrays(batch.columns, schema=renamed))
+        return copy
 
     def _register(self, name: str, split: SplitData) -> None:
         """A view ``split_<name>`` over the split's Parquet files (read by DuckDB) or Arrow table.
@@ -150,7 +174,7 @@ class Engine:
         data = ", ".join(f"c{i}" for i in range(width))
         parts, offset = [], 0
         for k, path in enumerate(split.files):
-            self.con.read_parquet(path, file_row_number=True).create_view(f"{view}_{k}")
+            self.con.read_parquet(self._readable(path), file_row_number=True).create_view(f"{view}_{k}")
             parts.append(f"SELECT {data}, frn + {offset} AS pos FROM {view}_{k} AS s({data}, frn)")
             offset += pq.ParquetFile(path).metadata.num_rows
         self.con.execute(f"CREATE VIEW {view} AS {' UNION ALL '.join(parts)}")

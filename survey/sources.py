@@ -27,12 +27,20 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hubsurvey.core.errors import BadInputError, SchemaMismatchError, UnreadableDataError
-from hubsurvey.core.hub import branch_split
+from hubsurvey.core.errors import BadInputError, DataFileMissingError, SchemaMismatchError, UnreadableDataError
 from hubsurvey.core.roles import check_name, features_from_arrow
-from hubsurvey.core.splits import CANONICAL_SPLITS, SPLIT_ALIASES
+from hubsurvey.core.splits import (
+    CANONICAL_SPLITS,
+    SHARDED_FILE,
+    SPLIT_ALIASES,
+    branch_layouts,
+    branch_split,
+    file_layout,
+    folder_layout,
+    refuse_two_layouts,
+)
 
-_SHARDED_FILE = re.compile(r"^(?P<split>.+?)-\d{5}-of-\d{5}$")
+_SHARDED_FILE = SHARDED_FILE
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,8 @@ class ConfigData:
 def _parquet_file(split: SplitData, path: str) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise DataFileMissingError(f"split {split.source_name}: {Path(path).name} is gone from disk") from None
     except (pa.ArrowException, OSError) as e:
         raise UnreadableDataError(f"split {split.source_name}: unreadable Parquet {Path(path).name}: {e}") from None
 
@@ -174,24 +184,38 @@ def _is_split_name(name: str) -> bool:
     return branch_split(name).lower() in SPLIT_ALIASES
 
 
-def _split_files(folder: Path) -> dict[str, tuple[list[str], pa.Table | None]]:
-    """Split name -> Parquet files (or an Arrow table for save_to_disk) found in one config folder."""
+def _split_files(folder: Path, dataset_id: str = "", config: str = "") -> dict[str, tuple[list[str], pa.Table | None]]:
+    """Split name -> Parquet files (or an Arrow table for save_to_disk) found in one config folder.
+
+    A split folder's Parquet files are taken at any depth (``train/part-0/0000.parquet``). One split
+    in two layouts (``test/`` and ``test.parquet``) is refused (:func:`refuse_two_layouts`)."""
     found: dict[str, tuple[list[str], pa.Table | None]] = {}
+    layouts: dict[str, list[str]] = {}
     for entry in sorted(folder.iterdir()):
         if entry.is_dir():
-            parquet = sorted(str(p) for p in entry.glob("*.parquet"))
+            parquet = sorted(str(p) for p in entry.rglob("*.parquet") if p.is_file() and not _hidden(p, entry))
             arrow = sorted(entry.glob("*.arrow"))
             name = branch_split(entry.name)
             if parquet:
                 found.setdefault(name, ([], None))[0].extend(parquet)
             elif arrow:
                 found[name] = ([], _read_arrow_files(arrow))
+            if parquet or arrow:
+                layouts.setdefault(name, []).append(folder_layout(entry.name))
         elif entry.suffix == ".parquet":
             stem = entry.stem
             m = _SHARDED_FILE.match(stem)
             name = m.group("split") if m else stem
             found.setdefault(name, ([], None))[0].append(str(entry))
+            layouts.setdefault(name, []).append(file_layout(stem))
+    refuse_two_layouts(dataset_id or folder.name, config or folder.name, layouts)
     return found
+
+
+def _hidden(path: Path, top: Path) -> bool:
+    """A file under a hidden folder or hidden itself (``.ipynb_checkpoints/``, ``.cache/``): an editor's
+    or a tool's copy, never a shard of the split."""
+    return any(part.startswith(".") for part in path.relative_to(top).parts)
 
 
 def _read_arrow_files(files: Iterable[Path]) -> pa.Table:
@@ -230,7 +254,9 @@ class FolderSource:
     def configs(self) -> list[str]:
         if _is_config_folder(self.path):
             return ["default"]
-        configs = [p.name for p in sorted(self.path.iterdir()) if p.is_dir() and _is_config_folder(p)]
+        # a hidden folder (.git, .cache, .ipynb_checkpoints) is a tool's, never a config
+        configs = [p.name for p in sorted(self.path.iterdir())
+                   if p.is_dir() and not p.name.startswith(".") and _is_config_folder(p)]
         if not configs:
             raise BadInputError(f"{self.dataset_id}: no splits found in {self.path} (expected <config>/<split>/*.parquet)")
         return configs
@@ -269,7 +295,7 @@ class FolderSource:
     def load(self, config: str) -> ConfigData:
         folder = self._config_folder(config)
         named = {}
-        for name, (files, table) in _split_files(folder).items():
+        for name, (files, table) in _split_files(folder, self.dataset_id, config).items():
             check_name(self.dataset_id, "split", name)
             canon = SPLIT_ALIASES.get(name.lower(), name)
             named[name] = SplitData(canon, name, tuple(files), table)
@@ -329,9 +355,9 @@ class HubSource:
         layout: dict[str, dict[str, list[str]]] = {}
         for f in self._files:
             parts = f.path.split("/")
-            if len(parts) != 3:
+            if len(parts) < 3:  # config/split/file, or deeper: config/split/part-0/file
                 continue
-            config, split_dir, _ = parts
+            config, split_dir = parts[:2]
             layout.setdefault(config, {}).setdefault(branch_split(split_dir), []).append(f.path)
         return layout
 
@@ -346,6 +372,7 @@ class HubSource:
         layout = self._layout()
         if config not in layout:
             raise BadInputError(f"{self.dataset_id} [{config}]: no such config (have: {', '.join(sorted(layout))})")
+        refuse_two_layouts(self.dataset_id, config, branch_layouts(p for ps in layout[config].values() for p in ps))
         remote = config_from_files(self.dataset_id, config, self.revision_sha, layout[config])
         if "test" not in remote.splits:  # fail before downloading anything
             return remote

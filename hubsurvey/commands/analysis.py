@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import sys
 from collections.abc import Sequence
 from datetime import date, datetime
@@ -32,6 +31,7 @@ from hubsurvey.commands.options import (
     say_snapshot,
 )
 from hubsurvey.core.errors import BadInputError, StoreError, UsageError
+from hubsurvey.core.safety import json_text
 from hubsurvey.core.store import DEFAULT_DB, Store
 
 #: DuckDB settings of the ``sql`` connection: no file reads or writes, no extension install or load
@@ -87,7 +87,7 @@ def _cell(value: Any, null: str) -> str:
         return null
     value = _plain(value)
     if isinstance(value, (list, dict)):
-        return json.dumps(value, ensure_ascii=False)
+        return json_text(value)
     return str(value)
 
 
@@ -120,8 +120,8 @@ def format_csv(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def format_json(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A JSON array of objects; NULL is null."""
-    return json.dumps([{n: _plain(v) for n, v in zip(names, row)} for row in rows], ensure_ascii=False, indent=1)
+    """A JSON array of objects; NULL, NaN and infinities are null (valid JSON for jq and JavaScript)."""
+    return json_text([{n: _plain(v) for n, v in zip(names, row)} for row in rows], indent=1)
 
 
 RENDER = {"table": format_table, "csv": format_csv, "json": format_json}

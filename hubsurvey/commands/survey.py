@@ -51,6 +51,7 @@ from hubsurvey.commands.options import (
 )
 from hubsurvey.core.errors import ExitCode, UsageError
 from hubsurvey.core.hub import DEFAULT_FILE_RATE, DEFAULT_RATE
+from hubsurvey.core.safety import json_text
 from hubsurvey.core.steps import RunOptions
 from hubsurvey.core.store import DEFAULT_DB
 from hubsurvey.crawler.rules import CrawlFilters
@@ -193,7 +194,7 @@ def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = Fa
     if info["snapshot"]:
         say_snapshot(info["snapshot"]["run_id"], info["snapshot"]["taken_at"])
     if fmt == "json":
-        typer.echo(json.dumps(info, default=str, indent=1))
+        typer.echo(json_text(info, default=str, indent=1))
         return
     typer.echo(f"db: {info['db']}" + (f"  (a run is in progress{info['running']})" if info["running"] else ""))
     if info["live"]:

@@ -60,6 +60,14 @@ class UnreadableDataError(SurveyError):
     error_class = "unreadable"
 
 
+class DataFileMissingError(SurveyError):
+    """A downloaded file is gone from the cache before it was read (an eviction, a clean-up): not
+    the data's fault, so transient: the next attempt downloads it again."""
+
+    error_class = "file_missing"
+    transient = True
+
+
 class SchemaMismatchError(SurveyError):
     """Splits (or files of one split) disagree on their columns or types."""
 
@@ -170,13 +178,19 @@ def register_secret(secret: str | None) -> None:
         _SECRETS.add(secret)
 
 
+def known_secrets() -> tuple[str, ...]:
+    """Every secret the process knows: registered ones and the environment's tokens (longest first)."""
+    candidates = (*_SECRETS, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN"))
+    return tuple(sorted({s for s in candidates if s and len(s) >= 4}, key=len, reverse=True))
+
+
 def scrub(text: str, secrets: tuple[str | None, ...] = ()) -> str:
     """Remove secrets (``HF_TOKEN``, registered ones and any given) from a text.
 
     This is the one scrubbing place: every error message that is printed, logged or stored
     (one-line messages, job tracebacks, Hub client errors) passes here.
     """
-    candidates = (*secrets, *_SECRETS, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN"))
+    candidates = (*secrets, *known_secrets())
     for secret in sorted({s for s in candidates if s and len(s) >= 4}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text

@@ -49,6 +49,8 @@ from hubsurvey.core.errors import (
     scrub,
     scrub_exception,
 )
+from hubsurvey.core.safety import refuse_secrets, scrub_value
+from hubsurvey.core.splits import branch_split  # noqa: F401 - where the stages import it from
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +65,6 @@ DEFAULT_READ_TIMEOUT = 60.0  # seconds to wait for each chunk of a response (HUB
 DEFAULT_MAX_ATTEMPTS = 6  # attempts per request before a transient failure is final (HUBSURVEY_MAX_ATTEMPTS)
 
 T = TypeVar("T")
-
-# On the Parquet branch a split's folder may be "partial-train" (partial export) or "train-part3"
-# (more than 10,000 shards); split names themselves never contain "-".
-_BRANCH_SPLIT = re.compile(r"^(?:partial-)?(?P<split>[^/]+?)(?:-part\d+)?$")
-
-
-def branch_split(directory: str) -> str:
-    """The split a Parquet-branch folder holds."""
-    m = _BRANCH_SPLIT.match(directory)
-    return m.group("split") if m else directory
-
 
 def is_transient(exc: BaseException) -> bool:
     """True for failures worth retrying: rate limits, 5xx, timeouts, resets, truncated bodies.
@@ -445,6 +436,7 @@ class HubClient:
         remaining = limit
         try:
             for items, following, fetched in self._pages(url, params, f"listing datasets on {self.endpoint}"):
+                items = scrub_value(items)  # a token echoed into tags, a card, a description: never stored
                 if remaining is not None:
                     items, remaining = items[:remaining], max(0, remaining - len(items))
                     following = following if remaining else None
@@ -474,7 +466,7 @@ class HubClient:
                 yield DatasetInfo(**item)
 
     def dataset_info(self, repo_id: str, revision: str | None = None, **kwargs: Any) -> Any:
-        return self.call(self._api.dataset_info, repo_id, revision=revision, **kwargs)
+        return scrub_value(self.call(self._api.dataset_info, repo_id, revision=revision, **kwargs))
 
     def _parquet_branch(self, repo_id: str, blobs: bool) -> dict[str, Any]:
         """``/api/datasets/{id}/revision/refs%2Fconvert%2Fparquet`` (``blobs``: siblings with sizes),
@@ -504,6 +496,8 @@ class HubClient:
         siblings = info.get("siblings")
         if not isinstance(siblings, list) or not all(isinstance(s, dict) and isinstance(s.get("rfilename"), str) for s in siblings):
             raise HubAnswerError(f"{repo_id}: the Hub's dataset info of {PARQUET_REVISION} has no list of files")
+        # paths become config names, rows and folder names: a list of files echoing the token is refused whole
+        refuse_secrets([s["rfilename"] for s in siblings], f"{repo_id}: the Parquet branch's files")
         files = []
         for sibling in siblings:
             if not sibling["rfilename"].endswith(".parquet"):
@@ -520,6 +514,8 @@ class HubClient:
         items = list(self._paginate(url, [("recursive", "true"), ("expand", "false")], repo_id))
         if not all(isinstance(it, dict) for it in items):
             raise HubAnswerError(f"{repo_id}: the Hub's tree of {revision} holds items that are not objects")
+        # paths become config names, rows and folder names: a tree echoing the token is refused whole
+        refuse_secrets([it.get("path") for it in items if isinstance(it, dict)], f"{repo_id}: the Parquet branch's tree")
         return [
             RepoFile(it["path"], int(it.get("size") or 0))
             for it in items
@@ -613,22 +609,63 @@ def _blob_of(path: Path) -> Path:
     return path.resolve() if path.is_symlink() else path
 
 
-def delete_files(paths: Iterable[str | Path]) -> int:
-    """Delete downloaded files (a measured job's), snapshot links and the blobs they point at.
+def _link_chain(path: Path) -> list[str]:
+    """Every path a snapshot link leads through, to the file: the repo's blob (itself a link into
+    huggingface_hub's shared store, when it uses one), then the stored file."""
+    chain: list[str] = []
+    current = os.path.abspath(path)
+    while os.path.islink(current) and len(chain) < 40:
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+        chain.append(current)
+    return chain
 
-    Returns the bytes freed. A path that is already gone is skipped: deleting twice is harmless.
+
+def _cache_root(path: Path) -> Path:
+    """The huggingface_hub cache a snapshot path is in (the folder above ``datasets--owner--name``)."""
+    for parent in path.absolute().parents:
+        if parent.name.startswith(("datasets--", "models--", "spaces--")):
+            return parent.parent
+    return path.absolute().parent
+
+
+def delete_files(paths: Iterable[str | Path]) -> int:
+    """Delete downloaded files (a measured job's): their snapshot links, and the blobs only no other
+    link still points at.
+
+    huggingface_hub stores a file's content once per content hash: two configs holding one
+    byte-identical file have two snapshot links to one blob, and another job may be about to read
+    it. So a blob (and a shared-store file behind it) is deleted only when no remaining link in the
+    cache leads to it. Returns the bytes freed. A path already gone is skipped: deleting twice is
+    harmless.
     """
     freed = 0
+    candidates: set[str] = set()
+    roots: set[Path] = set()
     for p in paths:
         path = Path(p)
-        blob = _blob_of(path)
-        for victim in {blob, path}:
-            try:
-                size = victim.stat().st_size if victim.exists() and not victim.is_symlink() else 0
-                victim.unlink()
-                freed += size
-            except FileNotFoundError:
-                continue
+        if path.is_symlink():
+            candidates.update(_link_chain(path))
+            roots.add(_cache_root(path))
+        try:
+            size = path.stat().st_size if path.exists() and not path.is_symlink() else 0
+            path.unlink()
+            freed += size
+        except FileNotFoundError:
+            continue
+    if not candidates:
+        return freed
+    still_used: set[str] = set()
+    for root in roots:
+        for link in root.rglob("*"):
+            if link.is_symlink() and os.path.abspath(link) not in candidates:
+                still_used.update(_link_chain(link))
+    for victim in sorted(candidates - still_used, key=len, reverse=True):
+        try:
+            size = os.stat(victim).st_size if not os.path.islink(victim) else 0
+            os.unlink(victim)
+            freed += size
+        except FileNotFoundError:
+            continue
     return freed
 
 

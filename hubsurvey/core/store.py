@@ -23,6 +23,7 @@ import duckdb
 
 from hubsurvey.core import figures, livestate
 from hubsurvey.core.errors import DbLockedError, OutdatedSchemaError, StoreError
+from hubsurvey.core.safety import holds_secret, scrub_value, secrets
 
 log = logging.getLogger(__name__)
 
@@ -331,9 +332,14 @@ def views() -> dict[str, str]:
     return {
         # Survey results: for each (dataset, config) measured from the Hub, its newest measured
         # revision. Per config, not per dataset: a partial re-measure (a config that failed at the
-        # new sha, a run cut by --max-hours or killed) keeps the other configs' older rows.
+        # new sha, a run cut by --max-hours or killed) keeps the other configs' older rows. A config
+        # the dataset's current revision no longer has (its crawl record lists the configs of the
+        # revision the crawl resolved) is gone from the dataset: its old rows are not shown.
         "survey_measurements": """
-            SELECT * FROM measurements WHERE source = 'hub'
+            SELECT * FROM measurements m WHERE source = 'hub'
+              AND NOT EXISTS (SELECT 1 FROM datasets d
+                              WHERE d.dataset_id = m.dataset_id AND d.configs IS NOT NULL
+                                AND NOT list_contains(json_keys(d.configs), m.config))
             QUALIFY revision_sha = first_value(revision_sha) OVER (
                 PARTITION BY dataset_id, config ORDER BY measured_at DESC, revision_sha)""",
         # What findings, exports and publish read: the survey results, plus one-off audits (folders,
@@ -421,7 +427,7 @@ def fingerprint_path(dataset_id: str, config: str, split: str) -> str:
     """A split's fingerprint file, relative to :func:`fingerprints_dir`, hive partitioned:
     ``dataset=<safe>/config=<safe>/split=<split>/part.parquet``. Each component has its ``key=``
     prefix, so even a name ``..`` is a plain folder name."""
-    return "/".join(f"{k}={safe_name(v)}" for k, v in (("dataset", dataset_id), ("config", config), ("split", split))) \
+    return "/".join(f"{k}={safe_name(scrub_value(v))}" for k, v in (("dataset", dataset_id), ("config", config), ("split", split))) \
         + "/" + FINGERPRINT_FILE
 
 
@@ -716,6 +722,7 @@ class Store:
             return
         import pyarrow as pa
 
+        rows = [_clean(row) for row in rows]
         last = {row["dataset_id"]: row for row in rows}  # a listing may repeat an id: keep one row
         table = pa.Table.from_pylist(
             [{**row, "configs": json.dumps(row["configs"], sort_keys=True) if row.get("configs") is not None else None}
@@ -857,6 +864,7 @@ def quote_ident(name: str) -> str:
 
 def insert(con: duckdb.DuckDBPyConnection, table: str, row: Mapping[str, Any]) -> None:
     """INSERT one row: identifiers quoted, values bound."""
+    row = _clean(row)
     cols = list(row)
     sql = (
         f"INSERT INTO {quote_ident(table)} ({', '.join(quote_ident(c) for c in cols)}) "
@@ -870,13 +878,23 @@ def insert_many(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[Mappi
     import pyarrow as pa
 
     columns = list(rows[0])
-    batch = pa.Table.from_pylist([{c: _bindable(row[c]) for c in columns} for row in rows])
+    batch = pa.Table.from_pylist([{c: _bindable(row[c]) for c in columns} for row in map(_clean, rows)])
     con.register("insert_batch", batch)
     try:
         names = ", ".join(quote_ident(c) for c in columns)
         con.execute(f"INSERT INTO {quote_ident(table)} ({names}) SELECT {names} FROM insert_batch")
     finally:
         con.unregister("insert_batch")
+
+
+def _clean(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The one check every row written passes: a secret (the token, echoed by a Hub or a proxy into
+    a name or a text) is scrubbed, so no table ever holds it."""
+    known = secrets()
+    if not known or not holds_secret(row, known):
+        return row
+    log.warning("a value to be stored held the token; it is stored scrubbed")
+    return {k: scrub_value(v, known) for k, v in row.items()}
 
 
 def _bindable(value: Any) -> Any:
