@@ -104,10 +104,10 @@ def run_job(spec: JobSpec, memory_mb: int | None = None) -> JobOutcome:
     watchdog = MemoryWatchdog(memory_mb) if memory_mb else None
     try:
         download_seconds = 0.0
-        refuse_two_layouts(spec.dataset_id, spec.config, branch_layouts(p for ps in spec.files.values() for p in ps))
+        refuse_two_layouts(job.dataset_id, job.config, branch_layouts(p for ps in job.files.values() for p in ps))
         if spec.local_files is not None and not all(Path(p).exists() for ps in spec.local_files.values() for p in ps):
             # prefetched, then gone (an eviction, a clean-up racing with this download): fetch again
-            spec = JobSpec(**{**spec.as_dict(), "local_files": None})
+            spec = replace(spec, local_files=None)
         if spec.local_files is None:
             spec = download(spec, HubClient(endpoint=settings.endpoint, cache_dir=settings.cache_dir))
             download_seconds = time.perf_counter() - started

@@ -13,6 +13,7 @@ import pytest
 
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.hub import RepoFile
+from hubsurvey.core.queue import JobSettings, QueuedJob
 from hubsurvey.core.splits import branch_layouts, file_layout, folder_layout
 from hubsurvey.survey.jobs import JobSpec, run_job
 from hubsurvey.survey.measure import measure_config
@@ -144,9 +145,9 @@ def test_a_job_refuses_full_and_partial_exports_of_one_split(tmp_path):
     """The run path: the crawl's file list reaches the worker, which refuses it as bad input."""
     client = _branch(tmp_path, {"default/test/0000.parquet": TEST, "default/partial-test/0000.parquet": TEST})
     files = {"test": sorted(client.files)}
-    spec = JobSpec("j", DATASET, "1" * 40, "default", 1, files,
-                   local_files={"test": [str(client.files[p]) for p in files["test"]]}, keep_cache=True)
-    outcome = run_job(spec.as_dict())
+    spec = JobSpec(QueuedJob("j", DATASET, "1" * 40, "default", 1, files), JobSettings(keep_cache=True),
+                   local_files={"test": [str(client.files[p]) for p in files["test"]]})
+    outcome = run_job(spec)
     assert not outcome.ok and outcome.error_class == "bad_input" and not outcome.transient
     assert "2 layouts" in outcome.message
 

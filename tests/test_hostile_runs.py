@@ -264,17 +264,18 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path):
 
 @pytest.mark.slow
 def test_a_prefetched_file_gone_before_measuring_is_downloaded_again(tmp_path):
+    from hubsurvey.core.queue import JobSettings, QueuedJob
     from hubsurvey.survey.jobs import JobSpec, download, run_job
 
     root = _shared_root(tmp_path, configs=1)
     with StandinHub(root) as hub:
         client = _client(hub, tmp_path / "cache")
         files = {"train": ["c0/train/0000.parquet"], "test": ["c0/test/0000.parquet"]}
-        spec = download(JobSpec("j", "share/three", "1" * 40, "c0", 1, files, endpoint=hub.url,
-                                cache_dir=str(tmp_path / "cache")), client)
+        settings = JobSettings(endpoint=hub.url, cache_dir=str(tmp_path / "cache"))
+        spec = download(JobSpec(QueuedJob("j", "share/three", "1" * 40, "c0", 1, files), settings), client)
         gone = Path(spec.local_files["test"][0])
         os.unlink(os.path.realpath(gone))  # an eviction took the blob between prefetch and measuring
-        outcome = run_job(spec.as_dict())
+        outcome = run_job(spec)
     assert outcome.ok, outcome.message
     _check(outcome.rows, {"train": _train(0), "test": SHARED_TEST})
 
