@@ -203,6 +203,7 @@ def run_survey(
         client.cache_dir = Path(options.cache_dir)  # the client downloads (prefetch) into the run's cache
     started = time.perf_counter()
     deadline = started + options.max_hours * 3600 if options.max_hours else None
+    client.stop_after(options.max_hours * 3600 if options.max_hours else None)  # downloads in flight stop too
     run_id = new_run_id("run")
     summary = RunSummary(run_id)
     lock = acquire_lock(db)
@@ -305,6 +306,8 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
             for future in done:
                 spec = inflight.pop(future)
                 outcome: JobOutcome = future.result()
+                if client.breaker.open:  # not recorded: the job stays running, then pending for the next run
+                    continue
                 status = queue.record(spec, outcome)
                 if status is JobStatus.DONE:
                     summary.done += 1
@@ -322,6 +325,7 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
                     elapsed = time.perf_counter() - started
                     progress({"done": summary.done + summary.failed, "ok": summary.done, "failed": summary.failed,
                               "total": summary.queued, "rows_per_s": round(summary.data_rows / elapsed, 2) if elapsed else 0})
+            client.breaker.check()  # the Hub stopped answering: end the run (exit 4), the rest stays pending
             if live:  # between transactions: at most once a second (progress), every few (snapshot)
                 live.tick(queue.store.con, done=summary.done, failed=summary.failed, rows=summary.data_rows,
                           pending=len(todo) + len(inflight))

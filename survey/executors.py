@@ -85,15 +85,16 @@ class LocalExecutor(_Executor):
             outer.add_done_callback(ended)
 
         def fetch(spec: JobSpec) -> JobSpec:
-            if self.budget is None:
-                return download(spec, self.client)
-            self.budget.admit(spec.job_id, spec.dataset_id, job_bytes(spec, self.client))
-            try:
-                local = download(spec, self.client)  # a failed download's partial files are evictable once it ends
-            finally:
-                self.budget.downloaded(spec.job_id)
-            fetched.append(local)
-            return local
+            with self.client.time_limit(self.job_timeout):  # --job-timeout bounds the download too
+                if self.budget is None:
+                    return download(spec, self.client)
+                self.budget.admit(spec.job_id, spec.dataset_id, job_bytes(spec, self.client))
+                try:
+                    local = download(spec, self.client)  # a failed download's partial files are evictable once it ends
+                finally:
+                    self.budget.downloaded(spec.job_id)
+                fetched.append(local)
+                return local
 
         def measured(inner: Future) -> None:
             from concurrent.futures import TimeoutError as FutureTimeout

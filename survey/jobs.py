@@ -17,9 +17,10 @@ from typing import Any
 
 from hubsurvey.core.errors import HubsurveyError, InternalError, scrub
 from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
-from hubsurvey.core.hub import HubClient, default_cache_dir, delete_files, is_transient
+from hubsurvey.core.hub import HubClient, delete_files, is_transient
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.roles import RoleOverrides
+from hubsurvey.core.settings import Settings
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.survey.sources import config_from_files
 
@@ -84,7 +85,7 @@ def discard_downloads(spec: JobSpec) -> None:
     """Delete the job's downloaded files (only those inside the survey cache) unless kept."""
     if spec.keep_cache or not spec.local_files:
         return
-    cache = Path(spec.cache_dir) if spec.cache_dir else default_cache_dir()
+    cache = Path(spec.cache_dir) if spec.cache_dir else Settings.from_env().cache_dir
     cache = cache.resolve()
     paths = [p for paths in spec.local_files.values() for p in paths if Path(p).resolve().is_relative_to(cache)]
     delete_files(paths)

@@ -20,6 +20,7 @@ from hubsurvey.commands.options import (
     CopyThreshold,
     Dask,
     Db,
+    Deadline,
     DenyAuthors,
     Examples,
     FileRate,
@@ -35,6 +36,7 @@ from hubsurvey.commands.options import (
     MemoryMb,
     NoCrossleaks,
     NoNear,
+    Plan,
     Rate,
     ReadDb,
     ReportDir,
@@ -49,7 +51,6 @@ from hubsurvey.commands.options import (
     unlimited_if_zero,
 )
 from hubsurvey.core.errors import ExitCode, UsageError
-from hubsurvey.core.hub import DEFAULT_FILE_RATE, DEFAULT_RATE
 from hubsurvey.core.store import DEFAULT_DB
 from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey.pipeline import RunOptions
@@ -145,8 +146,10 @@ def run(
     no_crossleaks: NoCrossleaks = not RunOptions.crossleaks,
     copy_threshold: CopyThreshold = RunOptions.copy_threshold,
     benchmarks: Benchmarks = RunOptions.benchmarks,
-    rate: Rate = DEFAULT_RATE,
-    file_rate: FileRate = DEFAULT_FILE_RATE,
+    rate: Rate = None,
+    file_rate: FileRate = None,
+    plan: Plan = None,
+    deadline: Deadline = None,
     db: Db = Path(DEFAULT_DB),
 ) -> None:
     """Crawl, measure every eligible config not measured at its current sha, refresh the report."""
@@ -157,10 +160,10 @@ def run(
                            max_cache_gb=max_cache_gb, keep_cache=keep_cache, examples=examples,
                            near=not no_near, crossleaks=not no_crossleaks, copy_threshold=copy_threshold,
                            benchmarks=benchmarks)
-    client = hub_client(rate, file_rate)
+    client = hub_client(rate, file_rate, plan, deadline)
     args = {"filters": filters.as_json(), "workers": workers, "max_hours": options.max_hours, "dask": dask,
             "job_timeout": job_timeout, "memory_mb": memory_mb, "report_dir": str(report_dir), "db": str(db),
-            "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate,
+            "roles": str(roles) if roles else None, "rate": rate, "file_rate": file_rate, "plan": plan, "deadline": deadline,
             "cache_dir": str(cache_dir) if cache_dir else None, "max_cache_gb": max_cache_gb, "keep_cache": keep_cache,
             "examples": examples, "near": not no_near, "crossleaks": not no_crossleaks, "copy_threshold": copy_threshold,
             "benchmarks": benchmarks}

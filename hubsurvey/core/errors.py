@@ -20,7 +20,6 @@ Exit codes (documented in the README and ``hubsurvey --help``):
 from __future__ import annotations
 
 import contextlib
-import os
 from enum import IntEnum
 
 
@@ -126,6 +125,22 @@ class HubTimeoutError(HubError):
     transient = True
 
 
+class HubStoppedAnsweringError(HubTimeoutError):
+    """Too many requests in a row timed out, across jobs: the Hub (or the way to it) stopped
+    answering. The run ends with exit code 4 and leaves what is left pending for the next run."""
+
+    error_class = "hub_stopped"
+
+
+class HubFaultError(HubError):
+    """The Hub (or a proxy before it) answered with something that is no valid answer: an HTML
+    page, malformed or truncated JSON, the wrong JSON type, a redirect loop, a body larger than a
+    response may be. A Hub fault, not a bug; worth retrying, in this call and in a later run."""
+
+    error_class = "hub_fault"
+    transient = True
+
+
 class TooLargeForCacheError(HubError):
     """One job's files are larger than the whole cache budget (``--max-cache-gb``): the job fails
     alone rather than let the cache go over its budget; a larger budget measures it."""
@@ -156,18 +171,19 @@ _SECRETS: set[str] = set()
 
 
 def register_secret(secret: str | None) -> None:
-    """Remember a secret (a token passed explicitly rather than through ``HF_TOKEN``) for :func:`scrub`."""
+    """Remember a secret for :func:`scrub`: the settings register their token when they are built
+    (:meth:`hubsurvey.core.settings.Settings.from_env`), so the scrubber's secrets come from them."""
     if secret and len(secret) >= 4:
         _SECRETS.add(secret)
 
 
 def scrub(text: str, secrets: tuple[str | None, ...] = ()) -> str:
-    """Remove secrets (``HF_TOKEN``, registered ones and any given) from a text.
+    """Remove secrets (the settings' token, registered when they were built, and any given) from a text.
 
     This is the one scrubbing place: every error message that is printed, logged or stored
     (one-line messages, job tracebacks, Hub client errors) passes here.
     """
-    candidates = (*secrets, *_SECRETS, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN"))
+    candidates = (*secrets, *_SECRETS)
     for secret in sorted({s for s in candidates if s and len(s) >= 4}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
