@@ -30,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 
-from hubsurvey.core.errors import GatedError, HubUnreachableError
+from hubsurvey.core.errors import GatedError, HubStoppedAnsweringError, HubUnreachableError
 from hubsurvey.core.hub import HubClient, branch_split, is_transient
 from hubsurvey.core.roles import features_from_arrow, infer_roles
 from hubsurvey.core.runs import Runs, RunStatus
@@ -294,7 +294,7 @@ def _crawl(
         """(meta, resolution, final): a transient failure is not final, the next crawl retries it."""
         try:
             return meta, resolve(client, meta["id"], filters, meta["card"]), True
-        except HubUnreachableError:  # no dataset can be resolved: the crawl stops with one line
+        except (HubUnreachableError, HubStoppedAnsweringError):  # no dataset can be resolved: the crawl stops with one line
             raise
         except Exception as e:  # one dataset's failure is recorded, the crawl goes on
             return meta, Resolution(f"error:{type(e).__name__}"), not is_transient(e)

@@ -46,7 +46,8 @@ from urllib.parse import quote
 import httpx2
 from huggingface_hub import HfApi
 from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, OfflineModeIsEnabled
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_any, wait_exponential_jitter
+from tenacity.stop import stop_base
 
 from hubsurvey.core.errors import (
     BadInputError,
@@ -155,6 +156,16 @@ def httpx2_max_redirects() -> int:
     from hubsurvey.core.transport import MAX_REDIRECTS
 
     return MAX_REDIRECTS
+
+
+class _OutOfTime(stop_base):
+    """tenacity stop: the call's deadline (or the job's, or the run's) has passed."""
+
+    def __init__(self, active: RequestLimits):
+        self._active = active
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return self._active.left() <= 0
 
 
 def _pace(rate: float | None, quota: int, window: float, scale: float) -> Pace:
@@ -300,13 +311,10 @@ class HubClient:
                 return delay
             return max(0.0, min(backoff(state), active.left()))
 
-        def out_of_time(state: RetryCallState) -> bool:
-            return active.left() <= 0
-
         retrying = Retrying(
             retry=retry_if_exception(is_transient),
             wait=wait,
-            stop=stop_after_attempt(s.max_attempts) | out_of_time,
+            stop=stop_any(stop_after_attempt(s.max_attempts), _OutOfTime(active)),
             reraise=True,
         )
         with limits(active):
