@@ -194,7 +194,7 @@ def test_a_jobs_files_are_pinned_and_deleted_after_measuring_unless_kept(tmp_pat
     dataset_id = sorted(k for k, v in truth.items() if v == "eligible")[0]
     cache = tmp_path / "cache"
     with StandinHub(root) as hub:
-        client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=cache)
+        client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=cache)
         info = client.dataset_info(dataset_id)
         files = {}
         for f in client.parquet_tree(dataset_id):

@@ -251,7 +251,7 @@ def demo(
         with StandinHub(root) as hub:
             typer.echo(f"mini-hub generated at {root} and served at {hub.url}")
             # The stand-in is local: no pacing needed. Its files go to a cache of their own, removed at the end.
-            client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=Path(tmp) / "hf-cache")
+            client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=Path(tmp) / "hf-cache")
             args = {"demo": True, "db": str(db), "report_dir": str(report_dir), "workers": workers}
             try:
                 _survey(db, client, None, options, args)
