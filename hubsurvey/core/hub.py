@@ -121,7 +121,7 @@ def _server_wait(exc: BaseException | None) -> float | None:
     return None
 
 
-def _hub_error(exc: BaseException, what: str, token: str | None) -> BaseException:
+def _hub_error(exc: BaseException, what: str, token: str | None, deadline: float | None = None) -> BaseException:
     """The error to raise for a failed Hub call: scrubbed, and typed when it means an outcome.
 
     Typed huggingface_hub errors that callers classify per dataset (not found, revision not found)
@@ -137,7 +137,8 @@ def _hub_error(exc: BaseException, what: str, token: str | None) -> BaseExceptio
     if isinstance(exc, OfflineModeIsEnabled):
         return HubUnreachableError(f"cannot reach the Hub: {first} (offline? unset HF_HUB_OFFLINE)")
     if isinstance(exc, httpx2.TimeoutException):
-        return HubTimeoutError(scrub(f"{what}: the Hub did not answer in time: {first}", (token,)))
+        within = f" (deadline {deadline:g} s)" if deadline else ""
+        return HubTimeoutError(scrub(f"{what}: the Hub did not answer in time{within}: {first}", (token,)))
     return exc
 
 
@@ -321,7 +322,7 @@ class HubClient:
             try:
                 result = retrying(attempt)
             except Exception as e:
-                error = _hub_error(e, what, self._token)
+                error = _hub_error(e, what, self._token, s.deadline)
                 self._account(error, what, active)
                 if error is e:
                     raise
