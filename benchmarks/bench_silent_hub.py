@@ -38,11 +38,11 @@ def run_cli(python: str, args: list[str], env: dict[str, str], cwd: Path, cap: f
     proc = subprocess.Popen([python, "-c", CLI, *args], env=env, cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        out, err = proc.communicate(timeout=cap)
+        _, err = proc.communicate(timeout=cap)
         code: int | str = proc.returncode
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, err = proc.communicate()
+        _, err = proc.communicate()
         code = f"still running at {cap:.0f} s (stopped)"
     lines = [line for line in err.strip().splitlines() if line.strip()]
     return {"seconds": round(time.monotonic() - started, 1), "exit": code, "stderr_lines": len(lines),

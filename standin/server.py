@@ -9,7 +9,7 @@ Product code reaches it only through ``HF_ENDPOINT`` (or ``endpoint=``).
         HfApi(endpoint=hub.url).list_datasets(expand=["tags"])
 
 A stdlib ``ThreadingHTTPServer`` (HTTP/1.1 keep-alive, exact ``Content-Length``, never
-compressed) bound to 127.0.0.1 only. Deterministic faults (``faults.Faults``) can be switched on
+compressed but by the ``gzip_bomb`` fault) bound to 127.0.0.1 only. Deterministic faults (``faults.Faults``) can be switched on
 per request category and dataset. ``/_standin/...`` exposes the same controls over HTTP for a
 server started from the command line. Tokens are never logged: the request log goes to the
 ``hubsurvey_standin`` logger at DEBUG and holds only the request line.

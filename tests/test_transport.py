@@ -370,3 +370,20 @@ def test_concurrent_calls_share_one_bucket(minihub, eligible, tmp_path):
             t.join()
     refused = sum(r for (bucket, _), (_, r) in quota.log.items() if bucket == "api")
     assert refused == 0 and len(quota.log) >= 3, quota.log  # 32 calls took at least three windows
+
+
+def test_library_warnings_stay_out_of_the_output_unless_asked():
+    import io
+    import logging
+
+    from hubsurvey.logs import setup_logging
+
+    stream = io.StringIO()
+    setup_logging(stream=stream)
+    logging.getLogger("huggingface_hub.utils._http").warning("Retrying in 1s [Retry 1/5].")
+    logging.getLogger("hubsurvey.core.hub").warning("our own line")
+    assert "Retrying" not in stream.getvalue() and "our own line" in stream.getvalue()
+    setup_logging(stream=stream, verbose=2)
+    logging.getLogger("huggingface_hub.utils._http").warning("now asked for")
+    assert "now asked for" in stream.getvalue()
+    setup_logging(stream=io.StringIO())

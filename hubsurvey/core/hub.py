@@ -62,7 +62,7 @@ from hubsurvey.core.errors import (
 )
 from hubsurvey.core.pacing import API, RESOLVERS, Breaker, FixedPace, Pace, QuotaBucket, Unpaced, parse_ratelimit
 from hubsurvey.core.settings import Settings
-from hubsurvey.core.transport import RequestLimits, configure_http, limits, unreachable_cause
+from hubsurvey.core.transport import MAX_REDIRECTS, RequestLimits, configure_http, limits, unreachable_cause
 
 log = logging.getLogger(__name__)
 
@@ -147,16 +147,10 @@ def _as_hub_fault(exc: BaseException, what: str) -> HubFaultError | None:
     if isinstance(exc, json.JSONDecodeError):
         return HubFaultError(f"{what}: the Hub's answer is not valid JSON ({exc.msg} at char {exc.pos})")
     if isinstance(exc, httpx2.TooManyRedirects):
-        return HubFaultError(f"{what}: the Hub's answers redirect in a loop (more than {httpx2_max_redirects()} redirects)")
+        return HubFaultError(f"{what}: the Hub's answers redirect in a loop (more than {MAX_REDIRECTS} redirects)")
     if isinstance(exc, httpx2.DecodingError):
         return HubFaultError(f"{what}: the Hub's answer cannot be decoded ({(str(exc).splitlines() or [''])[0]})")
     return None
-
-
-def httpx2_max_redirects() -> int:
-    from hubsurvey.core.transport import MAX_REDIRECTS
-
-    return MAX_REDIRECTS
 
 
 class _OutOfTime(stop_base):
