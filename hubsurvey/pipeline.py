@@ -306,7 +306,7 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
             for future in done:
                 spec = inflight.pop(future)
                 outcome: JobOutcome = future.result()
-                if client.breaker.open:  # not recorded: the job stays running, then pending for the next run
+                if client.breaker.open and not outcome.ok:  # not recorded: running, then pending for the next run
                     continue
                 status = queue.record(spec, outcome)
                 if status is JobStatus.DONE:

@@ -352,6 +352,17 @@ def test_audit_of_a_hostile_tree_is_exit_4_in_one_line_never_5(minihub, tmp_path
     assert len(lines) == 1 and lines[0].startswith("error: ") and "internal" not in lines[0], result.stderr
 
 
+@pytest.mark.parametrize("kind", ["html", "malformed_json", "json_object", "gzip_bomb"])
+def test_a_hostile_listing_page_ends_the_crawl_with_exit_4_never_5(minihub, tmp_path, monkeypatch, kind):
+    hostile = Faults(hostile_every=1, hostile=kind, bomb_mb=80, scope=Scope(categories=frozenset({"list"})))
+    with StandinHub(minihub, faults=hostile) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HUBSURVEY_MAX_ATTEMPTS", "1")
+        result = runner.invoke(app, ["crawl", "--rate", "0", "--file-rate", "0", "--db", str(tmp_path / "r.duckdb")])
+    assert result.exit_code == ExitCode.HUB, result.output
+    assert "internal error" not in result.output and "Traceback" not in result.output
+
+
 def test_concurrent_calls_share_one_bucket(minihub, eligible, tmp_path):
     """Prefetch threads draw on one quota: 4 threads, 8 calls each, never over the stand-in's 10."""
     quota = Quota(api=10, window=100, clock_scale=0.01)
