@@ -149,6 +149,22 @@ def test_a_stream_of_calls_holds_the_quota_with_no_429_after_the_first_window(mi
     assert windows[0][2] <= 1, windows  # at most one 429 in the first window: then the client knows
 
 
+def test_a_crawl_holds_the_quota_of_a_compressed_clock_with_no_429_after_the_first_window(minihub, tmp_path, monkeypatch):
+    """``crawl`` as a user runs it (quota pacing, the default), against 8 API calls per 100-second
+    window that pass in 1 s (HUBSURVEY_CLOCK_SCALE tells the client the stand-in's clock)."""
+    quota = Quota(api=8, resolvers=0, window=100, clock_scale=0.01)
+    with StandinHub(minihub, quota=quota) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HUBSURVEY_CLOCK_SCALE", "0.01")
+        result = runner.invoke(app, ["crawl", "--db", str(tmp_path / "r.duckdb")])
+    assert result.exit_code == 0, result.output
+    windows = sorted((w, served, refused) for (bucket, w), (served, refused) in quota.log.items() if bucket == "api")
+    full = windows[1:-1]
+    assert len(full) >= 2, windows
+    assert all(refused == 0 for _, _, refused in windows[1:]), windows
+    assert all(served >= 0.9 * 8 for _, served, _ in full), windows
+
+
 def test_a_429_storm_on_downloads_is_transient_never_permanent(minihub, eligible, tmp_path):
     from hubsurvey.survey.jobs import JobSpec, run_job
 

@@ -195,7 +195,7 @@ class HubClient:
     See :mod:`hubsurvey.core.settings` for what each setting does and its environment variable.
     """
 
-    def __init__(self, settings: Settings | None = None, *, clock_scale: float = 1.0, **overrides: Any):
+    def __init__(self, settings: Settings | None = None, **overrides: Any):
         unknown = set(overrides) - _SETTING_NAMES
         if unknown:
             raise TypeError(f"unknown Hub client settings: {sorted(unknown)}")
@@ -214,11 +214,11 @@ class HubClient:
         configure_http()
         api_quota, resolver_quota = settings.quotas
         self._pacers: dict[str, Pace] = {
-            API: _pace(settings.rate, api_quota, settings.quota_window, clock_scale),
-            RESOLVERS: _pace(settings.file_rate, resolver_quota, settings.quota_window, clock_scale),
+            API: _pace(settings.rate, api_quota, settings.quota_window, settings.clock_scale),
+            RESOLVERS: _pace(settings.file_rate, resolver_quota, settings.quota_window, settings.clock_scale),
         }
         self.breaker = Breaker(settings.breaker)
-        self._clock_scale = clock_scale
+        self._clock_scale = settings.clock_scale
         self._stop_at = math.inf
         self.calls = 0  # API calls made through this client, for politeness accounting
         self.file_calls = 0  # file (resolve) requests: downloads and ranged reads

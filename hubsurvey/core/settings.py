@@ -18,7 +18,9 @@ The environment variables (the command line wins over each):
 - ``HUBSURVEY_PLAN`` (``anonymous`` without a token, ``free`` with one; or ``pro``): the Hub's quota
   per 5-minute window that pacing starts from; ``HUBSURVEY_API_QUOTA`` / ``HUBSURVEY_RESOLVER_QUOTA``
   set the two buckets explicitly. The Hub's ``RateLimit`` headers, when sent, win over both;
-- ``HUBSURVEY_MAX_RESPONSE_MB`` (64): what one API answer may hold, after decompression.
+- ``HUBSURVEY_MAX_RESPONSE_MB`` (64): what one API answer may hold, after decompression;
+- ``HUBSURVEY_CLOCK_SCALE`` (1): real seconds per second of the Hub's quota windows; only a Hub
+  on a compressed clock (the stand-in's, 0.01) needs another value.
 """
 
 from __future__ import annotations
@@ -125,6 +127,7 @@ class Settings:
     quota_window: float = QUOTA_WINDOW
     max_wait: float = DEFAULT_MAX_WAIT
     max_response_mb: float = DEFAULT_MAX_RESPONSE_MB
+    clock_scale: float = 1.0  # real seconds per Hub second: 1 for the Hub, 0.01 for the stand-in's compressed clock
 
     def __post_init__(self) -> None:
         if self.plan is not None and self.plan not in PLANS:
@@ -133,7 +136,8 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise SettingsError(f"{name} must be at least 0, not {value}")
-        for name in ("deadline", "drip_window", "quota_window", "max_response_mb", "connect_timeout", "read_timeout"):
+        for name in ("deadline", "drip_window", "quota_window", "max_response_mb", "connect_timeout", "read_timeout",
+                     "clock_scale"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{name} must be more than 0, not {getattr(self, name)}")
         if self.drip_floor < 0:
@@ -170,6 +174,7 @@ class Settings:
             api_quota=_positive_int(env, "HUBSURVEY_API_QUOTA", None),
             resolver_quota=_positive_int(env, "HUBSURVEY_RESOLVER_QUOTA", None),
             max_response_mb=_positive_float(env, "HUBSURVEY_MAX_RESPONSE_MB", DEFAULT_MAX_RESPONSE_MB),
+            clock_scale=_positive_float(env, "HUBSURVEY_CLOCK_SCALE", 1.0),
         )
         known = {f.name for f in fields(cls)}
         unknown = set(overrides) - known
