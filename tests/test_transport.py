@@ -131,6 +131,7 @@ def test_a_bucket_spends_the_window_then_waits_for_the_reset_the_hub_names():
     assert bucket.remaining == 4
 
 
+@pytest.mark.slow
 def test_a_stream_of_calls_holds_the_quota_with_no_429_after_the_first_window(minihub, eligible, tmp_path):
     """The stand-in enforces 15 API calls per 150-second window on a clock 100 times faster (a
     window in 1.5 s); the client starts from the anonymous plan's 500 and learns the rest."""
@@ -149,6 +150,7 @@ def test_a_stream_of_calls_holds_the_quota_with_no_429_after_the_first_window(mi
     assert windows[0][2] <= 1, windows  # at most one 429 in the first window: then the client knows
 
 
+@pytest.mark.slow
 def test_a_crawl_holds_the_quota_of_a_compressed_clock_with_no_429_after_the_first_window(minihub, tmp_path, monkeypatch):
     """``crawl`` as a user runs it (quota pacing, the default), against 8 API calls per 100-second
     window that pass in 1 s (HUBSURVEY_CLOCK_SCALE tells the client the stand-in's clock)."""
@@ -165,6 +167,7 @@ def test_a_crawl_holds_the_quota_of_a_compressed_clock_with_no_429_after_the_fir
     assert all(served >= 0.9 * 8 for _, served, _ in full), windows
 
 
+@pytest.mark.slow
 def test_a_429_storm_on_downloads_is_transient_never_permanent(minihub, eligible, tmp_path):
     from hubsurvey.survey.jobs import JobSpec, run_job
 
@@ -201,7 +204,7 @@ def test_a_silent_hub_costs_one_deadline_over_every_attempt(minihub, eligible, t
 def test_a_dripping_body_is_a_timeout(minihub, eligible, tmp_path):
     drip = Faults(drip_ms=100, scope=Scope(categories=frozenset({"resolve_get"})))
     with StandinHub(minihub) as hub:
-        client = client_for(hub, tmp_path, deadline=2.5, drip_floor=1024, drip_window=0.5)
+        client = client_for(hub, tmp_path, deadline=2.5, drip_floor=1024, drip_window=0.5, max_attempts=1)
         f = one_file(client, eligible)
         sha = client.parquet_sha(eligible)
         hub.set_faults(drip)
@@ -277,6 +280,7 @@ def test_audit_against_a_silent_hub_ends_in_one_line_and_exit_4(minihub, tmp_pat
     assert elapsed < 4.0, elapsed
 
 
+@pytest.mark.slow
 def test_a_run_whose_downloads_time_out_ends_with_exit_4_and_leaves_the_jobs_pending(minihub, tmp_path, monkeypatch):
     from hubsurvey.core.store import Store
 
@@ -343,6 +347,7 @@ def test_a_tree_page_that_links_to_itself_ends(minihub, eligible, tmp_path):
     assert looped == honest and served == 2
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_is_refused_before_it_takes_the_memory(minihub, eligible, tmp_path):
     import resource
 
@@ -356,7 +361,8 @@ def test_a_gzip_bomb_is_refused_before_it_takes_the_memory(minihub, eligible, tm
     assert grown_mb < 300, grown_mb  # the page's cap, not the 1 GB it inflates to
 
 
-@pytest.mark.parametrize("kind", ["html", "json_object", "truncated_json", "redirect_loop"])
+@pytest.mark.parametrize("kind", ["html", pytest.param("json_object", marks=pytest.mark.slow), "truncated_json",
+                                  pytest.param("redirect_loop", marks=pytest.mark.slow)])
 def test_audit_of_a_hostile_tree_is_exit_4_in_one_line_never_5(minihub, tmp_path, monkeypatch, kind):
     hostile = Faults(hostile_every=1, hostile=kind, scope=Scope(categories=TREE))
     with StandinHub(minihub, faults=hostile) as hub:
@@ -368,7 +374,7 @@ def test_audit_of_a_hostile_tree_is_exit_4_in_one_line_never_5(minihub, tmp_path
     assert len(lines) == 1 and lines[0].startswith("error: ") and "internal" not in lines[0], result.stderr
 
 
-@pytest.mark.parametrize("kind", ["html", "malformed_json", "json_object", "gzip_bomb"])
+@pytest.mark.parametrize("kind", ["html", "malformed_json", "json_object", pytest.param("gzip_bomb", marks=pytest.mark.slow)])
 def test_a_hostile_listing_page_ends_the_crawl_with_exit_4_never_5(minihub, tmp_path, monkeypatch, kind):
     hostile = Faults(hostile_every=1, hostile=kind, bomb_mb=80, scope=Scope(categories=frozenset({"list"})))
     with StandinHub(minihub, faults=hostile) as hub:
@@ -379,6 +385,7 @@ def test_a_hostile_listing_page_ends_the_crawl_with_exit_4_never_5(minihub, tmp_
     assert "internal error" not in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_concurrent_calls_share_one_bucket(minihub, eligible, tmp_path):
     """Prefetch threads draw on one quota: 4 threads, 8 calls each, never over the stand-in's 10."""
     quota = Quota(api=10, window=100, clock_scale=0.01)
