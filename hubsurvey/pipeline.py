@@ -203,7 +203,6 @@ def run_survey(
         client.cache_dir = Path(options.cache_dir)  # the client downloads (prefetch) into the run's cache
     started = time.perf_counter()
     deadline = started + options.max_hours * 3600 if options.max_hours else None
-    client.stop_after(options.max_hours * 3600 if options.max_hours else None)  # downloads in flight stop too
     run_id = new_run_id("run")
     summary = RunSummary(run_id)
     lock = acquire_lock(db)
@@ -294,6 +293,8 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
     executor = make_executor(client, dask=options.dask, workers=options.workers, job_timeout=options.job_timeout,
                              memory_mb=options.memory_mb, budget=budget)
     inflight: dict[Future, JobSpec] = {}
+    if deadline:  # --max-hours stops the downloads in flight too, not only the taking of new jobs
+        client.stop_after(max(1e-3, deadline - time.perf_counter()))
     try:
         while todo or inflight:
             while todo and len(inflight) < executor.capacity and not (deadline and time.perf_counter() > deadline):
@@ -331,6 +332,7 @@ def _execute(queue: JobQueue, client, specs, options, summary, deadline, progres
                           pending=len(todo) + len(inflight))
     finally:
         executor.close()
+        client.stop_after(None)  # the steps after the jobs (contamination, report) are not bounded by it
     summary.left_pending = len(todo)
     if live:  # the last job's results, for readers while the report renders
         live.progress(done=summary.done, failed=summary.failed, rows=summary.data_rows, pending=len(todo), force=True)
