@@ -412,12 +412,22 @@ def test_library_warnings_stay_out_of_the_output_unless_asked():
 
     from hubsurvey.logs import setup_logging
 
-    stream = io.StringIO()
-    setup_logging(stream=stream)
-    logging.getLogger("huggingface_hub.utils._http").warning("Retrying in 1s [Retry 1/5].")
-    logging.getLogger("hubsurvey.core.hub").warning("our own line")
-    assert "Retrying" not in stream.getvalue() and "our own line" in stream.getvalue()
-    setup_logging(stream=stream, verbose=2)
-    logging.getLogger("huggingface_hub.utils._http").warning("now asked for")
-    assert "now asked for" in stream.getvalue()
-    setup_logging(stream=io.StringIO())
+    names = ("", "hubsurvey", "huggingface_hub", "httpx2", "httpcore2", "filelock")
+    levels = {name: logging.getLogger(name).level for name in names}
+    root_handlers = list(logging.getLogger().handlers)
+    try:
+        stream = io.StringIO()
+        setup_logging(stream=stream)
+        logging.getLogger("huggingface_hub.utils._http").warning("Retrying in 1s [Retry 1/5].")
+        logging.getLogger("hubsurvey.core.hub").warning("our own line")
+        assert "Retrying" not in stream.getvalue() and "our own line" in stream.getvalue()
+        setup_logging(stream=stream, verbose=2)
+        logging.getLogger("huggingface_hub.utils._http").warning("now asked for")
+        assert "now asked for" in stream.getvalue()
+    finally:  # the process's logging as it was: other tests read it
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if handler not in root_handlers:
+                root.removeHandler(handler)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
