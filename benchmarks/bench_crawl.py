@@ -66,7 +66,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="hubsurvey-bench-crawl-"))
     root = generate_minihub(work / "hub", seed=0, filler=args.filler)
     with StandinHub(root, page_size=1000) as hub:
-        client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None)
+        client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0)
         with Store(work / "r.duckdb") as store:
             summary = crawl(store, client, workers=4)
         ours = hub.stats()

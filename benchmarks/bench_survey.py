@@ -44,7 +44,7 @@ def main() -> None:
                 if label == "cold":
                     shutil.rmtree(cache, ignore_errors=True)
                 db = work / f"{label}-{workers}.duckdb"
-                client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=cache)
+                client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=cache)
                 t = time.perf_counter()
                 summary = run_survey(db, client, None, RunOptions(workers=workers))
                 wall = time.perf_counter() - t

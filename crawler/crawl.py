@@ -45,7 +45,14 @@ import httpx2
 import pyarrow as pa
 from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 
-from hubsurvey.core.errors import GatedError, HubAnswerError, HubError, HubTimeoutError, HubUnreachableError
+from hubsurvey.core.errors import (
+    GatedError,
+    HubError,
+    HubFaultError,
+    HubStoppedAnsweringError,
+    HubTimeoutError,
+    HubUnreachableError,
+)
 from hubsurvey.core.hub import HubClient, RepoFile, branch_split, is_transient
 from hubsurvey.core.roles import features_from_arrow, infer_roles
 from hubsurvey.core.runs import Runs
@@ -296,14 +303,14 @@ def _dataset_id(item: Any) -> str | None:
 def is_hub_fault(exc: BaseException) -> bool:
     """True when a failed resolution says nothing about the dataset: the Hub (or a proxy) failed
     to answer properly, even after every retry. The next crawl tries again."""
-    if isinstance(exc, (HubAnswerError, HubTimeoutError, json.JSONDecodeError, httpx2.TooManyRedirects, httpx2.DecodingError)):
+    if isinstance(exc, (HubFaultError, HubTimeoutError, json.JSONDecodeError, httpx2.TooManyRedirects, httpx2.DecodingError)):
         return True
     return is_transient(exc)
 
 
 # Failures that earlier versions stored as permanent ("error:<class>" with a resolved_sha) although
 # they are Hub faults: such a dataset is resolved again instead of staying excluded until its sha changes.
-_FAULT_CLASSES = frozenset({"JSONDecodeError", "HubTimeoutError", "HubAnswerError", "TooManyRedirects", "DecodingError",
+_FAULT_CLASSES = frozenset({"JSONDecodeError", "HubTimeoutError", "HubFaultError", "TooManyRedirects", "DecodingError",
                             "RemoteProtocolError", "ReadError", "ReadTimeout", "ConnectTimeout", "HfHubHTTPError"})
 
 
@@ -486,7 +493,7 @@ class _Crawler:
         """(resolution, final): a Hub fault is not final, the next crawl retries it."""
         try:
             return resolve(self.client, meta["id"], self.filters, meta["card"]), True
-        except HubUnreachableError:  # no dataset can be resolved: the crawl stops with one line
+        except (HubUnreachableError, HubStoppedAnsweringError):  # no dataset can be resolved: the crawl stops with one line
             raise
         except Exception as e:  # one dataset's failure is recorded, the crawl goes on
             if is_hub_fault(e):

@@ -133,9 +133,11 @@ def _main(
     verbose: Annotated[int, typer.Option("-v", "--verbose", count=True, show_default=False, help="More log detail (-v: debug, with tracebacks)")] = 0,
     log_level: Annotated[str | None, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR [default: INFO]")] = None,
 ) -> None:
+    from hubsurvey.core.settings import register_token
     from hubsurvey.logs import setup_logging
 
     setup_logging(verbose=verbose, level=log_level)
+    register_token()
 
 
 
@@ -232,12 +234,24 @@ def near_json(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _hub_errors() -> tuple[type[BaseException], ...]:
-    """The Hub's refusals of one dataset (missing, gated, a bad revision): bad input for audit.
+    """The Hub's answers about one dataset (missing, gated, a bad revision, or a failure after every
+    retry), told apart by :func:`_hub_refusal`.
 
-    hubsurvey's own Hub errors (unreachable: exit 4) keep their exit code."""
+    hubsurvey's own Hub errors (unreachable, timed out: exit 4) keep their exit code."""
     from huggingface_hub.errors import HfHubHTTPError
 
     return (HfHubHTTPError,)
+
+
+def _hub_refusal(target: str, exc: BaseException) -> HubsurveyError:
+    """A refusal of the dataset (4xx but 408 and 429) is bad input (exit 2); a Hub that kept
+    failing (429, 5xx after every retry) is the Hub (exit 4)."""
+    from hubsurvey.core.errors import HubError
+    from hubsurvey.core.hub import is_transient
+
+    if is_transient(exc):
+        return HubError(f"{target}: {one_line(exc)}")
+    return BadInputError(f"{target}: {one_line(exc)}")
 
 
 def _audit_csv(rows: list[dict[str, Any]]) -> str:
@@ -265,6 +279,8 @@ def audit(
     array, one object per row: the LLE keys, the exact figures under "exact" and the near ones
     under "near". The examples behind the counts are stored; `hubsurvey show` prints them.
     """
+    from hubsurvey.core.hub import HubClient
+    from hubsurvey.core.settings import Settings
     from hubsurvey.survey.audit import audit as run_audit
 
     fmt = output_format(fmt, as_json)
@@ -276,9 +292,10 @@ def audit(
         if fmt == "table":
             typer.echo(f"No target given: auditing the generated sample dataset at {target}\n")
     try:
-        outcome = run_audit(target, config=config, examples=examples, near=not no_near, db=db, roles_file=roles)
+        outcome = run_audit(target, config=config, examples=examples, near=not no_near, db=db, roles_file=roles,
+                            client=HubClient(Settings.from_env()))  # the settings, read once
     except _hub_errors() as e:
-        raise BadInputError(f"{target}: {one_line(e)}") from None
+        raise _hub_refusal(target, e) from None
     if fmt == "json":
         objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r)} for r in outcome.rows]
         typer.echo(json_text(objs, indent=1, default=str))

@@ -51,6 +51,10 @@ def setup_logging(*, verbose: int = 0, level: str | None = None, stream=None) ->
     if root.level == logging.NOTSET or root.level > logging.WARNING:
         root.setLevel(logging.WARNING)
     logging.getLogger("hubsurvey").setLevel(chosen)
+    # The libraries' own warnings (huggingface_hub's "retrying in 1s" and the like) repeat what our
+    # retry loop and its one line say: only their errors get through, unless asked (-vv).
+    for library in ("huggingface_hub", "httpx2", "httpcore2", "filelock"):
+        logging.getLogger(library).setLevel(logging.ERROR if verbose < 2 else logging.NOTSET)
     # -vv style debugging of libraries is --log-level DEBUG with -v: let everything through
     if verbose > 1:
         root.setLevel(logging.DEBUG)

@@ -202,7 +202,7 @@ def run_survey(
             with runs.recording("run", args or {}, run_id=run_id, finishing=JobQueue(store).requeue_stale) as recording:
                 recording.counts = counts
                 live.snapshot(store.con, force=True)  # readers can read the DB at once
-                ctx = RunContext(store, client, settings or Settings.from_env(), options, run_id, live=live,
+                ctx = RunContext(store, client, settings or client.settings, options, run_id, live=live,
                                  progress=progress, scratch=Path(scratch), started=started, counts=summary.steps)
                 try:
                     for step in run_steps(filters) if steps is None else steps:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -113,19 +112,17 @@ class CrawlProgress(Progress):
 
 @contextlib.contextmanager
 def quiet_hub_bars() -> Iterator[None]:
-    """Turn off huggingface_hub's per-file download bars (here and in worker processes)."""
+    """Turn off huggingface_hub's own progress bars in this process while a command runs.
+
+    Files are downloaded by the survey's Hub client (``hubsurvey.core.hub``), which draws no bar;
+    this only quiets the library's bars on the calls that still go through it (publishing).
+    """
     from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
     was_disabled = are_progress_bars_disabled()
-    old_env = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
-    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # inherited by spawned worker processes
     disable_progress_bars()
     try:
         yield
     finally:
-        if old_env is None:
-            os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
-        else:
-            os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = old_env
         if not was_disabled:
             enable_progress_bars()

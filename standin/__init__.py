@@ -8,10 +8,10 @@
 ``python -m hubsurvey_standin serve|generate`` runs them from the command line.
 """
 
-from .faults import Faults, Scope
+from .faults import Faults, Quota, Scope
 from .server import StandinHub
 
-__all__ = ["Faults", "Scope", "StandinHub", "generate_minihub"]
+__all__ = ["Faults", "Quota", "Scope", "StandinHub", "generate_minihub"]
 
 
 def generate_minihub(*args, **kwargs):

@@ -15,7 +15,19 @@ Switches, in the order the server applies them to one request:
 - ``hang_every``: the connection is accepted and the request read, but no answer ever comes
   (until the server stops): a client without a read timeout waits forever;
 - ``corrupt_parquet``: a permanent fault: the Parquet files of datasets matching these globs are
-  served with garbage in place of their footer (same length).
+  served with garbage in place of their footer (same length);
+- ``drip_ms``: each matching response's body is sent one byte every ``drip_ms`` milliseconds (the
+  headers at once): a client without a floor rate waits for ever on a large body;
+- ``hostile_every`` / ``hostile``: every Nth matching request gets a hostile answer of one of
+  ``HOSTILE_KINDS`` in place of its real one: ``html`` (a 200 HTML page, a proxy's interstitial),
+  ``malformed_json``, ``truncated_json`` (half the JSON, with a matching Content-Length),
+  ``json_object`` (an object where a list is expected), ``redirect_loop`` (a 302 to itself),
+  ``short_length`` (a Content-Length shorter than the body), ``no_sha`` (the JSON without its
+  ``sha``), ``gzip_bomb`` (a small gzip body that inflates to ``bomb_mb`` MB) and ``self_link``
+  (the real answer, with a ``Link`` to itself as its next page).
+
+``quota``: a :class:`Quota` makes the server enforce the Hub's fixed-window rate limits (see its
+docstring) on every request, before any fault.
 
 ``echo_auth``: injected error responses echo the request's ``Authorization`` header in their body
 and ``X-Error-Message``, as a careless proxy might (a token-scrubbing test). ``error_status`` may
@@ -44,7 +56,9 @@ CATEGORIES = (
     "commit",
     "other",
 )
-SWITCHES = ("hang", "reset", "rate_limit", "error_burst", "truncate", "slow")
+SWITCHES = ("hang", "reset", "rate_limit", "error_burst", "truncate", "slow", "drip", "hostile")
+HOSTILE_KINDS = ("html", "malformed_json", "truncated_json", "json_object", "redirect_loop", "short_length",
+                 "no_sha", "gzip_bomb", "self_link")
 ERROR_STATUSES = (401, 403, 500, 502, 503, 504)
 
 
@@ -99,6 +113,10 @@ class Faults:
     hang_every: int = 0
     echo_auth: bool = False
     corrupt_parquet: tuple[str, ...] = ()
+    drip_ms: int = 0
+    hostile_every: int = 0
+    hostile: str = "html"
+    bomb_mb: int = 100
     scope: Scope = Scope()
     scopes: Mapping[str, Scope] = field(default_factory=dict)
 
@@ -106,10 +124,12 @@ class Faults:
         object.__setattr__(self, "corrupt_parquet", tuple(self.corrupt_parquet))
         object.__setattr__(self, "scopes", dict(self.scopes))
         ints = ("rate_limit_every", "rate_limit_secs", "error_burst_every", "error_burst_len",
-                "reset_every", "truncate_every", "slow_ms", "hang_every")
+                "reset_every", "truncate_every", "slow_ms", "hang_every", "drip_ms", "hostile_every", "bomb_mb")
         for name in ints:
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"{name} must be a non-negative int")
+        if self.hostile not in HOSTILE_KINDS:
+            raise ValueError(f"hostile must be one of {HOSTILE_KINDS}")
         if self.error_status not in ERROR_STATUSES:
             raise ValueError(f"error_status must be one of {ERROR_STATUSES}")
         unknown = set(self.scopes) - set(SWITCHES)
@@ -148,6 +168,8 @@ class Decision:
     action: str | None = None
     truncate: bool = False
     delay_s: float = 0.0
+    drip_s: float = 0.0
+    hostile: str | None = None
 
 
 class FaultInjector:
@@ -194,4 +216,60 @@ class FaultInjector:
             action = "error"
         truncate = bool(f.truncate_every and counts["truncate"] and counts["truncate"] % f.truncate_every == 0)
         delay = f.slow_ms / 1000 if f.slow_ms and counts["slow"] else 0.0
-        return Decision(action=action, truncate=truncate, delay_s=delay)
+        drip = f.drip_ms / 1000 if f.drip_ms and counts["drip"] else 0.0
+        hostile = f.hostile if f.hostile_every and counts["hostile"] and counts["hostile"] % f.hostile_every == 0 else None
+        return Decision(action=action, truncate=truncate, delay_s=delay, drip_s=drip, hostile=hostile)
+
+
+class Quota:
+    """The Hub's fixed-window rate limits, on a compressed clock.
+
+    Per bucket (``api``: everything but file reads; ``resolvers``: ``/resolve/`` GETs and HEADs),
+    at most ``api`` / ``resolvers`` requests per window of ``window`` Hub seconds (0: that bucket
+    is not limited). ``clock_scale`` real seconds make one Hub second: the default 0.01 passes a
+    300-second window in 3 real seconds. Windows are fixed, counted from the first request.
+
+    Every answer carries ``RateLimit: "<bucket>";r=<remaining>;t=<Hub seconds to reset>`` and
+    ``RateLimit-Policy: "fixed window";"<bucket>";q=<quota>;w=<window>``; a request over the quota
+    gets a 429 with them (and ``Retry-After``). :attr:`log` keeps, per (bucket, window), the
+    requests served and refused.
+    """
+
+    def __init__(self, api: int = 0, resolvers: int = 0, *, window: int = 300, clock_scale: float = 0.01,
+                 clock: Any = None):
+        import time
+
+        self.quotas = {"api": api, "resolvers": resolvers}
+        self.window = window
+        self.scale = clock_scale
+        self._clock = clock or time.monotonic
+        self._start: float | None = None
+        self._lock = threading.Lock()
+        self.log: dict[tuple[str, int], list[int]] = {}  # (bucket, window) -> [served, refused]
+
+    def admit(self, bucket: str) -> tuple[bool, dict[str, str]]:
+        """Count one request; (whether it is served, the headers to send with the answer)."""
+        import math
+
+        quota = self.quotas.get(bucket, 0)
+        if not quota:
+            return True, {}
+        with self._lock:
+            now = self._clock()
+            if self._start is None:
+                self._start = now
+            span = self.window * self.scale
+            index = int((now - self._start) // span)
+            counts = self.log.setdefault((bucket, index), [0, 0])
+            used = counts[0]
+            served = used < quota
+            counts[0 if served else 1] += 1
+            remaining = max(0, quota - counts[0])
+            reset = max(1, math.ceil((self._start + (index + 1) * span - now) / self.scale))
+        headers = {
+            "RateLimit": f'"{bucket}";r={remaining};t={reset}',
+            "RateLimit-Policy": f'"fixed window";"{bucket}";q={quota};w={self.window}',
+        }
+        if not served:
+            headers["Retry-After"] = str(reset)
+        return served, headers

@@ -9,7 +9,7 @@ Product code reaches it only through ``HF_ENDPOINT`` (or ``endpoint=``).
         HfApi(endpoint=hub.url).list_datasets(expand=["tags"])
 
 A stdlib ``ThreadingHTTPServer`` (HTTP/1.1 keep-alive, exact ``Content-Length``, never
-compressed) bound to 127.0.0.1 only. Deterministic faults (``faults.Faults``) can be switched on
+compressed but by the ``gzip_bomb`` fault) bound to 127.0.0.1 only. Deterministic faults (``faults.Faults``) can be switched on
 per request category and dataset. ``/_standin/...`` exposes the same controls over HTTP for a
 server started from the command line. Tokens are never logged: the request log goes to the
 ``hubsurvey_standin`` logger at DEBUG and holds only the request line.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import json
 import logging
 import re
@@ -37,7 +38,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from . import cards
 from .catalog import SORT_FIELDS, Catalog
-from .faults import CATEGORIES, Decision, FaultInjector, Faults
+from .faults import CATEGORIES, Decision, FaultInjector, Faults, Quota
 from .parquetio import garble_footer
 from .repos import DEFAULT_LIST_PROPS, EXPANDABLE, PARQUET_REF, Blob, BytesBlob, Repo, parquet_sha, select
 
@@ -56,6 +57,49 @@ class _Response:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     length: int | None = None  # Content-Length when it differs from len(body) (HEAD)
+    close: bool = False  # close the connection after this answer (one that leaves it unusable)
+
+
+@functools.lru_cache(maxsize=2)
+def _gzip_bomb(inflated_mb: int) -> bytes:
+    """A JSON list of ``inflated_mb`` MB of spaces, gzipped (about 1,000 times smaller)."""
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = b" " * 2**20
+    parts = [packer.compress(b"[")] + [packer.compress(block) for _ in range(inflated_mb)]
+    return b"".join([*parts, packer.compress(b"]"), packer.flush()])
+
+
+def _hostile(kind: str, response: _Response, url: str, bomb_mb: int) -> _Response:
+    """The hostile answer of ``kind`` (see ``faults.HOSTILE_KINDS``) in place of ``response``."""
+    json_type = {"Content-Type": "application/json; charset=utf-8"}
+    if kind == "html":
+        page = b"<!DOCTYPE html><html><body><h1>Please wait while we check your browser</h1></body></html>"
+        return _Response(200, page, {"Content-Type": "text/html; charset=utf-8"})
+    if kind == "malformed_json":
+        return _Response(200, b'{"id": "x", "sha": ', json_type)
+    if kind == "truncated_json":
+        return _Response(response.status, response.body[: len(response.body) // 2], dict(response.headers))
+    if kind == "json_object":
+        return _Response(200, json.dumps({"error": "not what you asked for", "items": []}).encode(), json_type)
+    if kind == "redirect_loop":
+        return _Response(302, b"", {"Location": url})
+    if kind == "short_length":
+        return _Response(response.status, response.body, dict(response.headers), length=len(response.body) // 2, close=True)
+    if kind == "no_sha":
+        try:
+            data = json.loads(response.body)
+        except ValueError:
+            return response
+        if isinstance(data, dict):
+            data.pop("sha", None)
+        return _Response(response.status, json.dumps(data).encode(), dict(response.headers))
+    if kind == "gzip_bomb":
+        return _Response(200, _gzip_bomb(bomb_mb), {**json_type, "Content-Encoding": "gzip"})
+    if kind == "self_link":
+        return _Response(response.status, response.body, {**response.headers, "Link": f'<{url}>; rel="next"'})
+    raise ValueError(f"unknown hostile answer {kind!r}")
 
 
 def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> _Response:
@@ -615,15 +659,26 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             route = hub.app.route(req)
             hub._count(route.category)
+            quota_headers: dict[str, str] = {}
+            if hub.quota is not None:
+                bucket = "resolvers" if route.category in ("resolve_get", "resolve_head") else "api"
+                served, quota_headers = hub.quota.admit(bucket)
+                if not served:
+                    self._send(_json({"error": "You have exceeded the rate limit (stand-in quota)"}, 429, quota_headers))
+                    return
             decision = hub._injector.decide(route.category, route.dataset_id)
             if self._inject(decision):
                 return
             response = route.run()
+            if decision.hostile:
+                hub._fault_injected()
+                response = _hostile(decision.hostile, response, f"{hub.url}{self.path}", hub.faults.bomb_mb)
+            response.headers.update(quota_headers)
         except Exception:  # a stand-in bug must not kill the connection silently
             log.exception("stand-in error on %s %s", self.command, url.path)
             response = _error(500, "Internal stand-in error")
             decision = Decision()
-        self._send(response, truncate=decision.truncate)
+        self._send(response, truncate=decision.truncate, drip_s=decision.drip_s)
 
     def _inject(self, decision: Decision) -> bool:
         """Apply the request-level faults; True when the response was replaced (or dropped)."""
@@ -658,7 +713,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(_error(f.error_status, message))
         return True
 
-    def _send(self, response: _Response, *, truncate: bool = False) -> None:
+    def _send(self, response: _Response, *, truncate: bool = False, drip_s: float = 0.0) -> None:
         self.send_response(response.status)
         for name, value in response.headers.items():
             self.send_header(name, value)
@@ -672,6 +727,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.hub._fault_injected()
             self.wfile.write(body[: len(body) // 2])
             self.close_connection = True  # the promised rest never comes
+            return
+        if response.close:
+            self.close_connection = True
+        if drip_s:
+            self.server.hub._fault_injected()
+            self.close_connection = True
+            for i in range(len(body)):  # one byte at a time, until the client gives up or the server stops
+                if self.server.stopping.wait(drip_s):
+                    return
+                try:
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                except OSError:
+                    return
             return
         self.wfile.write(body)
 
@@ -735,6 +804,7 @@ class StandinHub:
         *,
         port: int = 0,
         faults: Faults | None = None,
+        quota: Quota | None = None,
         valid_tokens: Iterable[str] = frozenset(),
         page_size: int = 1000,
         host: str = HOST,
@@ -749,6 +819,7 @@ class StandinHub:
         self.page_size = page_size
         self._port = port
         self._injector = FaultInjector(faults)
+        self.quota = quota  # the Hub's rate limits, enforced when set (faults.Quota)
         self._stats_lock = threading.Lock()
         self._stats = self._zero_stats()
         self.app = _App(self)

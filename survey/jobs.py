@@ -17,9 +17,10 @@ from typing import Any
 
 from hubsurvey.core.errors import HubsurveyError, InternalError, scrub
 from hubsurvey.core.figures import methods_measured
-from hubsurvey.core.hub import HubClient, default_cache_dir, delete_files, is_transient
+from hubsurvey.core.hub import HubClient, delete_files, is_transient
 from hubsurvey.core.queue import JobOutcome, JobSettings, QueuedJob
 from hubsurvey.core.roles import RoleOverrides
+from hubsurvey.core.settings import Settings
 from hubsurvey.core.splits import branch_layouts, refuse_two_layouts
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.survey.sources import config_from_files
@@ -74,7 +75,7 @@ def discard_downloads(spec: JobSpec) -> None:
     """Delete the job's downloaded files (only those inside the survey cache) unless kept."""
     if spec.settings.keep_cache or not spec.local_files:
         return
-    cache = Path(spec.settings.cache_dir) if spec.settings.cache_dir else default_cache_dir()
+    cache = Path(spec.settings.cache_dir) if spec.settings.cache_dir else Settings.from_env().cache_dir
     cache = cache.resolve()
     paths = [p for paths in spec.local_files.values() for p in paths if Path(p).resolve().is_relative_to(cache)]
     delete_files(paths)

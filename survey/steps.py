@@ -86,6 +86,9 @@ class MeasureStep:
     @staticmethod
     def _execute(ctx: RunContext, queue: JobQueue, todo: deque[JobSpec], counts: MeasureCounts) -> None:
         executor = open_executor(ctx)
+        deadline = ctx.deadline
+        if deadline is not None:  # --max-hours stops the downloads in flight too, not only the taking of new jobs
+            ctx.client.stop_after(max(1e-3, deadline - time.perf_counter()))
         try:
             while todo or executor.inflight:
                 while todo and executor.inflight < executor.capacity and not ctx.out_of_time():
@@ -95,6 +98,8 @@ class MeasureStep:
                 if not executor.inflight:
                     break  # out of time: the rest stays pending
                 for spec, outcome in executor.completed(timeout=1.0):
+                    if ctx.client.breaker.open and not outcome.ok:  # not recorded: running, then pending for the next run
+                        continue
                     status = queue.record(spec.job, outcome, run_id=ctx.run_id)
                     if status is JobStatus.DONE:
                         counts.add(outcome)
@@ -108,11 +113,13 @@ class MeasureStep:
                         ctx.progress({"done": counts.done + counts.failed, "ok": counts.done, "failed": counts.failed,
                                       "total": counts.queued,
                                       "rows_per_s": round(counts.data_rows / elapsed, 2) if elapsed else 0})
+                ctx.client.breaker.check()  # the Hub stopped answering: end the run (exit 4), the rest stays pending
                 if ctx.live:  # between transactions: at most once a second (progress), every few (snapshot)
                     ctx.live.tick(ctx.store.con, done=counts.done, failed=counts.failed, rows=counts.data_rows,
                                   pending=len(todo) + executor.inflight)
         finally:
             executor.close()
+            ctx.client.stop_after(None)  # the steps after the jobs (contamination, report) are not bounded by it
         counts.left_pending = len(todo)
         if ctx.live:  # the last job's results, for readers while the report renders
             ctx.live.progress(done=counts.done, failed=counts.failed, rows=counts.data_rows, pending=len(todo),

@@ -128,7 +128,7 @@ def test_a_huge_retry_after_is_capped_by_max_wait(minihub):
     """A 429 asking for 10^6 s does not stall the client: it waits at most ``max_wait``."""
     faults = Faults(rate_limit_every=2, rate_limit_secs=1_000_000, scope=Scope(categories=frozenset({"info"})))
     with StandinHub(minihub, faults=faults) as hub:
-        client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, max_wait=0.2)
+        client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, max_wait=0.2)
         started = time.monotonic()
         shas = [client.dataset_info(TARGET).sha for _ in range(4)]
         elapsed = time.monotonic() - started

@@ -191,7 +191,7 @@ def record_run(db: Path) -> None:
     previous = os.environ.get("HF_TOKEN")
     os.environ["HF_TOKEN"] = SECRET
     try:
-        client = HubClient(endpoint="http://127.0.0.1:9", token=SECRET, rate=None, file_rate=None)
+        client = HubClient(endpoint="http://127.0.0.1:9", token=SECRET, rate=0, file_rate=0)
         filters = CrawlFilters(task_categories=["text-classification"], limit=100)
         args = {"filters": filters.as_json(), "workers": 1, "max_hours": 0.0, "dask": False, "db": str(db)}
         summary = run_survey(db, client, filters, RunOptions(crawl=False, workers=1), args=args)

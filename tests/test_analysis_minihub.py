@@ -29,7 +29,7 @@ def surveyed(tmp_path_factory) -> tuple[Path, list[dict], dict[str, str]]:
     tmp = tmp_path_factory.mktemp("minihub-findings")
     root = generate_minihub(tmp / "hub", seed=0)
     with StandinHub(root) as hub:
-        client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=tmp / "cache")
+        client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=tmp / "cache")
         summary = run_survey(tmp / "r.duckdb", client, None, RunOptions(workers=2))
     assert summary.failed == 0
     truth = json.loads((root / "truth.json").read_text())

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from hubsurvey.cli import app
 from hubsurvey.core.errors import TooLargeForCacheError
-from hubsurvey.core.hub import HubClient, cache_size
+from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store
 from hubsurvey.crawler.crawl import crawl
 from hubsurvey.pipeline import RunOptions, run_survey
@@ -30,13 +30,19 @@ from hubsurvey_standin import StandinHub, generate_minihub
 from hubsurvey_standin.repos import parquet_sha as standin_parquet_sha
 
 
+def cache_size(cache_dir: Path) -> int:
+    """Bytes of regular files under the cache folder (links not counted twice): the plain reference."""
+    root = Path(cache_dir)
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink()) if root.exists() else 0
+
+
 @pytest.fixture(scope="module")
 def minihub(tmp_path_factory) -> Path:
     return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
 
 
 def client_for(hub: StandinHub, cache: Path) -> HubClient:
-    return HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=cache, max_wait=0.05)
+    return HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=cache, max_wait=0.05)
 
 
 def job_sizes(db: Path) -> list[int]:
@@ -100,7 +106,7 @@ def test_a_survey_with_a_small_budget_never_goes_over_it(minihub, tmp_path, keep
     assert summary.status == "done" and summary.failed == 0 and summary.done == len(sizes)
     assert poller.samples > 20 and poller.peak > 0
     assert poller.peak <= budget, f"the cache reached {poller.peak} bytes, over its budget of {budget}"
-    left = [p for p in cache.glob("datasets--*/blobs/*") if p.is_file()]
+    left = [p for p in cache.glob("datasets--*/snapshots/**/*.parquet") if p.is_file()]
     if keep_cache:
         assert left and cache_size(cache) <= budget  # kept, but evicted oldest first to stay in budget
     else:  # every job's files were deleted once measured (huggingface_hub's CACHEDIR.TAG stays)

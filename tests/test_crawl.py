@@ -44,7 +44,7 @@ def outcomes(store: Store) -> dict[str, str]:
 
 
 def client_for(hub: StandinHub, **kwargs) -> HubClient:
-    return HubClient(endpoint=hub.url, rate=None, file_rate=None, max_wait=0.05, **kwargs)
+    return HubClient(endpoint=hub.url, rate=0, file_rate=0, max_wait=0.05, **kwargs)
 
 
 def run_crawl(hub: StandinHub, db: Path, filters: CrawlFilters | None = None, **kwargs):

@@ -405,8 +405,8 @@ def _redirect_loop(req, repo_id, rev):
 
 @pytest.mark.parametrize(
     ("fault", "cls"),
-    [("html", "HubAnswerError"), pytest.param("truncated", "HubAnswerError", marks=pytest.mark.slow),
-     pytest.param("list", "HubAnswerError", marks=pytest.mark.slow), pytest.param("no_sha", "HubAnswerError", marks=pytest.mark.slow),
+    [("html", "HubFaultError"), pytest.param("truncated", "HubFaultError", marks=pytest.mark.slow),
+     pytest.param("list", "HubFaultError", marks=pytest.mark.slow), pytest.param("no_sha", "HubFaultError", marks=pytest.mark.slow),
      pytest.param("redirect_loop", "TooManyRedirects", marks=pytest.mark.slow), ("503", "HfHubHTTPError")],
 )
 def test_a_hub_fault_while_resolving_is_retried_by_the_next_crawl(card_root, tmp_path, monkeypatch, fault, cls):

@@ -300,7 +300,7 @@ def test_the_minihub_survey_finds_the_planted_cross_relations(tmp_path):
     root = generate_minihub(tmp_path / "hub", seed=0)
     truth = json.loads((root / "truth.json").read_text())["cross"]
     with StandinHub(root) as hub:
-        client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=tmp_path / "cache")
+        client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=tmp_path / "cache")
         summary = run_survey(tmp_path / "r.duckdb", client, None, RunOptions(workers=2, near=False))
     assert summary.failed == 0 and summary.crossleaks is not None and summary.crossleaks["missing"] == 0
     with Store(tmp_path / "r.duckdb") as store:
@@ -324,7 +324,7 @@ def test_the_minihub_survey_finds_the_planted_cross_relations(tmp_path):
     with Store(tmp_path / "r.duckdb") as store:
         store.con.execute("DELETE FROM fingerprints WHERE dataset_id = 'mini-lab/topics_partial'")
     with StandinHub(root) as hub:
-        client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=tmp_path / "cache")
+        client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=tmp_path / "cache")
         again = run_survey(tmp_path / "r.duckdb", client, None, RunOptions(workers=1, near=False, crossleaks=False))
     assert (again.done, again.failed, again.crossleaks) == (1, 0, None)
     with Store(tmp_path / "r.duckdb") as store:

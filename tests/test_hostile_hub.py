@@ -144,7 +144,7 @@ def test_gated_repos_without_access_are_recorded_as_gated(minihub, tmp_path):
     truth = json.loads((minihub / "truth.json").read_text())["expected"]
     gated = sorted(k for k, v in truth.items() if v == "gated")
     with StandinHub(minihub, valid_tokens={"hf_the_approved_one"}) as hub, Store(tmp_path / "r.duckdb") as store:
-        client = HubClient(endpoint=hub.url, token="hf_not_approved_token", rate=None, file_rate=None, max_wait=0.05)
+        client = HubClient(endpoint=hub.url, token="hf_not_approved_token", rate=0, file_rate=0, max_wait=0.05)
         crawl(store, client, CrawlFilters(allow_gated=True))
         got = {r["dataset_id"]: r["exclusion_reason"] for r in store.records("SELECT * FROM datasets")}
     assert gated and {got[d] for d in gated} == {"gated"}
@@ -157,7 +157,7 @@ def test_a_gated_download_is_a_gated_job_not_an_error(minihub, tmp_path):
     truth = json.loads((minihub / "truth.json").read_text())["expected"]
     gated = sorted(k for k, v in truth.items() if v == "gated")[0]
     with StandinHub(minihub) as hub:
-        client = HubClient(endpoint=hub.url, token="hf_not_approved_token", rate=None, file_rate=None,
+        client = HubClient(endpoint=hub.url, token="hf_not_approved_token", rate=0, file_rate=0,
                            cache_dir=tmp_path / "cache")
         with pytest.raises(Exception) as raised:  # noqa: PT011 - any error; the test checks its text
             client.download(gated, "default/test/0000.parquet", "refs/convert/parquet")

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from hubsurvey.cli import app
 from hubsurvey.core.errors import ExitCode, scrub
-from hubsurvey.core.hub import HubClient, cache_size, delete_files, enforce_budget
+from hubsurvey.core.hub import HubClient, delete_files
 from hubsurvey.survey.audit import audit
 
 runner = CliRunner()
@@ -49,7 +49,12 @@ def test_timeouts_come_from_the_environment_or_the_constructor(monkeypatch, tmp_
     assert (client.connect_timeout, client.read_timeout) == (1, 2)
     from huggingface_hub.utils import get_session
 
-    assert get_session().timeout.read == 2 and get_session().timeout.connect == 1
+    from hubsurvey.core.transport import HubTransport
+
+    # huggingface_hub's client is configured once per process: a second HubClient keeps it
+    session = get_session()
+    HubClient(endpoint="http://127.0.0.1:9", token=False, read_timeout=5)
+    assert get_session() is session and isinstance(session._transport, HubTransport)
 
 
 def test_the_cache_is_the_surveys_own_not_the_users_hf_cache(monkeypatch, tmp_path):
@@ -80,20 +85,17 @@ def _fake_cache(root: Path, n: int, size: int) -> list[Path]:
     return links
 
 
+def cache_size(root: Path) -> int:
+    """Bytes of regular files under a folder (links not counted twice): the plain reference."""
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
 def test_delete_files_removes_a_jobs_links_and_blobs(tmp_path):
     links = _fake_cache(tmp_path, 3, 1000)
     assert cache_size(tmp_path) == 3000
     assert delete_files(links[:2]) == 2000
     assert cache_size(tmp_path) == 1000 and not links[0].exists() and links[2].exists()
     assert delete_files(links[:2]) == 0  # twice is harmless
-
-
-def test_enforce_budget_evicts_the_oldest_first_and_keeps_files_in_use(tmp_path):
-    links = _fake_cache(tmp_path, 5, 1000)
-    freed = enforce_budget(tmp_path, 2500, keep=[links[0]])
-    assert freed == 3000 and cache_size(tmp_path) <= 2500
-    assert links[0].exists() and links[4].exists() and not links[1].exists()
-    assert not any(p.is_symlink() and not p.exists() for p in tmp_path.rglob("*"))  # no dangling links
 
 
 # --- honest error classes ------------------------------------------------------------------------
@@ -194,7 +196,7 @@ def test_a_jobs_files_are_pinned_and_deleted_after_measuring_unless_kept(tmp_pat
     dataset_id = sorted(k for k, v in truth.items() if v == "eligible")[0]
     cache = tmp_path / "cache"
     with StandinHub(root) as hub:
-        client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=cache)
+        client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=cache)
         info = client.dataset_info(dataset_id)
         files = {}
         for f in client.parquet_tree(dataset_id):
@@ -207,5 +209,5 @@ def test_a_jobs_files_are_pinned_and_deleted_after_measuring_unless_kept(tmp_pat
         pinned = client.parquet_sha(dataset_id)
     assert outcome.ok, outcome
     assert outcome.parquet_sha == pinned and len(pinned) == 40
-    blobs = [p for p in cache.rglob("blobs/*") if p.is_file()]
-    assert bool(blobs) == keep
+    downloaded = [p for p in cache.rglob("*.parquet") if p.is_file()]
+    assert bool(downloaded) == keep

@@ -38,7 +38,7 @@ def minihub(tmp_path_factory) -> Path:
 
 
 def client_for(hub: StandinHub, cache: Path) -> HubClient:
-    return HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=cache, max_wait=0.05)
+    return HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=cache, max_wait=0.05)
 
 
 def rows(db: Path) -> list[tuple]:

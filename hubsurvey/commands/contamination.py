@@ -8,9 +8,8 @@ from typing import Annotated
 import typer
 
 from hubsurvey.commands.crawl import hub_client
-from hubsurvey.commands.options import Benchmarks, Db, FileRate, Rate
+from hubsurvey.commands.options import Benchmarks, Db, Deadline, FileRate, Plan, Rate
 from hubsurvey.core.errors import ExitCode
-from hubsurvey.core.hub import DEFAULT_FILE_RATE, DEFAULT_RATE
 from hubsurvey.core.store import DEFAULT_DB
 
 Recheck = Annotated[bool, typer.Option(
@@ -22,8 +21,10 @@ ConfigWorkers = Annotated[int | None, typer.Option(
 def contamination(
     benchmarks: Benchmarks = None,
     recheck: Recheck = False,
-    rate: Rate = DEFAULT_RATE,
-    file_rate: FileRate = DEFAULT_FILE_RATE,
+    rate: Rate = None,
+    file_rate: FileRate = None,
+    plan: Plan = None,
+    deadline: Deadline = None,
     workers: ConfigWorkers = None,
     db: Db = Path(DEFAULT_DB),
 ) -> None:
@@ -38,7 +39,7 @@ def contamination(
 
     if not Path(db).is_file():  # nothing surveyed: never create an empty DB
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
-    client = hub_client(rate, file_rate)
+    client = hub_client(rate, file_rate, plan, deadline)
     index, summary = run_contamination(db, client, benchmarks, recheck=recheck, workers=workers,
                                        progress=lambda where: typer.echo(f"checking {where}", err=True))
     described = index.describe()

@@ -12,11 +12,13 @@ from hubsurvey.commands.options import (
     AllowGated,
     Authors,
     Db,
+    Deadline,
     DenyAuthors,
     FileRate,
     Languages,
     Limit,
     MaxRows,
+    Plan,
     Rate,
     Search,
     Tasks,
@@ -24,7 +26,9 @@ from hubsurvey.commands.options import (
     positive,
     unlimited_if_zero,
 )
-from hubsurvey.core.hub import DEFAULT_FILE_RATE, DEFAULT_RATE, HubClient
+from hubsurvey.core.errors import UsageError
+from hubsurvey.core.hub import HubClient
+from hubsurvey.core.settings import PLANS, Settings
 from hubsurvey.core.store import DEFAULT_DB
 from hubsurvey.crawler.rules import CrawlFilters
 
@@ -46,11 +50,16 @@ def filters_from_options(author, deny_author, task, language, search, limit, max
     )
 
 
-def hub_client(rate: float, file_rate: float) -> HubClient:
-    """The Hub client of crawl and run; a rate of 0 means unpaced."""
+def hub_client(rate: float | None = None, file_rate: float | None = None, plan: str | None = None,
+               deadline: float | None = None) -> HubClient:
+    """The Hub client of a command, from the settings built once: the environment, then the
+    command line. No rate: follow the quota; a rate of 0 means unpaced."""
     at_least("--rate", rate, 0)
     at_least("--file-rate", file_rate, 0)
-    return HubClient(rate=rate or None, file_rate=file_rate or None)
+    positive("--deadline", deadline)
+    if plan is not None and plan not in PLANS:
+        raise UsageError(f"--plan must be one of {', '.join(PLANS)}, not {plan!r}")
+    return HubClient(Settings.from_env(rate=rate, file_rate=file_rate, plan=plan, deadline=deadline))
 
 
 def crawl(
@@ -62,8 +71,10 @@ def crawl(
     limit: Limit = CrawlFilters.limit,
     max_rows: MaxRows = CrawlFilters.max_rows,
     allow_gated: AllowGated = CrawlFilters.allow_gated,
-    rate: Rate = DEFAULT_RATE,
-    file_rate: FileRate = DEFAULT_FILE_RATE,
+    rate: Rate = None,
+    file_rate: FileRate = None,
+    plan: Plan = None,
+    deadline: Deadline = None,
     db: Db = Path(DEFAULT_DB),
     recheck_listing: Annotated[bool, typer.Option(
         "--recheck-listing",
@@ -82,7 +93,7 @@ def crawl(
     from hubsurvey.progress import CrawlProgress, quiet_hub_bars
 
     filters = filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated)
-    client = hub_client(rate, file_rate)
+    client = hub_client(rate, file_rate, plan, deadline)
     with Store(db) as store, quiet_hub_bars(), CrawlProgress() as bar:
         summary = run_crawl(store, client, filters, progress=bar,  # records its own runs row
                             recheck_listing=recheck_listing, since_last=since_last)

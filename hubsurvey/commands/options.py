@@ -43,8 +43,16 @@ MaxRows = Annotated[int, typer.Option("--max-rows", help="Keep datasets with few
 AllowGated = Annotated[bool, typer.Option("--allow-gated", help="Also keep gated datasets (needs HF_TOKEN)")]
 
 # --- the Hub client's pacing ------------------------------------------------------------------------
-Rate = Annotated[float, typer.Option("--rate", help="Max API requests per second (0: unpaced)")]
-FileRate = Annotated[float, typer.Option("--file-rate", help="Max file requests per second (0: unpaced)")]
+Rate = Annotated[float | None, typer.Option(
+    "--rate", help="A fixed pace of API requests per second instead of the quota (0: unpaced) [default: follow the quota]")]
+FileRate = Annotated[float | None, typer.Option(
+    "--file-rate", help="A fixed pace of file requests per second instead of the quota (0: unpaced) [default: follow the quota]")]
+Plan = Annotated[str | None, typer.Option(
+    "--plan", help="The Hub plan whose quota pacing starts from: anonymous, free or pro "
+    "[default: $HUBSURVEY_PLAN, else free with a token, anonymous without]")]
+Deadline = Annotated[float | None, typer.Option(
+    "--deadline", help="Seconds one Hub request may take, over its connect, reads and retries "
+    "[default: $HUBSURVEY_DEADLINE or 60]")]
 
 # --- the run (RunOptions) ---------------------------------------------------------------------------
 Workers = Annotated[int | None, typer.Option("--workers", help="Local worker processes (default: one per core)")]

@@ -20,6 +20,7 @@ from hubsurvey.commands.options import (
     CopyThreshold,
     Dask,
     Db,
+    Deadline,
     DenyAuthors,
     Examples,
     Executor,
@@ -36,6 +37,7 @@ from hubsurvey.commands.options import (
     MemoryMb,
     NoCrossleaks,
     NoNear,
+    Plan,
     Rate,
     ReadDb,
     ReportDir,
@@ -50,7 +52,6 @@ from hubsurvey.commands.options import (
     unlimited_if_zero,
 )
 from hubsurvey.core.errors import ExitCode, UsageError
-from hubsurvey.core.hub import DEFAULT_FILE_RATE, DEFAULT_RATE
 from hubsurvey.core.safety import json_text
 from hubsurvey.core.steps import RunOptions
 from hubsurvey.core.store import DEFAULT_DB
@@ -163,8 +164,10 @@ def run(
     no_crossleaks: NoCrossleaks = not RunOptions.crossleaks,
     copy_threshold: CopyThreshold = RunOptions.copy_threshold,
     benchmarks: Benchmarks = RunOptions.benchmarks,
-    rate: Rate = DEFAULT_RATE,
-    file_rate: FileRate = DEFAULT_FILE_RATE,
+    rate: Rate = None,
+    file_rate: FileRate = None,
+    plan: Plan = None,
+    deadline: Deadline = None,
     db: Db = Path(DEFAULT_DB),
 ) -> None:
     """Crawl, measure every eligible config not measured at its current sha, refresh the report."""
@@ -175,8 +178,9 @@ def run(
                            max_cache_gb=max_cache_gb, keep_cache=keep_cache, examples=examples,
                            near=not no_near, crossleaks=not no_crossleaks, copy_threshold=copy_threshold,
                            benchmarks=benchmarks)
-    client = hub_client(rate, file_rate)
-    args = {"filters": filters.as_json(), "db": str(db), "rate": rate, "file_rate": file_rate, **options.as_json()}
+    client = hub_client(rate, file_rate, plan, deadline)
+    args = {"filters": filters.as_json(), "db": str(db), "rate": rate, "file_rate": file_rate, "plan": plan,
+            "deadline": deadline, **options.as_json()}
     _survey(db, client, filters, options, args)
 
 
@@ -261,7 +265,7 @@ def demo(
         with StandinHub(root) as hub:
             typer.echo(f"mini-hub generated at {root} and served at {hub.url}")
             # The stand-in is local: no pacing needed. Its files go to a cache of their own, removed at the end.
-            client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=Path(tmp) / "hf-cache")
+            client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=Path(tmp) / "hf-cache")
             args = {"demo": True, "db": str(db), "report_dir": str(report_dir), "workers": workers}
             try:
                 _survey(db, client, None, options, args)

@@ -20,7 +20,6 @@ Exit codes (documented in the README and ``hubsurvey --help``):
 from __future__ import annotations
 
 import contextlib
-import os
 from enum import IntEnum
 
 
@@ -134,12 +133,19 @@ class HubTimeoutError(HubError):
     transient = True
 
 
-class HubAnswerError(HubError):
-    """The Hub answered, but not what its API promises: an HTML page with status 200, JSON that is
-    truncated or malformed, an object where a list belongs, a required field missing. A proxy's
-    interstitial or a bad moment of the Hub: worth retrying, never a property of a dataset."""
+class HubStoppedAnsweringError(HubTimeoutError):
+    """Too many requests in a row timed out, across jobs: the Hub (or the way to it) stopped
+    answering. The run ends with exit code 4 and leaves what is left pending for the next run."""
 
-    error_class = "hub_answer"
+    error_class = "hub_stopped"
+
+
+class HubFaultError(HubError):
+    """The Hub (or a proxy before it) answered with something that is no valid answer: an HTML
+    page, malformed or truncated JSON, the wrong JSON type, a redirect loop, a body larger than a
+    response may be. A Hub fault, not a bug; worth retrying, in this call and in a later run."""
+
+    error_class = "hub_fault"
     transient = True
 
 
@@ -173,19 +179,20 @@ _SECRETS: set[str] = set()
 
 
 def register_secret(secret: str | None) -> None:
-    """Remember a secret (a token passed explicitly rather than through ``HF_TOKEN``) for :func:`scrub`."""
+    """Remember a secret for :func:`scrub`: the settings register their token when they are built
+    (:meth:`hubsurvey.core.settings.Settings.from_env`), so the scrubber's secrets come from them."""
     if secret and len(secret) >= 4:
         _SECRETS.add(secret)
 
 
 def known_secrets() -> tuple[str, ...]:
-    """Every secret the process knows: registered ones and the environment's tokens (longest first)."""
-    candidates = (*_SECRETS, os.environ.get("HF_TOKEN"), os.environ.get("HUGGING_FACE_HUB_TOKEN"))
+    """Every secret the process knows: those registered from the settings (longest first)."""
+    candidates = tuple(_SECRETS)
     return tuple(sorted({s for s in candidates if s and len(s) >= 4}, key=len, reverse=True))
 
 
 def scrub(text: str, secrets: tuple[str | None, ...] = ()) -> str:
-    """Remove secrets (``HF_TOKEN``, registered ones and any given) from a text.
+    """Remove secrets (the settings' token, registered when they were built, and any given) from a text.
 
     This is the one scrubbing place: every error message that is printed, logged or stored
     (one-line messages, job tracebacks, Hub client errors) passes here.

@@ -1,75 +1,88 @@
 """The one client through which hubsurvey talks to the Hub.
 
-It wraps ``huggingface_hub`` (which reads ``HF_ENDPOINT`` and ``HF_TOKEN`` from the environment)
-with what the library does not do for every call:
+It wraps ``huggingface_hub`` with what the library does not do for every call, configured by one
+:class:`~hubsurvey.core.settings.Settings` (built once, at the start of a command):
 
-- timeouts on every request (huggingface_hub's own client has none, and its paginated listings
-  pass ``timeout=None``): a transport enforces a connect and a read timeout on each request;
+- one deadline per call (``deadline``, default 60 s) over its connect, every read and every retry,
+  enforced by the transport under huggingface_hub's process-wide client
+  (:mod:`hubsurvey.core.transport`, installed once per process); a body that drips below the floor
+  rate is a timeout; an API answer may not inflate past ``max_response_mb``;
 - fail fast offline: a host name that does not resolve, or a refused connection, is not transient;
-  it raises :class:`HubUnreachableError` at once instead of being retried for half a minute;
-- retries with tenacity, for every call including the paginated listings (paged here, one page
-  at a time, so a retry resumes at the failed page): on 429 (honouring ``Retry-After`` and
-  ``RateLimit: ...;t=N``), 5xx, timeouts and connection resets; never on 401, 403 or 404;
-- pacing: at most ``rate`` API calls per second (the anonymous Hub limit is 500 per 5 minutes);
+  it raises :class:`HubUnreachableError` at once instead of being retried;
+- one retry loop, ours (tenacity), for every call including the paginated listings (paged here, one
+  page at a time, so a retry resumes at the failed page) and file downloads (done here through the
+  library's session, not ``hf_hub_download``, whose own retry and resume loop would multiply the
+  deadline): on 429, 5xx, timeouts, connection resets and Hub faults (an HTML page, malformed
+  JSON); never on 401, 403 or 404;
+- pacing that follows the Hub's quota, one bucket for API calls and one for resolver calls
+  (:mod:`hubsurvey.core.pacing`), or a fixed ``rate`` / ``file_rate`` when given;
+- a circuit breaker: after ``breaker`` consecutive calls that timed out, every call fails at once
+  with :class:`HubStoppedAnsweringError` (exit code 4);
 - token hygiene: the token is passed to huggingface_hub and nowhere else, and every error raised
   through the client is scrubbed of it (:func:`hubsurvey.core.errors.scrub_exception`);
-- a download cache of the survey's own (never the user's huggingface_hub cache), with functions
-  to delete a job's files and to keep the cache under a budget.
+- a download cache of the survey's own (never the user's huggingface_hub cache).
 
 Nothing else in the project opens HTTP connections to the Hub.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import math
 import os
 import re
-import socket
-import threading
+import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx2
-from huggingface_hub import HfApi, hf_hub_download
+from huggingface_hub import HfApi
 from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, OfflineModeIsEnabled
-from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_any, wait_exponential_jitter
+from tenacity.stop import stop_base
 
 from hubsurvey.core.errors import (
+    BadInputError,
     GatedError,
-    HubAnswerError,
     HubError,
+    HubFaultError,
     HubsurveyError,
     HubTimeoutError,
     HubUnreachableError,
-    register_secret,
     scrub,
     scrub_exception,
 )
+from hubsurvey.core.pacing import API, RESOLVERS, Breaker, FixedPace, Pace, QuotaBucket, Unpaced, parse_ratelimit
 from hubsurvey.core.safety import refuse_secrets, scrub_value
-from hubsurvey.core.splits import branch_split  # noqa: F401 - where the stages import it from
+from hubsurvey.core.settings import Settings
+from hubsurvey.core.splits import branch_split
+from hubsurvey.core.transport import MAX_REDIRECTS, RequestLimits, configure_http, limits, origin, unreachable_cause
 
 log = logging.getLogger(__name__)
 
+__all__ = ["HubClient", "RepoFile", "branch_split", "delete_files", "is_transient", "unreachable_cause"]
+
 PARQUET_REVISION = "refs/convert/parquet"
 RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
-# Anonymous Hub limits per 5 minutes: 500 API calls and 3,000 file (resolver) requests; stay under.
-DEFAULT_RATE = 1.5
-DEFAULT_FILE_RATE = 9.0
 FOOTER_PROBE = 64 * 1024  # one suffix read gets the footer of almost every Parquet file
-DEFAULT_CONNECT_TIMEOUT = 10.0  # seconds to open a connection (HUBSURVEY_CONNECT_TIMEOUT)
-DEFAULT_READ_TIMEOUT = 60.0  # seconds to wait for each chunk of a response (HUBSURVEY_READ_TIMEOUT)
-DEFAULT_MAX_ATTEMPTS = 6  # attempts per request before a transient failure is final (HUBSURVEY_MAX_ATTEMPTS)
+DOWNLOAD_CHUNK = 1 << 20
 
 T = TypeVar("T")
 
-def is_transient(exc: BaseException) -> bool:
-    """True for failures worth retrying: rate limits, 5xx, timeouts, resets, truncated bodies.
+#: the end (monotonic) of the job whose calls this context makes: see HubClient.time_limit
+_JOB_END: ContextVar[float] = ContextVar("hubsurvey_job_end", default=math.inf)
 
-    An unreachable Hub (no DNS, connection refused, offline mode) is not transient.
+
+def is_transient(exc: BaseException) -> bool:
+    """True for failures worth retrying: rate limits, 5xx, timeouts, resets, truncated bodies,
+    Hub faults. An unreachable Hub (no DNS, connection refused, offline mode) is not transient.
     """
     if isinstance(exc, HubsurveyError):
         return bool(getattr(exc, "transient", False))
@@ -90,135 +103,16 @@ def _server_wait(exc: BaseException | None) -> float | None:
         return None
     headers = response.headers
     ratelimit = headers.get("RateLimit", "")
-    m = re.search(r"\bt=(\d+)", ratelimit)
+    m = re.search(r"\bt=(\d+(?:\.\d+)?)", ratelimit)
     if m:
-        return float(m.group(1)) + 1.0
+        return float(m.group(1))
     retry_after = headers.get("Retry-After", "")
     if retry_after.strip().isdigit():  # the HTTP-date form is ignored, as huggingface_hub does
-        return float(retry_after) + 1.0
+        return float(retry_after)
     return None
 
 
-class _ServerAwareWait:
-    """tenacity wait: the server's own delay when it gave one, else exponential backoff with jitter."""
-
-    def __init__(self, initial: float = 1.0, maximum: float = 60.0):
-        self._backoff = wait_exponential_jitter(initial=initial, max=maximum)
-        self._maximum = maximum
-
-    def __call__(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        asked = _server_wait(exc)
-        return min(asked, self._maximum) if asked is not None else self._backoff(state)
-
-
-class _Pacer:
-    """A simple token-bucket limiter shared by every call of one client (thread-safe)."""
-
-    def __init__(self, rate: float | None):
-        self._interval = 1.0 / rate if rate else 0.0
-        self._next = 0.0
-        self._lock = threading.Lock()
-
-    def wait(self) -> None:
-        if not self._interval:
-            return
-        with self._lock:
-            now = time.monotonic()
-            delay = self._next - now
-            self._next = max(now, self._next) + self._interval
-        if delay > 0:
-            time.sleep(delay)
-
-
-def _env_float(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    if not value:
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        raise HubError(f"{name}={value!r}: not a number of seconds") from None
-    if number <= 0:
-        raise HubError(f"{name}={value!r}: must be more than 0")
-    return number
-
-
-def unreachable_cause(exc: BaseException) -> str | None:
-    """The cause when ``exc`` says the Hub cannot be reached at all (DNS failure, refused), else None."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, socket.gaierror):
-            return f"name does not resolve ({current.strerror or current})"
-        if isinstance(current, ConnectionRefusedError):
-            return "connection refused"
-        current = current.__cause__ or current.__context__
-    if isinstance(exc, httpx2.ConnectError):
-        text = str(exc).lower()
-        if any(s in text for s in ("name or service not known", "nodename nor servname", "name resolution",
-                                   "getaddrinfo failed", "no address associated")):
-            return f"name does not resolve ({str(exc).strip()})"
-        if "connection refused" in text:
-            return "connection refused"
-    return None
-
-
-def _origin(url: Any) -> str:
-    url = httpx2.URL(str(url))
-    port = f":{url.port}" if url.port else ""
-    return f"{url.scheme}://{url.host}{port}"
-
-
-class _TimeoutTransport(httpx2.BaseTransport):
-    """Every request gets the configured timeouts, whatever the caller passed (huggingface_hub's
-    listings pass none); a connection that cannot be made at all raises HubUnreachableError, which
-    no retry loop (ours or huggingface_hub's) treats as transient."""
-
-    def __init__(self, timeout: httpx2.Timeout):
-        self._timeout = timeout.as_dict()
-        self._inner = httpx2.HTTPTransport()
-
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        request.extensions = {**request.extensions, "timeout": self._timeout}
-        try:
-            return self._inner.handle_request(request)
-        except httpx2.ConnectError as e:
-            cause = unreachable_cause(e)
-            if cause:
-                raise HubUnreachableError(
-                    f"cannot reach {_origin(request.url)}: {cause} (offline? set HF_ENDPOINT)"
-                ) from e
-            raise
-
-    def close(self) -> None:
-        self._inner.close()
-
-
-def install_timeouts(connect: float, read: float) -> None:
-    """Make huggingface_hub's shared HTTP client use these timeouts on every request.
-
-    huggingface_hub has one process-wide client; the last HubClient created sets its timeouts.
-    """
-    from huggingface_hub import set_client_factory
-    from huggingface_hub.utils import _http as hf_http
-
-    timeout = httpx2.Timeout(read, connect=connect, write=read, pool=connect)
-
-    def factory() -> httpx2.Client:
-        hooks = getattr(hf_http, "hf_request_event_hook", None)
-        return httpx2.Client(
-            event_hooks={"request": [hooks]} if hooks else {},
-            follow_redirects=True,
-            timeout=timeout,
-            transport=_TimeoutTransport(timeout),
-        )
-
-    set_client_factory(factory)
-
-
-def _hub_error(exc: BaseException, what: str, token: str | None) -> BaseException:
+def _hub_error(exc: BaseException, what: str, token: str | None, deadline: float | None = None) -> BaseException:
     """The error to raise for a failed Hub call: scrubbed, and typed when it means an outcome.
 
     Typed huggingface_hub errors that callers classify per dataset (not found, revision not found)
@@ -234,14 +128,53 @@ def _hub_error(exc: BaseException, what: str, token: str | None) -> BaseExceptio
     if isinstance(exc, OfflineModeIsEnabled):
         return HubUnreachableError(f"cannot reach the Hub: {first} (offline? unset HF_HUB_OFFLINE)")
     if isinstance(exc, httpx2.TimeoutException):
-        return HubTimeoutError(scrub(f"{what}: the Hub did not answer in time: {type(exc).__name__}: {first}", (token,)))
+        within = f" (deadline {deadline:g} s)" if deadline else ""
+        return HubTimeoutError(scrub(f"{what}: the Hub did not answer in time{within}: {first}", (token,)))
     return exc
+
+
+def _as_hub_fault(exc: BaseException, what: str) -> HubFaultError | None:
+    """A Hub fault for an answer that is no valid answer (raised inside a call), else None."""
+    if isinstance(exc, json.JSONDecodeError):
+        return HubFaultError(f"{what}: the Hub's answer is not valid JSON ({exc.msg} at char {exc.pos})")
+    if isinstance(exc, httpx2.TooManyRedirects):
+        return HubFaultError(f"{what}: the Hub's answers redirect in a loop (more than {MAX_REDIRECTS} redirects)")
+    if isinstance(exc, httpx2.DecodingError):
+        return HubFaultError(f"{what}: the Hub's answer cannot be decoded ({(str(exc).splitlines() or [''])[0]})")
+    return None
+
+
+class _OutOfTime(stop_base):
+    """tenacity stop: the call's deadline (or the job's, or the run's) has passed."""
+
+    def __init__(self, active: RequestLimits):
+        self._active = active
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return self._active.left() <= 0
+
+
+def _pace(rate: float | None, quota: int, window: float, scale: float) -> Pace:
+    """A fixed pace when ``rate`` is given (0: unpaced), else the quota's bucket."""
+    if rate is None:
+        return QuotaBucket(quota, window, clock_scale=scale)
+    return FixedPace(rate) if rate > 0 else Unpaced()
 
 
 @dataclass(frozen=True)
 class RepoFile:
     path: str
     size: int
+
+
+_SETTING_NAMES = frozenset(f.name for f in fields(Settings))
+
+
+def _as_overrides(settings: Settings) -> dict[str, Any]:
+    """A Settings' fields as overrides of ``Settings.from_env({})`` (``token=False`` for none)."""
+    values = {name: getattr(settings, name) for name in _SETTING_NAMES}
+    values["token"] = settings.token or False
+    return values
 
 
 @dataclass(frozen=True)
@@ -254,12 +187,12 @@ class ListingPage:
 
 
 def _json_body(response: Any, what: str) -> Any:
-    """A response's JSON, or :class:`HubAnswerError` when the body is not JSON (HTML, truncated)."""
+    """A response's JSON, or :class:`HubFaultError` when the body is not JSON (HTML, truncated)."""
     try:
         return response.json()
     except ValueError as e:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
         kind = response.headers.get("content-type", "no content type").split(";")[0]
-        raise HubAnswerError(f"{what}: the Hub's answer is not JSON ({kind}, {len(response.content)} bytes): {type(e).__name__}") from e
+        raise HubFaultError(f"{what}: the Hub's answer is not JSON ({kind}, {len(response.content)} bytes): {type(e).__name__}") from e
 
 
 def _url_key(url: str) -> tuple[Any, ...]:
@@ -269,55 +202,39 @@ def _url_key(url: str) -> tuple[Any, ...]:
 
 
 class HubClient:
-    """One object for every Hub call. Configuration comes from the environment by default.
+    """One object for every Hub call, configured by one :class:`Settings`.
 
-    Arguments (environment variable in brackets; the argument wins):
-
-    - ``endpoint`` [``HF_ENDPOINT``, default https://huggingface.co]; ``token`` [``HF_TOKEN``];
-    - ``connect_timeout`` [``HUBSURVEY_CONNECT_TIMEOUT``, default 10 s]: to open a connection;
-    - ``read_timeout`` [``HUBSURVEY_READ_TIMEOUT``, default 60 s]: to wait for each chunk of a
-      response. Every request has both; a request that times out is retried as transient
-      (``max_attempts`` [``HUBSURVEY_MAX_ATTEMPTS``, default 6] in all, with backoff of at most
-      ``max_wait`` seconds between them) and then fails with :class:`HubTimeoutError`;
-    - a host name that does not resolve, or a refused connection, fails at once with
-      :class:`HubUnreachableError` (exit code 4): it is not retried;
-    - ``cache_dir`` [``HUBSURVEY_CACHE_DIR``, default ``~/.cache/hubsurvey/hub``]: where files are
-      downloaded; never the user's own huggingface_hub cache (see :func:`delete_files` and
-      :func:`enforce_budget`);
-    - ``rate`` / ``file_rate``: at most this many API / file requests per second.
+    ``HubClient(settings)`` is how commands make it; keyword arguments (any :class:`Settings`
+    field, e.g. ``endpoint``, ``token`` (``False``: none), ``cache_dir``, ``rate``, ``deadline``)
+    override the settings, or the environment's when no settings are given (tests, workers).
+    See :mod:`hubsurvey.core.settings` for what each setting does and its environment variable.
     """
 
-    def __init__(
-        self,
-        endpoint: str | None = None,
-        token: str | bool | None = None,
-        *,
-        cache_dir: str | Path | None = None,
-        rate: float | None = DEFAULT_RATE,
-        file_rate: float | None = DEFAULT_FILE_RATE,
-        max_attempts: int | None = None,
-        max_wait: float = 60.0,
-        connect_timeout: float | None = None,
-        read_timeout: float | None = None,
-    ):
-        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
-        token = os.environ.get("HF_TOKEN") if token is None else token
-        self._token: str | None = token if isinstance(token, str) and token else None
-        register_secret(self._token)
+    def __init__(self, settings: Settings | None = None, **overrides: Any):
+        unknown = set(overrides) - _SETTING_NAMES
+        if unknown:
+            raise TypeError(f"unknown Hub client settings: {sorted(unknown)}")
+        if settings is None:
+            settings = Settings.from_env(**overrides)
+        elif overrides:
+            settings = Settings.from_env({}, **{**_as_overrides(settings), **overrides})
+        self.settings = settings
+        self.endpoint = settings.endpoint
+        self._token: str | None = settings.token or None
         self._api = HfApi(endpoint=self.endpoint, token=self._token if self._token else False)
-        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
-        self.connect_timeout = connect_timeout or _env_float("HUBSURVEY_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
-        self.read_timeout = read_timeout or _env_float("HUBSURVEY_READ_TIMEOUT", DEFAULT_READ_TIMEOUT)
-        self.max_attempts = max_attempts or int(_env_float("HUBSURVEY_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS))
-        install_timeouts(self.connect_timeout, self.read_timeout)
-        self._pacer = _Pacer(rate)
-        self._file_pacer = _Pacer(file_rate)
-        self._retry = retry(
-            retry=retry_if_exception(is_transient),
-            wait=_ServerAwareWait(maximum=max_wait),
-            stop=stop_after_attempt(self.max_attempts),
-            reraise=True,
-        )
+        self.cache_dir = Path(settings.cache_dir)
+        self.connect_timeout = settings.connect_timeout
+        self.read_timeout = settings.read_timeout
+        self.max_attempts = settings.max_attempts
+        configure_http()
+        api_quota, resolver_quota = settings.quotas
+        self._pacers: dict[str, Pace] = {
+            API: _pace(settings.rate, api_quota, settings.quota_window, settings.clock_scale),
+            RESOLVERS: _pace(settings.file_rate, resolver_quota, settings.quota_window, settings.clock_scale),
+        }
+        self.breaker = Breaker(settings.breaker)
+        self._clock_scale = settings.clock_scale
+        self._stop_at = math.inf
         self.calls = 0  # API calls made through this client, for politeness accounting
         self.file_calls = 0  # file (resolve) requests: downloads and ranged reads
 
@@ -329,25 +246,111 @@ class HubClient:
         """Remove the token from a message before it reaches a log, the DB or an exception."""
         return scrub(text, (self._token,))
 
+    # --- deadlines beyond one call --------------------------------------------------------------
+
+    def stop_after(self, seconds: float | None) -> None:
+        """No call of this client goes on more than ``seconds`` from now (the run's ``--max-hours``):
+        a download in flight then stops, as a timeout that the breaker does not count."""
+        self._stop_at = math.inf if not seconds else time.monotonic() + seconds
+
+    @contextlib.contextmanager
+    def time_limit(self, seconds: float | None) -> Iterator[None]:
+        """The calls made inside the block (in this thread) end within ``seconds``: a job's downloads
+        under ``--job-timeout``."""
+        token = _JOB_END.set(time.monotonic() + seconds if seconds else math.inf)
+        try:
+            yield
+        finally:
+            _JOB_END.reset(token)
+
+    def _observe(self, headers: Mapping[str, str]) -> None:
+        """Feed the quota headers of any answer to the bucket they name."""
+        if "RateLimit" not in headers and "RateLimit-Policy" not in headers:
+            return
+        for name, state in parse_ratelimit(headers).items():
+            pacer = self._pacers.get(name)
+            if pacer is not None:
+                pacer.observe(state)
+
+    # --- one call ---------------------------------------------------------------------------------
+
     def call(self, fn: Callable[..., T], *args: Any, _file: bool = False, _what: str | None = None, **kwargs: Any) -> T:
-        """Pace, retry transient failures, and scrub the token from whatever is raised."""
+        """Pace, bound by the deadline, retry transient failures, and scrub the token from whatever
+        is raised. ``_file``: a resolver call (download or ranged read), paced on that bucket."""
+        what = _what or (str(args[0]) if args else self.endpoint)
+        self.breaker.check()
+        s = self.settings
+        now = time.monotonic()
+        active = RequestLimits(
+            deadline=now + s.deadline,
+            hard_deadline=min(self._stop_at, _JOB_END.get()),
+            connect_timeout=s.connect_timeout,
+            read_timeout=s.read_timeout,
+            drip_floor=s.drip_floor,
+            drip_window=s.drip_window,
+            max_body=s.max_response_bytes,
+            file=_file,
+            observe=self._observe,
+        )
+        pacer = self._pacers[RESOLVERS if _file else API]
 
         def attempt() -> T:
+            active.deadline += pacer.acquire()  # waiting for the quota is not the Hub being slow
             if _file:
-                self._file_pacer.wait()
                 self.file_calls += 1
             else:
-                self._pacer.wait()
                 self.calls += 1
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:
+                fault = _as_hub_fault(e, what)
+                if fault is None:
+                    raise
+                raise fault from e
 
-        try:
-            return self._retry(attempt)()
-        except Exception as e:
-            error = _hub_error(e, _what or (str(args[0]) if args else self.endpoint), self._token)
-            if error is e:
-                raise
-            raise error from e
+        backoff = wait_exponential_jitter(initial=1.0, max=s.max_wait)
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            asked = _server_wait(exc)
+            if asked is not None and isinstance(pacer, QuotaBucket):
+                return 0.0  # the bucket learned the reset from the same headers and waits for it
+            if asked is not None:
+                delay = min((asked + 1.0) * self._clock_scale, s.max_wait)
+                active.deadline += delay  # the Hub's own wait is pacing, not slowness
+                return delay
+            return max(0.0, min(backoff(state), active.left()))
+
+        retrying = Retrying(
+            retry=retry_if_exception(is_transient),
+            wait=wait,
+            stop=stop_any(stop_after_attempt(s.max_attempts), _OutOfTime(active)),
+            reraise=True,
+        )
+        with limits(active):
+            try:
+                result = retrying(attempt)
+            except Exception as e:
+                error = _hub_error(e, what, self._token, s.deadline)
+                self._account(error, what, active)
+                if error is e:
+                    raise
+                raise error from e
+        self.breaker.answered()
+        return result
+
+    def _account(self, error: BaseException, what: str, active: RequestLimits) -> None:
+        """Count a failed call for the breaker: a timeout counts, any answer resets the count."""
+        from hubsurvey.core.errors import HubStoppedAnsweringError, one_line
+
+        if isinstance(error, HubStoppedAnsweringError):
+            return
+        if isinstance(error, HubTimeoutError):
+            if active.left(hard_only=True) <= 0:  # the job's or the run's time is up, not the Hub
+                return
+            self.breaker.timed_out(one_line(error))
+        elif not isinstance(error, HubUnreachableError):
+            self.breaker.answered()
 
     # --- listing and metadata ----------------------------------------------------------------
 
@@ -360,7 +363,7 @@ class HubClient:
         """One page of a paginated listing: (its JSON, the next page's URL or None, the URL fetched).
 
         A body that is not JSON (a proxy's HTML page with status 200, a truncated answer) is a
-        :class:`HubAnswerError`: transient, so it is retried like a 5xx.
+        :class:`HubFaultError`: transient, so it is retried like a 5xx.
         """
         from huggingface_hub.utils import get_session, hf_raise_for_status
 
@@ -380,13 +383,13 @@ class HubClient:
             where = f"{what}, page {len(seen) + 1}"
             page, following, fetched = self.call(self._get_json_page, next_url, params, where, _what=what)
             if not isinstance(page, list):
-                raise HubAnswerError(f"{where}: the Hub answered a JSON {type(page).__name__} where a list of items belongs")
+                raise HubFaultError(f"{where}: the Hub answered a JSON {type(page).__name__} where a list of items belongs")
             seen.add(_url_key(fetched))
             if following is not None and _url_key(following) in seen:
                 log.warning("%s: the Hub's next-page link points back at a page already read; the listing ends here",
                             self.scrub(what))
                 following = None
-            elif following is not None and _origin(following) != _origin(self.endpoint):
+            elif following is not None and origin(following) != origin(self.endpoint):
                 log.warning("%s: the Hub's next-page link leaves %s; the listing ends here", self.scrub(what), self.endpoint)
                 following = None
             yield page, following, fetched
@@ -482,7 +485,7 @@ class HubClient:
 
         info = self.call(get, _what=repo_id)
         if not isinstance(info, dict) or not isinstance(info.get("sha"), str) or not info["sha"]:
-            raise HubAnswerError(f"{repo_id}: the Hub's dataset info of {PARQUET_REVISION} has no commit sha")
+            raise HubFaultError(f"{repo_id}: the Hub's dataset info of {PARQUET_REVISION} has no commit sha")
         return info
 
     def parquet_sha(self, repo_id: str) -> str:
@@ -495,7 +498,7 @@ class HubClient:
         info = self._parquet_branch(repo_id, blobs=True)
         siblings = info.get("siblings")
         if not isinstance(siblings, list) or not all(isinstance(s, dict) and isinstance(s.get("rfilename"), str) for s in siblings):
-            raise HubAnswerError(f"{repo_id}: the Hub's dataset info of {PARQUET_REVISION} has no list of files")
+            raise HubFaultError(f"{repo_id}: the Hub's dataset info of {PARQUET_REVISION} has no list of files")
         # paths become config names, rows and folder names: a list of files echoing the token is refused whole
         refuse_secrets([s["rfilename"] for s in siblings], f"{repo_id}: the Parquet branch's files")
         files = []
@@ -504,7 +507,7 @@ class HubClient:
                 continue
             size = sibling.get("size", (sibling.get("lfs") or {}).get("size") if isinstance(sibling.get("lfs"), dict) else None)
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                raise HubAnswerError(f"{repo_id}: the Hub gave no size for {sibling['rfilename']!r} on {PARQUET_REVISION}")
+                raise HubFaultError(f"{repo_id}: the Hub gave no size for {sibling['rfilename']!r} on {PARQUET_REVISION}")
             files.append(RepoFile(sibling["rfilename"], size))
         return str(info["sha"]), files
 
@@ -513,7 +516,7 @@ class HubClient:
         url = f"{self.endpoint}/api/datasets/{repo_id}/tree/{quote(revision, safe='')}"
         items = list(self._paginate(url, [("recursive", "true"), ("expand", "false")], repo_id))
         if not all(isinstance(it, dict) for it in items):
-            raise HubAnswerError(f"{repo_id}: the Hub's tree of {revision} holds items that are not objects")
+            raise HubFaultError(f"{repo_id}: the Hub's tree of {revision} holds items that are not objects")
         # paths become config names, rows and folder names: a tree echoing the token is refused whole
         refuse_secrets([it.get("path") for it in items if isinstance(it, dict)], f"{repo_id}: the Parquet branch's tree")
         return [
@@ -524,26 +527,54 @@ class HubClient:
 
     # --- files ----------------------------------------------------------------------------------
 
+    def snapshot_path(self, repo_id: str, path: str, revision: str) -> Path:
+        """Where :meth:`download` puts a file: ``<cache>/datasets--owner--name/snapshots/<revision>/<path>``
+        (the layout of a huggingface_hub cache, which the cache budget knows), always inside it."""
+        root = self.cache_dir / ("datasets--" + repo_id.replace("/", "--")) / "snapshots" / quote(revision, safe="")
+        target = root / path
+        if not target.resolve().is_relative_to(root.resolve()) or path.startswith("/"):
+            raise BadInputError(f"{repo_id}: file path {path!r} leaves its folder")
+        return target
+
     def download(self, repo_id: str, path: str, revision: str) -> Path:
         """Download one file into the survey's cache (``cache_dir``), reused across runs.
 
         Pass the Parquet branch's commit sha (:meth:`parquet_sha`) as ``revision`` so that every
-        file of one measurement comes from the same commit.
+        file of one measurement comes from the same commit. The body streams to a temporary file
+        beside the dataset's files, renamed into place once complete: a failed or stopped download
+        leaves no file that looks whole.
         """
-        return Path(
-            self.call(
-                hf_hub_download,
-                repo_id,
-                path,
-                repo_type="dataset",
-                revision=revision,
-                endpoint=self.endpoint,
-                token=self._token if self._token else False,
-                cache_dir=self.cache_dir,
-                _file=True,
-                _what=f"{repo_id} {path}",
-            )
-        )
+        target = self.snapshot_path(repo_id, path, revision)
+        if target.is_file():
+            return target
+        url = self.file_url(repo_id, path, revision)
+        return self.call(self._fetch, url, target, _file=True, _what=f"{repo_id} {path}")
+
+    def _fetch(self, url: str, target: Path) -> Path:
+        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+        repo_folder = next(p for p in target.parents if p.name.startswith("datasets--"))
+        incomplete = repo_folder / "incomplete"
+        incomplete.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=incomplete, suffix=".part")
+        tmp = Path(tmp_name)
+        try:
+            headers = build_hf_headers(token=self._token if self._token else False)
+            with os.fdopen(fd, "wb") as out, get_session().stream("GET", url, headers=headers, follow_redirects=True) as response:
+                hf_raise_for_status(response)
+                announced = response.headers.get("Content-Length")
+                received = 0
+                for chunk in response.iter_raw(DOWNLOAD_CHUNK):
+                    out.write(chunk)
+                    received += len(chunk)
+            if announced is not None and announced.isdigit() and received != int(announced):
+                raise httpx2.RemoteProtocolError(
+                    f"the file's body ended after {received} of {announced} bytes")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, target)
+            return target
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def file_url(self, repo_id: str, path: str, revision: str) -> str:
         from huggingface_hub import hf_hub_url
@@ -594,15 +625,6 @@ class HubClient:
 
 
 # --- the survey's download cache -----------------------------------------------------------------
-
-def default_cache_dir() -> Path:
-    """``HUBSURVEY_CACHE_DIR``, else ``~/.cache/hubsurvey/hub``: never the user's own HF cache."""
-    configured = os.environ.get("HUBSURVEY_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "hubsurvey" / "hub"
-
 
 def _blob_of(path: Path) -> Path:
     """The blob a huggingface_hub snapshot entry points at (the file itself when it is not a link)."""
@@ -666,40 +688,4 @@ def delete_files(paths: Iterable[str | Path]) -> int:
             freed += size
         except FileNotFoundError:
             continue
-    return freed
-
-
-def cache_size(cache_dir: str | Path) -> int:
-    """Bytes of regular files under the cache folder (links are not counted twice)."""
-    root = Path(cache_dir)
-    if not root.exists():
-        return 0
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
-
-
-def enforce_budget(cache_dir: str | Path, max_bytes: int, keep: Iterable[str | Path] = ()) -> int:
-    """Evict the oldest files (by modification time) until the cache holds at most ``max_bytes``.
-
-    ``keep``: files in use (a job being measured) that must not be evicted. Dangling snapshot links
-    left by an eviction are removed too. Returns the bytes freed.
-    """
-    root = Path(cache_dir)
-    if not root.exists():
-        return 0
-    kept = {_blob_of(Path(k)) for k in keep} | {Path(k) for k in keep}
-    files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
-    total = sum(p.stat().st_size for p in files)
-    freed = 0
-    for path in sorted(files, key=lambda p: p.stat().st_mtime):
-        if total <= max_bytes:
-            break
-        if path in kept or path.suffix == ".lock":
-            continue
-        size = path.stat().st_size
-        path.unlink(missing_ok=True)
-        total -= size
-        freed += size
-    for link in root.rglob("*"):
-        if link.is_symlink() and not link.exists():
-            link.unlink(missing_ok=True)
     return freed

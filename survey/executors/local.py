@@ -76,15 +76,16 @@ class LocalExecutor(Inflight):
             outer.add_done_callback(ended)
 
         def fetch(spec: JobSpec) -> JobSpec:
-            if self.budget is None:
-                return download(spec, self.client)
-            self.budget.admit(job_id, spec.job.dataset_id, job_bytes(spec, self.client))
-            try:
-                local = download(spec, self.client)  # a failed download's partial files are evictable once it ends
-            finally:
-                self.budget.downloaded(job_id)
-            fetched.append(local)
-            return local
+            with self.client.time_limit(self.job_timeout):  # --job-timeout bounds the download too
+                if self.budget is None:
+                    return download(spec, self.client)
+                self.budget.admit(job_id, spec.job.dataset_id, job_bytes(spec, self.client))
+                try:
+                    local = download(spec, self.client)  # a failed download's partial files are evictable once it ends
+                finally:
+                    self.budget.downloaded(job_id)
+                fetched.append(local)
+                return local
 
         def measured(inner: Future) -> None:
             from concurrent.futures import TimeoutError as FutureTimeout
