@@ -175,11 +175,13 @@ def test_a_long_config_name_gets_a_fingerprint_path_within_limits(tmp_path):
 
 def test_a_token_inside_the_data_is_never_stored(tmp_path, monkeypatch):
     """The token as a value of the dataset (a leaked-credentials dataset): examples are stored scrubbed."""
+    from hubsurvey.core.settings import register_token
     from hubsurvey.core.store import Store
     from hubsurvey.survey.audit import audit
 
     token = "hf_InsideTheRows_abcdef0123456789"
     monkeypatch.setenv("HF_TOKEN", token)
+    register_token()  # as every command does at start: the settings' token is what the scrubber removes
     folder = _write(tmp_path, {"default/train/0.parquet": _table([token, token, "x"]),
                                "default/test/0.parquet": _table([token, "y"])})
     outcome = audit(str(folder), db=tmp_path / "r.duckdb", examples=5)
@@ -190,11 +192,13 @@ def test_a_token_inside_the_data_is_never_stored(tmp_path, monkeypatch):
 
 
 def test_a_token_in_a_config_folder_name_reaches_no_file_name(tmp_path, monkeypatch):
+    from hubsurvey.core.settings import register_token
     from hubsurvey.core.store import Store
     from hubsurvey.survey.audit import audit
 
     token = "hf_InTheConfigName_abcdef0123456789"
     monkeypatch.setenv("HF_TOKEN", token)
+    register_token()  # as every command does at start
     folder = _write(tmp_path, {f"x{token}/train/0.parquet": TRAIN, f"x{token}/test/0.parquet": TEST})
     db = tmp_path / "out" / "r.duckdb"
     db.parent.mkdir()
