@@ -13,6 +13,7 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import signal
 import sys
 import tempfile
@@ -108,6 +109,12 @@ def handled(command: Callable[..., Any]) -> Callable[..., Any]:
                 return command(*args, **kwargs)
         except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except BrokenPipeError:
+            # the reader stopped reading (`... | head`): what it took is what it asked for, as with
+            # any Unix filter; stdout goes to /dev/null so the interpreter's final flush stays quiet
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(int(ExitCode.OK)) from None
         except HubsurveyError as e:
             log.debug("%s failed", command.__name__, exc_info=True)
             typer.echo(f"error: {visible(one_line(e), one_line=True)}", err=True)

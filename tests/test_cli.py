@@ -254,3 +254,17 @@ def test_demo_writes_only_into_its_own_folder(tmp_path):
     assert str(Path("hubsurvey-demo") / "results.duckdb") in proc.stdout
     assert list(tmp.iterdir()) == []  # the mini-hub and its cache are gone
     assert "it/s]" not in proc.stderr  # no per-file download bars
+
+
+@pytest.mark.slow
+def test_a_reader_that_stops_reading_is_not_an_error(results_db):
+    """`hubsurvey sql ... | head -1`: the closed pipe ends the command quietly, exit 0, as a Unix filter."""
+    query = "SELECT * FROM range(500000)"
+    proc = subprocess.Popen([sys.executable, "-m", "hubsurvey.cli", "sql", "--db", str(results_db), query],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # what `head -1` does once it has its line
+    code = proc.wait(timeout=120)
+    assert first.strip() and code == 0
+    assert proc.stderr.read() == b""
