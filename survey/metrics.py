@@ -451,8 +451,8 @@ class Engine:
         found_examples = self._near_examples(label_columns, examples, bound) if examples else []
         self.con.execute("DROP TABLE near_texts; DROP TABLE near_pairs; DROP TABLE near_keys; DROP TABLE IF EXISTS near_labels")
         info = {**params.describe(), "status": "measured", "texts": len(kept), "texts_compared": len(keys),
-                "sampled": bool(not kept.all()), "candidates": pairs.candidates, "verified": pairs.verified, "pairs": len(pairs.pairs),
-                "capped": pairs.capped}
+                "sampled": bool(not kept.all()), "texts_cut": pairs.cut, "candidates": pairs.candidates, "verified": pairs.verified,
+                "pairs": len(pairs.pairs), "capped": pairs.capped}
         return NearResult(figures, by_label, curve, info, found_examples)
 
     def _near_examples(self, label_columns: Sequence[str], limit: int, bound: dict[str, Any]) -> list[dict[str, Any]]:
