@@ -31,12 +31,14 @@ costs the memory of the cap, not of its 30 M shingles.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numba
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from numba import prange
 
 _EMPTY = np.iinfo(np.uint64).max  # a signature bin no shingle landed in
@@ -166,13 +168,13 @@ def _code_point(data: np.ndarray, i: int) -> tuple[np.uint64, int]:  # pragma: n
 
 
 @numba.njit(inline="always")
-def _text_shingles(data: np.ndarray, start: int, stop: int, n: int, seed: np.uint64, ring: np.ndarray,
-                   out: np.ndarray, sig: np.ndarray, shift: np.uint64) -> int:  # pragma: no cover - compiled
-    """Every shingle hash of the text ``data[start:stop]``: written to ``out`` when it has room
-    (else nothing), and each kept as its bin's minimum in ``sig`` when ``sig`` has bins. A text of
-    L >= n code points has L - n + 1 shingles (Horner's rule over n code points, kept rolling); a
-    shorter one (the empty text too) is one, over its own code points, tagged with its length so
-    it equals no n-gram. Returns the number of shingles."""
+def _text_shingles(data: np.ndarray, start: int, stop: int, cap: int, n: int, seed: np.uint64, ring: np.ndarray,
+                   out: np.ndarray, sig: np.ndarray, shift: np.uint64) -> tuple[int, bool]:  # pragma: no cover - compiled
+    """Every shingle hash of the text ``data[start:stop]``, cut to its first ``cap`` code points:
+    written to ``out`` when it has room, and each kept as its bin's minimum in ``sig`` when ``sig``
+    has bins. A text of L >= n code points has L - n + 1 shingles (Horner's rule over n code
+    points, kept rolling); a shorter one (the empty text too) is one, over its own code points,
+    tagged with its length so it equals no n-gram. Returns (shingles, whether the cap cut it)."""
     p_top = np.uint64(1)
     for _ in range(n - 1):
         p_top = p_top * _P  # P^(n-1): the weight of the code point leaving the window
@@ -182,7 +184,7 @@ def _text_shingles(data: np.ndarray, start: int, stop: int, n: int, seed: np.uin
     i = start
     room = len(out)
     signed = len(sig) > 0
-    while i < stop:
+    while i < stop and count < cap:
         b = data[i]
         if b < 0x80:  # ASCII: most of the bytes
             cp = np.uint64(b)
@@ -205,23 +207,26 @@ def _text_shingles(data: np.ndarray, start: int, stop: int, n: int, seed: np.uin
                 bin_of = h >> shift
                 if h < sig[bin_of]:
                     sig[bin_of] = h
+    cut = i < stop
     if count < n:
         h = _mix1((w ^ ((np.uint64(count) + np.uint64(1)) << np.uint64(56))) ^ seed)
-        if len(out):
+        if room:
             out[0] = h
-        if len(sig):
-            b = h >> shift
-            if h < sig[b]:
-                sig[b] = h
-        return 1
-    return count - n + 1
+        if signed:
+            bin_of = h >> shift
+            if h < sig[bin_of]:
+                sig[bin_of] = h
+        return 1, cut
+    return count - n + 1, cut
 
 
 @_compiled(parallel=True)
-def _sketch_pass(data, offsets, n, seed, shift, band_rows, borrow, sketch_step, bands_t, sketch, signatures, first):  # pragma: no cover - compiled
+def _sketch_pass(data, offsets, cap, n, seed, shift, band_rows, borrow, sketch_step, bands_t, sketch, cut,
+                 signatures, first):  # pragma: no cover - compiled
     """Each text ``data[offsets[t]:offsets[t + 1]]``: its OPH signature, densified; its band hashes
-    into ``bands_t[:, first + t]`` and its sketch into ``sketch[first + t]`` (and the signature into
-    ``signatures[t]`` when that has rows). The texts are split among numba's threads."""
+    into ``bands_t[:, first + t]``, its sketch into ``sketch[first + t]``, whether the cap cut it
+    into ``cut[first + t]`` (and the signature into ``signatures[t]`` when that has rows). The
+    texts are split among numba's threads."""
     n_texts = len(offsets) - 1
     bins = borrow.shape[1]
     attempts = borrow.shape[0]
@@ -235,7 +240,8 @@ def _sketch_pass(data, offsets, n, seed, shift, band_rows, borrow, sketch_step, 
         ring = np.empty(n, dtype=np.uint64)
         for t in range(task * _TEXTS_PER_TASK, min(n_texts, (task + 1) * _TEXTS_PER_TASK)):
             sig[:] = _U64_EMPTY
-            _text_shingles(data, offsets[t], offsets[t + 1], n, seed64, ring, no_out, sig, np.uint64(shift))
+            _, was_cut = _text_shingles(data, offsets[t], offsets[t + 1], cap, n, seed64, ring, no_out, sig, np.uint64(shift))
+            cut[first + t] = was_cut
             # densify: an empty bin takes the first non-empty bin its borrow row names, else the
             # nearest non-empty one to its right (a text always has a shingle: every bin is filled)
             for j in range(bins):
@@ -283,32 +289,42 @@ def _byte_offsets(data, lengths, offsets):  # pragma: no cover - compiled
         offsets[k + 1] = i
 
 
-def _encode(texts: Sequence[str], lengths: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
-    """(UTF-8 bytes, n + 1 byte offsets) of the texts, each cut to its first ``cap`` code points.
-    ``surrogatepass``: a lone surrogate (a Python string may hold one) is a code point like any."""
-    long = np.flatnonzero(lengths > cap)
-    if len(long):
-        texts = list(texts)
-        for k in long:
-            texts[k] = texts[k][:cap]
-        lengths = np.minimum(lengths, cap)
-    data = np.frombuffer("".join(texts).encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    offsets = np.empty(len(lengths) + 1, dtype=np.int64)
-    _byte_offsets(data, lengths, offsets)
-    return data, offsets
+#: The texts the pass takes: Python strings, or one Arrow string array (its buffers read in place).
+Texts = Sequence[str] | pa.Array | pa.ChunkedArray
 
 
-def _batches(lengths: np.ndarray, budget: int) -> list[tuple[int, int]]:
-    """[start, stop) ranges of texts holding at most ``budget`` code points each (one text over
-    it: a batch of its own)."""
+def _arrow_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One string or large_string array without NULLs (a NULL text is the empty text)."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks() if texts.num_chunks else pa.array([], pa.string())
+    if pa.types.is_string_view(texts.type):
+        texts = texts.cast(pa.string())
+    return pc.fill_null(texts, "") if texts.null_count else texts
+
+
+def _utf8(texts: Texts, cap: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """(first text, UTF-8 bytes, byte offsets) of batches of the texts. An Arrow array is one
+    batch, read in place. Python strings are encoded ``BATCH_CHARS`` code points at a time, each cut
+    to ``cap + 1`` (the pass cuts it to ``cap``, and sees it was longer); ``surrogatepass``: a
+    lone surrogate (a Python string may hold one) is a code point like any."""
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        texts = _arrow_strings(texts)
+        width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+        offsets = np.frombuffer(texts.buffers()[1], dtype=width)[texts.offset:texts.offset + len(texts) + 1].astype(np.int64)
+        buffer = texts.buffers()[2]
+        yield 0, (np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(1, np.uint8)), offsets
+        return
+    lengths = np.minimum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), cap + 1)
     ends = np.cumsum(lengths)
-    out, start = [], 0
-    while start < len(lengths):
-        base = ends[start - 1] if start else 0
-        stop = max(int(np.searchsorted(ends, base + budget, side="right")), start + 1)
-        out.append((start, stop))
+    start = 0
+    while start < len(texts):
+        stop = max(int(np.searchsorted(ends, (ends[start - 1] if start else 0) + BATCH_CHARS, side="right")), start + 1)
+        part = [t if len(t) <= cap else t[:cap + 1] for t in texts[start:stop]]
+        data = np.frombuffer("".join(part).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        offsets = np.empty(stop - start + 1, dtype=np.int64)
+        _byte_offsets(data, lengths[start:stop], offsets)
+        yield start, data, offsets
         start = stop
-    return out
 
 
 @dataclass(frozen=True)
@@ -318,53 +334,56 @@ class Sketches:
 
     bands: np.ndarray  # (n, bins // band_rows) uint32: a view of a band-major array
     sketch: np.ndarray  # (n, SKETCH_BINS) uint16
-    cut: int  # texts longer than the cap, shingled on its first max_text_chars code points
+    cut: int  # texts longer than the cap, shingled on their first max_text_chars code points
     signatures: np.ndarray | None = None  # (n, bins) uint64 when asked for
 
 
-def _lengths(texts: Sequence[str]) -> np.ndarray:
-    return np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-
-
-def sketch_texts(texts: Sequence[str], params: NearParams, *, with_signatures: bool = False) -> Sketches:
+def sketch_texts(texts: Texts, params: NearParams, *, with_signatures: bool = False) -> Sketches:
     """Every text's band hashes and sketch, in one compiled pass per batch of texts."""
     n = len(texts)
-    lengths = _lengths(texts)
-    cap = params.max_text_chars
     n_bands = params.bins // params.band_rows
     bands_t = np.empty((n_bands, n), dtype=np.uint32)
     sketch = np.empty((n, SKETCH_BINS), dtype=np.uint16)
+    cut = np.zeros(n, dtype=np.bool_)
     signatures = np.empty((n, params.bins), dtype=np.uint64) if with_signatures else None
     borrow = _borrow_table(params.bins, DENSIFY_ATTEMPTS)
     shift = 64 - params.bins.bit_length() + 1  # the top log2(bins) bits of a shingle's hash name its bin
-    for start, stop in _batches(np.minimum(lengths, cap), BATCH_CHARS):
-        data, offsets = _encode(texts[start:stop], lengths[start:stop], cap)
-        sig_out = signatures[start:stop] if signatures is not None else np.empty((0, params.bins), dtype=np.uint64)
-        _sketch_pass(data, offsets, params.shingle_size, params.seed, shift, params.band_rows, borrow,
-                     params.bins // SKETCH_BINS, bands_t, sketch, sig_out, start)
-    return Sketches(bands_t.T, sketch, int((lengths > cap).sum()), signatures)
+    for first, data, offsets in _utf8(texts, params.max_text_chars):
+        stop = first + len(offsets) - 1
+        sig_out = signatures[first:stop] if signatures is not None else np.empty((0, params.bins), dtype=np.uint64)
+        _sketch_pass(data, offsets, params.max_text_chars, params.shingle_size, params.seed, shift, params.band_rows,
+                     borrow, params.bins // SKETCH_BINS, bands_t, sketch, cut, sig_out, first)
+    return Sketches(bands_t.T, sketch, int(cut.sum()), signatures)
 
 
-@_compiled()
-def _shingle_pass(data, offsets, n, seed, starts, out):  # pragma: no cover - compiled
-    ring = np.empty(n, dtype=np.uint64)
+@_compiled(parallel=True)
+def _shingle_pass(data, offsets, cap, n, seed, starts, out, counts):  # pragma: no cover - compiled
+    """Each text's shingle hashes into ``out[starts[t]:starts[t + 1]]``; with ``out`` empty, only
+    each text's number of shingles into ``counts``."""
     no_sig = np.empty(0, dtype=np.uint64)
-    for t in range(len(offsets) - 1):
-        _text_shingles(data, offsets[t], offsets[t + 1], n, np.uint64(seed), ring, out[starts[t]:starts[t + 1]], no_sig,
-                       np.uint64(0))
+    for t in prange(len(offsets) - 1):
+        ring = np.empty(n, dtype=np.uint64)
+        room = out[starts[t]:starts[t + 1]] if len(out) else out
+        counts[t], _ = _text_shingles(data, offsets[t], offsets[t + 1], cap, n, np.uint64(seed), ring, room, no_sig, np.uint64(0))
 
 
-def shingle_hashes(texts: Sequence[str], n: int, seed: int = 0, cap: int = NearParams.max_text_chars) -> tuple[np.ndarray, np.ndarray]:
+def shingle_hashes(texts: Texts, n: int, seed: int = 0, cap: int = NearParams.max_text_chars) -> tuple[np.ndarray, np.ndarray]:
     """Every shingle of every text (each cut to its first ``cap`` code points), hashed, text by
     text: (hashes uint64, the index of the text of each). Repeats are kept."""
-    lengths = np.minimum(_lengths(texts), cap)
-    counts = np.where(lengths >= n, lengths - n + 1, 1)
-    starts = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=starts[1:])
-    data, offsets = _encode(texts, _lengths(texts), cap)
-    out = np.empty(int(starts[-1]), dtype=np.uint64)
-    _shingle_pass(data, offsets, n, seed, starts, out)
-    return out, np.repeat(np.arange(len(texts), dtype=np.int64), counts)
+    hashes, counts = [], []
+    for _, data, offsets in _utf8(texts, cap):
+        count = np.empty(len(offsets) - 1, dtype=np.int64)
+        _shingle_pass(data, offsets, cap, n, seed, np.zeros(1, np.int64), np.empty(0, np.uint64), count)
+        starts = np.zeros(len(count) + 1, dtype=np.int64)
+        np.cumsum(count, out=starts[1:])
+        out = np.empty(int(starts[-1]), dtype=np.uint64)
+        _shingle_pass(data, offsets, cap, n, seed, starts, out, count)
+        hashes.append(out)
+        counts.append(count)
+    if not hashes:
+        return np.empty(0, np.uint64), np.empty(0, np.int64)
+    count = np.concatenate(counts)
+    return np.concatenate(hashes), np.repeat(np.arange(len(count), dtype=np.int64), count)
 
 
 @_compiled(parallel=True)
@@ -539,13 +558,14 @@ def _set_jaccard(hashes, starts, sizes, a, b, out):  # pragma: no cover - compil
         out[p] = common / (sizes[a[p]] + sizes[b[p]] - common)
 
 
-def jaccard(pairs: np.ndarray, texts: Sequence[str], n: int, cap: int = NearParams.max_text_chars) -> np.ndarray:
+def jaccard(pairs: np.ndarray, texts: Texts, n: int, cap: int = NearParams.max_text_chars) -> np.ndarray:
     """The exact Jaccard of each pair's shingle sets (sets of 64-bit shingle hashes, of each text's
     first ``cap`` code points)."""
     if not len(pairs):
         return np.empty(0)
     used = np.unique(pairs.ravel())
-    hashes, text_of = shingle_hashes([texts[i] for i in used], n, cap=cap)
+    picked = texts.take(pa.array(used)) if isinstance(texts, pa.Array | pa.ChunkedArray) else [texts[i] for i in used]
+    hashes, text_of = shingle_hashes(picked, n, cap=cap)
     starts = np.zeros(len(used) + 1, dtype=np.int64)
     np.cumsum(np.bincount(text_of, minlength=len(used)), out=starts[1:])
     sizes = np.empty(len(used), dtype=np.int64)
@@ -567,11 +587,12 @@ class NearPairs:
     cut: int = 0  # texts over max_text_chars, shingled on their first max_text_chars code points
 
 
-def find_pairs(texts: Sequence[str], query: np.ndarray, params: NearParams, *,
+def find_pairs(texts: Texts, query: np.ndarray, params: NearParams, *,
                max_pairs: int = 10_000_000, threads: int | None = None) -> NearPairs:
     """Every pair of texts at Jaccard >= ``params.lowest`` that MinHash-LSH proposes, verified.
 
-    Memory holds one batch's UTF-8 bytes (``BATCH_CHARS`` code points) and, for every text, its
+    ``texts``: Python strings, or an Arrow string array (its bytes are read in place). Memory holds
+    one batch's UTF-8 bytes (``BATCH_CHARS`` code points; for strings) and, for every text, its
     band hashes (4 bytes a band) and its sketch (128 bytes), never a text's shingles. ``threads``:
     how many threads the compiled pass uses (default: numba's, one per core; a survey running one
     job per core passes 1). The result does not depend on it.
@@ -584,7 +605,7 @@ def find_pairs(texts: Sequence[str], query: np.ndarray, params: NearParams, *,
         numba.set_num_threads(before)
 
 
-def _find_pairs(texts: Sequence[str], query: np.ndarray, params: NearParams, max_pairs: int) -> NearPairs:
+def _find_pairs(texts: Texts, query: np.ndarray, params: NearParams, max_pairs: int) -> NearPairs:
     sketched = sketch_texts(texts, params)
     candidates, capped = candidate_pairs(sketched.bands, query, max_pairs, params.max_bucket)
     listed = len(candidates)
@@ -596,6 +617,16 @@ def _find_pairs(texts: Sequence[str], query: np.ndarray, params: NearParams, max
     similarity = jaccard(candidates, texts, params.shingle_size, params.max_text_chars)
     keep = similarity >= params.lowest
     return NearPairs(candidates[keep], similarity[keep], listed, capped, len(candidates), sketched.cut)
+
+
+def arrow_row_texts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> pa.Array | pa.ChunkedArray | None:
+    """``row_texts`` in Arrow, for one string column: the column itself, read in place by the pass
+    (a NULL is the empty text there). None otherwise: several columns or a list column take
+    ``row_texts`` (pyarrow's ``binary_join_element_wise`` drops the rows whose values are all NULL,
+    so it cannot join them)."""
+    if len(columns) == 1 and (pa.types.is_string(columns[0].type) or pa.types.is_large_string(columns[0].type)):
+        return columns[0]
+    return None
 
 
 def row_texts(columns: Sequence[list]) -> list[str]:

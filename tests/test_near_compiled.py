@@ -49,6 +49,9 @@ def _same_pairs(texts: list[str], query: np.ndarray, params: near.NearParams = P
     assert new.pairs.tolist() == old.pairs.tolist()
     assert new.jaccard.tolist() == old.jaccard.tolist()  # the same floats, not approximately
     assert (new.candidates, new.capped, new.verified, new.cut) == (old.candidates, old.capped, old.verified, 0)
+    from_arrow = near.find_pairs(pa.array(texts, pa.string()), query, params, **kwargs)  # the bytes read in place
+    assert from_arrow.pairs.tolist() == new.pairs.tolist() and from_arrow.jaccard.tolist() == new.jaccard.tolist()
+    assert (from_arrow.candidates, from_arrow.verified) == (new.candidates, new.verified)
     return new
 
 
@@ -57,7 +60,7 @@ def test_planted_texts_sketch_as_the_reference():
     _same_sketches(PLANTED, near.NearParams(shingle_size=3, bins=64, band_rows=2, seed=7))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.lists(st.text(alphabet=st.sampled_from("abcde .é中😀\u0301"), max_size=40), min_size=1, max_size=30),
        st.integers(0, 2**63 - 1))
 def test_random_texts_sketch_and_pair_as_the_reference(texts, seed):
@@ -67,15 +70,15 @@ def test_random_texts_sketch_and_pair_as_the_reference(texts, seed):
     _same_pairs(texts, query, params)
 
 
-def _family(count: int) -> list[str]:
-    """Texts alike in families (one word changed), so that buckets hold many texts."""
+def _family(count: int, size: int = 20) -> list[str]:
+    """Texts alike in families of ``size`` (one word changed), so that buckets hold several texts."""
     words = SENTENCE.split()
-    return [" ".join(w if k != i % len(words) else f"w{i // 7}" for k, w in enumerate(words)) for i in range(count)]
+    return [" ".join(f"w{i}" if k == i % len(words) else f"{w}{i // size}" for k, w in enumerate(words)) for i in range(count)]
 
 
 @pytest.mark.parametrize("max_bucket,max_pairs", [(5_000, 10_000_000), (3, 10_000_000), (5_000, 400), (2, 50)])
 def test_candidate_pairs_and_their_caps_as_the_reference(max_bucket, max_pairs):
-    texts = _family(600)
+    texts = _family(600, size=60)
     query = np.arange(len(texts)) % 4 == 0
     sketched = near.sketch_texts(texts, PARAMS)
     new, new_capped = near.candidate_pairs(sketched.bands, query, max_pairs, max_bucket)
@@ -86,7 +89,7 @@ def test_candidate_pairs_and_their_caps_as_the_reference(max_bucket, max_pairs):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_one_thread_or_two_give_the_same_pairs(threads):
-    texts = _family(3_000) + PLANTED
+    texts = _family(2_000) + PLANTED
     found = _same_pairs(texts, np.arange(len(texts)) % 5 == 0, threads=threads)
     assert len(found.pairs) > 100
 
@@ -119,6 +122,15 @@ def test_shared_configs_pair_as_the_reference(shared_datasets, dataset_id, confi
     _same_pairs(texts, query)
 
 
+def test_arrow_row_texts_equal_the_python_ones():
+    column = pa.chunked_array([["a b", None, ""], ["x", None, "ü"]], pa.large_string())
+    assert near.arrow_row_texts([column]).to_pylist() == ["a b", None, "", "x", None, "ü"]  # NULL: the pass's ""
+    assert near.arrow_row_texts([pa.array([["a"], None])]) is None  # lists take row_texts
+    assert near.arrow_row_texts([column, column]) is None  # so do several columns
+    sketched = near.sketch_texts(near.arrow_row_texts([column]), PARAMS)
+    assert (sketched.bands == near.sketch_texts(near.row_texts([column.to_pylist()]), PARAMS).bands).all()
+
+
 # --- the text cap --------------------------------------------------------------------------------
 
 def test_a_text_over_the_cap_is_shingled_on_its_first_characters():
@@ -128,6 +140,8 @@ def test_a_text_over_the_cap_is_shingled_on_its_first_characters():
     found = near.find_pairs(texts, np.array([True, False, False]), params)
     assert found.cut == 2
     assert found.pairs.tolist() == [[0, 1]] and found.jaccard.tolist() == [1.0]  # their first 200 agree
+    from_arrow = near.find_pairs(pa.array(texts), np.array([True, False, False]), params)
+    assert from_arrow.cut == 2 and from_arrow.pairs.tolist() == [[0, 1]]
     (row,) = measure({"train": pa.table({"text": texts[1:]}), "test": pa.table({"text": texts[:1]})}, text_columns=["text"])
     info = json.loads(row["near"])
     assert info["max_text_chars"] == near.NearParams.max_text_chars and info["texts_cut"] == 0
