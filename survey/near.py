@@ -57,6 +57,9 @@ DENSIFY_ATTEMPTS = 32
 #: The code points a batch of texts holds at most (its UTF-8 bytes: 1-4 each): the pass's memory
 #: besides its 256 bytes a text of bands and sketch.
 BATCH_CHARS = 1 << 23
+#: A second thread is started for every this many texts: below, waking the thread pool on a busy
+#: machine (measured: 20-25 ms a launch at load 10 on 2 cores) costs more than it saves.
+TEXTS_PER_THREAD = 20_000
 
 
 @dataclass(frozen=True)
@@ -293,26 +296,28 @@ def _byte_offsets(data, lengths, offsets):  # pragma: no cover - compiled
 Texts = Sequence[str] | pa.Array | pa.ChunkedArray
 
 
-def _arrow_strings(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """One string or large_string array without NULLs (a NULL text is the empty text)."""
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks() if texts.num_chunks else pa.array([], pa.string())
-    if pa.types.is_string_view(texts.type):
-        texts = texts.cast(pa.string())
-    return pc.fill_null(texts, "") if texts.null_count else texts
+def _arrow_chunks(texts: pa.Array | pa.ChunkedArray) -> Iterator[pa.Array]:
+    """The string or large_string chunks, without NULLs (a NULL text is the empty text), each as it
+    is (not combined: that would copy every byte)."""
+    for chunk in texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]:
+        if pa.types.is_string_view(chunk.type):
+            chunk = chunk.cast(pa.string())
+        yield pc.fill_null(chunk, "") if chunk.null_count else chunk
 
 
 def _utf8(texts: Texts, cap: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-    """(first text, UTF-8 bytes, byte offsets) of batches of the texts. An Arrow array is one
-    batch, read in place. Python strings are encoded ``BATCH_CHARS`` code points at a time, each cut
+    """(first text, UTF-8 bytes, byte offsets) of batches of the texts. An Arrow array's chunks are
+    the batches, read in place. Python strings are encoded ``BATCH_CHARS`` code points at a time, each cut
     to ``cap + 1`` (the pass cuts it to ``cap``, and sees it was longer); ``surrogatepass``: a
     lone surrogate (a Python string may hold one) is a code point like any."""
     if isinstance(texts, pa.Array | pa.ChunkedArray):
-        texts = _arrow_strings(texts)
-        width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
-        offsets = np.frombuffer(texts.buffers()[1], dtype=width)[texts.offset:texts.offset + len(texts) + 1].astype(np.int64)
-        buffer = texts.buffers()[2]
-        yield 0, (np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(1, np.uint8)), offsets
+        first = 0
+        for chunk in _arrow_chunks(texts):
+            width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1].astype(np.int64)
+            buffer = chunk.buffers()[2]
+            yield first, (np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(1, np.uint8)), offsets
+            first += len(chunk)
         return
     lengths = np.minimum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), cap + 1)
     ends = np.cumsum(lengths)
@@ -558,13 +563,23 @@ def _set_jaccard(hashes, starts, sizes, a, b, out):  # pragma: no cover - compil
         out[p] = common / (sizes[a[p]] + sizes[b[p]] - common)
 
 
+def _take(texts: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
+    """The texts at ``rows`` (ascending), chunk by chunk: pyarrow's ChunkedArray.take combines
+    the chunks first, a copy of every text."""
+    chunks = texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
+    starts = np.cumsum([0] + [len(c) for c in chunks])
+    which = np.searchsorted(starts, rows, side="right") - 1
+    parts = [chunks[k].take(pa.array(rows[which == k] - starts[k])) for k in np.unique(which)]
+    return pa.chunked_array(parts, type=texts.type)
+
+
 def jaccard(pairs: np.ndarray, texts: Texts, n: int, cap: int = NearParams.max_text_chars) -> np.ndarray:
     """The exact Jaccard of each pair's shingle sets (sets of 64-bit shingle hashes, of each text's
     first ``cap`` code points)."""
     if not len(pairs):
         return np.empty(0)
     used = np.unique(pairs.ravel())
-    picked = texts.take(pa.array(used)) if isinstance(texts, pa.Array | pa.ChunkedArray) else [texts[i] for i in used]
+    picked = _take(texts, used) if isinstance(texts, pa.Array | pa.ChunkedArray) else [texts[i] for i in used]
     hashes, text_of = shingle_hashes(picked, n, cap=cap)
     starts = np.zeros(len(used) + 1, dtype=np.int64)
     np.cumsum(np.bincount(text_of, minlength=len(used)), out=starts[1:])
@@ -594,11 +609,13 @@ def find_pairs(texts: Texts, query: np.ndarray, params: NearParams, *,
     ``texts``: Python strings, or an Arrow string array (its bytes are read in place). Memory holds
     one batch's UTF-8 bytes (``BATCH_CHARS`` code points; for strings) and, for every text, its
     band hashes (4 bytes a band) and its sketch (128 bytes), never a text's shingles. ``threads``:
-    how many threads the compiled pass uses (default: numba's, one per core; a survey running one
-    job per core passes 1). The result does not depend on it.
+    how many threads the compiled pass uses at most (default: numba's, one per core; a survey
+    running one job per core passes 1), one per ``TEXTS_PER_THREAD`` texts. The result does not
+    depend on it.
     """
     before = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(threads or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS)))
+    wanted = min(threads or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS, len(texts) // TEXTS_PER_THREAD)
+    numba.set_num_threads(max(1, wanted))
     try:
         return _find_pairs(texts, query, params, max_pairs)
     finally:
