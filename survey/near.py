@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numba
 import numpy as np
@@ -293,7 +293,7 @@ def _byte_offsets(data, lengths, offsets):  # pragma: no cover - compiled
 
 
 #: The texts the pass takes: Python strings, or one Arrow string array (its buffers read in place).
-Texts = Sequence[str] | pa.Array | pa.ChunkedArray
+Texts: TypeAlias = Sequence[str] | pa.Array | pa.ChunkedArray
 
 
 def _arrow_chunks(texts: pa.Array | pa.ChunkedArray) -> Iterator[pa.Array]:
@@ -614,7 +614,8 @@ def find_pairs(texts: Texts, query: np.ndarray, params: NearParams, *,
     depend on it.
     """
     before = numba.get_num_threads()
-    wanted = min(threads or numba.config.NUMBA_NUM_THREADS, numba.config.NUMBA_NUM_THREADS, len(texts) // TEXTS_PER_THREAD)
+    most: int = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
+    wanted = min(threads or most, most, len(texts) // TEXTS_PER_THREAD)
     numba.set_num_threads(max(1, wanted))
     try:
         return _find_pairs(texts, query, params, max_pairs)
