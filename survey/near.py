@@ -128,6 +128,17 @@ def _borrow_table(bins: int, attempts: int) -> np.ndarray:
     return (np.arange(bins)[None, :] + offset) % max(bins, 1)
 
 
+def _lenders(borrow: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The borrow table inverted: for each bin, the (attempt, empty bin) that borrow from it,
+    ``lend_attempt[lend_start[b]:lend_start[b + 1]]`` and ``lend_bin[...]``."""
+    attempts, bins = borrow.shape
+    source = borrow.ravel()
+    attempt = np.repeat(np.arange(attempts, dtype=np.int64), bins)
+    order = np.lexsort((attempt, source))
+    starts = np.searchsorted(source[order], np.arange(bins + 1)).astype(np.int64)
+    return starts, attempt[order], np.tile(np.arange(bins, dtype=np.int64), attempts)[order]
+
+
 def _compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     """numba's njit with its on-disk cache, or without it where no cache folder can be written
     (as in ``passages``: numba refuses ``cache=True`` at decoration then)."""
@@ -143,6 +154,10 @@ def _compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
 
 _U64_EMPTY = np.uint64(_EMPTY)
 _TEXTS_PER_TASK = 256  # texts a thread takes at a time (one signature buffer each)
+#: A text with this many filled bins densifies bin by bin (an empty bin finds a filled one in a
+#: few attempts); below, each filled bin lends to the empty ones naming it (``_lenders``): 32
+#: failed attempts and a long walk right for most bins of a one-shingle text, otherwise.
+_DENSE_BINS = 16
 
 
 @numba.njit(inline="always")
@@ -224,8 +239,8 @@ def _text_shingles(data: np.ndarray, start: int, stop: int, cap: int, n: int, se
 
 
 @_compiled(parallel=True)
-def _sketch_pass(data, offsets, cap, n, seed, shift, band_rows, borrow, sketch_step, bands_t, sketch, cut,
-                 signatures, first):  # pragma: no cover - compiled
+def _sketch_pass(data, offsets, cap, n, seed, shift, band_rows, borrow, lend_start, lend_attempt, lend_bin, sketch_step,
+                 bands_t, sketch, cut, signatures, first):  # pragma: no cover - compiled
     """Each text ``data[offsets[t]:offsets[t + 1]]``: its OPH signature, densified; its band hashes
     into ``bands_t[:, first + t]``, its sketch into ``sketch[first + t]``, whether the cap cut it
     into ``cut[first + t]`` (and the signature into ``signatures[t]`` when that has rows). The
@@ -240,6 +255,7 @@ def _sketch_pass(data, offsets, cap, n, seed, shift, band_rows, borrow, sketch_s
     for task in prange(tasks):
         sig = np.empty(bins, dtype=np.uint64)
         out = np.empty(bins, dtype=np.uint64)
+        taken = np.empty(bins, dtype=np.int64)
         ring = np.empty(n, dtype=np.uint64)
         for t in range(task * _TEXTS_PER_TASK, min(n_texts, (task + 1) * _TEXTS_PER_TASK)):
             sig[:] = _U64_EMPTY
@@ -247,18 +263,40 @@ def _sketch_pass(data, offsets, cap, n, seed, shift, band_rows, borrow, sketch_s
             cut[first + t] = was_cut
             # densify: an empty bin takes the first non-empty bin its borrow row names, else the
             # nearest non-empty one to its right (a text always has a shingle: every bin is filled)
+            filled = 0
             for j in range(bins):
-                value = sig[j]
-                if value == _U64_EMPTY:
-                    for a in range(attempts):
-                        value = sig[borrow[a, j]]
-                        if value != _U64_EMPTY:
-                            break
-                    step = 1
-                    while value == _U64_EMPTY and step < bins:
-                        value = sig[(j + step) % bins]
-                        step += 1
-                out[j] = value
+                filled += sig[j] != _U64_EMPTY
+            if filled >= _DENSE_BINS:  # a few attempts find a filled bin
+                for j in range(bins):
+                    value = sig[j]
+                    if value == _U64_EMPTY:
+                        for a in range(attempts):
+                            value = sig[borrow[a, j]]
+                            if value != _U64_EMPTY:
+                                break
+                        step = 1
+                        while value == _U64_EMPTY and step < bins:
+                            value = sig[(j + step) % bins]
+                            step += 1
+                    out[j] = value
+            else:  # few filled bins (a short text): each lends to the empty bins whose rows name it
+                for j in range(bins):
+                    out[j] = sig[j]
+                    taken[j] = attempts
+                for source in range(bins):
+                    if sig[source] != _U64_EMPTY:
+                        for e in range(lend_start[source], lend_start[source + 1]):
+                            j = lend_bin[e]
+                            if sig[j] == _U64_EMPTY and lend_attempt[e] < taken[j]:
+                                taken[j] = lend_attempt[e]
+                                out[j] = sig[source]
+                nearest = _U64_EMPTY  # the fallback, by one sweep leftwards over two turns
+                for position in range(2 * bins - 1, -1, -1):
+                    j = position % bins
+                    if position < bins and taken[j] == attempts and sig[j] == _U64_EMPTY:
+                        out[j] = nearest
+                    if sig[j] != _U64_EMPTY:
+                        nearest = sig[j]
             for band in range(n_bands):
                 h = np.uint64(0)
                 empty = True
@@ -352,12 +390,14 @@ def sketch_texts(texts: Texts, params: NearParams, *, with_signatures: bool = Fa
     cut = np.zeros(n, dtype=np.bool_)
     signatures = np.empty((n, params.bins), dtype=np.uint64) if with_signatures else None
     borrow = _borrow_table(params.bins, DENSIFY_ATTEMPTS)
+    lend_start, lend_attempt, lend_bin = _lenders(borrow)
     shift = 64 - params.bins.bit_length() + 1  # the top log2(bins) bits of a shingle's hash name its bin
     for first, data, offsets in _utf8(texts, params.max_text_chars):
         stop = first + len(offsets) - 1
         sig_out = signatures[first:stop] if signatures is not None else np.empty((0, params.bins), dtype=np.uint64)
         _sketch_pass(data, offsets, params.max_text_chars, params.shingle_size, params.seed, shift, params.band_rows,
-                     borrow, params.bins // SKETCH_BINS, bands_t, sketch, cut, sig_out, first)
+                     borrow, lend_start, lend_attempt, lend_bin, params.bins // SKETCH_BINS, bands_t, sketch, cut,
+                     sig_out, first)
     return Sketches(bands_t.T, sketch, int(cut.sum()), signatures)
 
 

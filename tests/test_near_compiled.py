@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import near_numpy
+import numba
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -24,6 +25,16 @@ from hubsurvey.survey.api import measure
 from hubsurvey.survey.sources import FolderSource, check_config
 
 PARAMS = near.NearParams()
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One thread for the small inputs here, as find_pairs picks for them (waking the pool costs
+    more than the work); test_one_thread_or_two_give_the_same_pairs asks for two."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(before)
 SENTENCE = "the committee will meet on thursday to discuss the new budget for the regional library"
 PLANTED = ["hello world", "hello world!", "", "ab", "abcde", "abcdef", "中文数据很好用", "hello world", "😀😀😀😀😀😀",
            "a\u0301bcdef", SENTENCE, SENTENCE.replace("thursday", "friday"), SENTENCE[::-1], SENTENCE.upper(),
