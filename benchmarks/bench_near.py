@@ -60,6 +60,8 @@ def _use_numpy_path() -> None:
 
 
 def child(folder: Path, numpy_path: bool) -> None:
+    import numpy as np
+
     if numpy_path:
         _use_numpy_path()
     from hubsurvey.core.figures import NEAR_METHOD
@@ -74,8 +76,10 @@ def child(folder: Path, numpy_path: bool) -> None:
 
     def capture(texts, query, params, **kwargs):  # the engine's verified pairs, for the recall
         result = original(texts, query, params, **kwargs)
-        texts = texts.to_pylist() if hasattr(texts, "to_pylist") else texts  # an Arrow array: its strings
-        found["pairs"] = {(texts[a], texts[b]) for a, b in result.pairs.tolist()}
+        used = np.unique(result.pairs)  # only the paired texts' strings (an Arrow array's too)
+        strings = near._take(texts, used).to_pylist() if hasattr(texts, "to_pylist") else [texts[i] for i in used]
+        text_of = dict(zip(used.tolist(), strings))
+        found["pairs"] = {(text_of[a], text_of[b]) for a, b in result.pairs.tolist()}
         return result
 
     near.find_pairs = capture
