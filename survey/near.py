@@ -60,6 +60,7 @@ BATCH_CHARS = 1 << 23
 #: A second thread is started for every this many texts: below, waking the thread pool on a busy
 #: machine (measured: 20-25 ms a launch at load 10 on 2 cores) costs more than it saves.
 TEXTS_PER_THREAD = 20_000
+BANDS_PER_LAUNCH = 4  # the candidates' bands a thread takes per call (4 x 2 threads: 4 calls for 32 bands)
 
 
 @dataclass(frozen=True)
@@ -526,11 +527,13 @@ def candidate_pairs(bands: np.ndarray, query: np.ndarray, max_pairs: int, max_bu
     n, n_bands = bands.shape
     bands_t = np.ascontiguousarray(bands.T)
     query8 = np.ascontiguousarray(query, dtype=np.uint8)
-    group = max(1, numba.get_num_threads())
+    # BANDS_PER_LAUNCH bands a thread per call: each call wakes the thread pool (20-25 ms on the
+    # loaded machine); the scratch holds 6 bytes a text a band
+    group = max(1, numba.get_num_threads()) * BANDS_PER_LAUNCH
     kept_ids, kept_sizes, kept_pairs = [], [], []
     total, capped = 0, False
     ids_out = np.empty((group, n), dtype=np.int32)
-    sizes_out = np.empty((group, n // 2 + 1), dtype=np.int64)
+    sizes_out = np.empty((group, n // 2 + 1), dtype=np.int32)
     for first in range(0, n_bands, group):
         k = min(group, n_bands - first)
         counts = np.zeros((k, 5), dtype=np.int64)
