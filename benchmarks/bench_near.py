@@ -1,36 +1,69 @@
-"""Benchmark: hubsurvey's near-duplicate measurement end to end, against datasketch, in the same run.
+"""Benchmark: hubsurvey's near-duplicate stage end to end, old and new, against datasketch and rensa, in one run.
 
-    python benchmarks/bench_near.py [--rows 1000000] [--out /tmp/hubsurvey-bench] [--timeout 900]
+    python benchmarks/bench_near.py [--rows 1000000] [--out /tmp/hubsurvey-bench] [--repeat 3] [--timeout 900]
 
 The dataset is ``near_data.generate_near``'s: the engine benchmark's 1M rows (800k / 100k / 100k)
 with 4,000 near-duplicate pairs planted at known positions (truth.json, each with its exact
-Jaccard). Each side runs in its own subprocess (its own peak RSS):
+Jaccard). Each side runs in its own subprocess (its own peak RSS), one after the other:
 
-- ``hubsurvey``: ``measure_config`` with the near method alone, end to end: read, normalize,
-  shingles, one-permutation MinHash, LSH bands, sketch filter, exact verification, the figures;
-- ``datasketch``: datasketch MinHash + MinHashLSH on the same shingles, every candidate verified
-  (``bench_near_candidates.py``'s runner, the baseline the issue names).
+- ``compiled``: ``measure_config`` with the near method alone, end to end (read, normalize, the
+  compiled pass of ``survey/near.py``, sketch filter, exact verification, the figures), on all
+  cores (numba's default: one thread per core);
+- ``compiled-1t``: the same on one thread (``NUMBA_NUM_THREADS=1``): its ratio to ``numpy-1t`` is the
+  single-thread speed-up, which the machine's load affects far less than a rate;
+- ``numpy-1t``: the same stage with the numpy path the compiled pass replaced (``tests/near_numpy.py``:
+  one thread, as it always was);
+- ``datasketch`` and ``rensa``: datasketch MinHash + MinHashLSH, and rensa's Rust MinHash + LSH, on
+  the same shingles, every candidate verified (``bench_near_candidates.py``'s runners; rensa only
+  if it is installed).
 
-Prints wall time, rows/s, peak RSS and the recall on the planted pairs at J >= 0.8 and >= 0.6
-(precision is 1 by construction: every reported pair is verified). The issue's targets: >= 50,000
-rows/s, peak RSS <= 1.5 GB, recall >= 0.95.
+Then whole processes, median of ``--repeat``: ``hubsurvey audit`` (the compiled pass), the same
+with the numpy path, and ``audit --no-near``, each with its peak RSS.
+
+Prints wall time, CPU time, rows/s, peak RSS and the recall on the planted pairs at J >= 0.8 and
+>= 0.6 (precision is 1 by construction: every reported pair is verified), and the 1-minute load
+average when each run started and ended: the machine is shared, so rates move with it. The
+targets: >= 400,000 rows/s on 2 cores and peak RSS <= 800 MB for the stage; whole process,
+``audit`` <= 2x ``audit --no-near`` and <= 800 MB.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from near_data import generate_near
 
+TESTS = Path(__file__).resolve().parents[1] / "tests"  # the numpy reference: tests/near_numpy.py
 
-def child(folder: Path) -> None:
+
+def _use_numpy_path() -> None:
+    """Swap the engine's near stage for the numpy path the compiled pass replaced."""
+    sys.path.insert(0, str(TESTS))
+    import near_numpy
+
+    from hubsurvey.survey import near
+
+    def numpy_path(texts, query, params, **kwargs):  # it took Python strings, as the engine gave it then
+        return near_numpy.find_pairs(texts.to_pylist() if hasattr(texts, "to_pylist") else texts, query, params)
+
+    near.find_pairs = numpy_path
+
+
+def child(folder: Path, numpy_path: bool) -> None:
+    import numpy as np
+
+    if numpy_path:
+        _use_numpy_path()
     from hubsurvey.core.figures import NEAR_METHOD
     from hubsurvey.survey import near
     from hubsurvey.survey.measure import measure_config
@@ -43,14 +76,19 @@ def child(folder: Path) -> None:
 
     def capture(texts, query, params, **kwargs):  # the engine's verified pairs, for the recall
         result = original(texts, query, params, **kwargs)
-        found["pairs"] = {(texts[a], texts[b]) for a, b in result.pairs.tolist()}
+        used = np.unique(result.pairs)  # only the paired texts' strings (an Arrow array's too)
+        strings = near._take(texts, used).to_pylist() if hasattr(texts, "to_pylist") else [texts[i] for i in used]
+        text_of = dict(zip(used.tolist(), strings))
+        found["pairs"] = {(text_of[a], text_of[b]) for a, b in result.pairs.tolist()}
         return result
 
     near.find_pairs = capture
     data = FolderSource(folder).load("default")
     started = time.perf_counter()
+    cpu0 = time.process_time()
     result = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0)
     seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu0
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     import pyarrow.parquet as pq
 
@@ -66,23 +104,55 @@ def child(folder: Path) -> None:
             got += a == b or (a, b) in pairs or (b, a) in pairs
         recall[str(tau)] = [got, len(want)]
     (row,) = result.rows
-    print(json.dumps({"seconds": seconds, "peak_rss_mb": peak_mb, "rows": sum(s.num_rows for s in data.splits.values()),
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_rss_mb": peak_mb, "rows": sum(s.num_rows for s in data.splits.values()),
                       "near": json.loads(row["near"]), "recall": recall,
                       "figures": {k: row[k] for k in ("test_rows_near_train", "test_rows_near_repeated",
                                                       "validation_rows_near_train", "near_contaminated_test_pct",
                                                       "test_rows_near_train_conflicting_label")}}))
 
 
+def measure_process(cmd: list[str]) -> None:
+    """Run ``cmd`` as this process's only child; print its wall time and peak RSS (JSON)."""
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if proc.returncode:
+        sys.exit(f"exit {proc.returncode}: {proc.stderr.strip()[-1500:]}")
+    print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+
+
+def _run(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> dict:
+    """One child's JSON line, with the load average when it started and ended (or why it has none)."""
+    load = os.getloadavg()[0]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout:.0f} s", "load": (load, os.getloadavg()[0])}
+    if proc.returncode:
+        return {"error": f"failed: {proc.stderr.strip()[-1500:]}", "load": (load, os.getloadavg()[0])}
+    return json.loads(proc.stdout.strip().splitlines()[-1]) | {"load": (load, os.getloadavg()[0])}
+
+
+def _load(r: dict) -> str:
+    return f"{r['load'][0]:.1f}-{r['load'][1]:.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--out", type=Path, default=Path("/tmp/hubsurvey-bench"))
+    parser.add_argument("--repeat", type=int, default=3, help="whole-process runs of each kind (the median is shown)")
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--numpy-path", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--measure", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure:
+        measure_process(args.measure)
+        return
     if args.child:
-        child(args.child)
+        child(args.child, args.numpy_path)
         return
     if args.generate:
         print(generate_near(args.out, args.rows)[0])
@@ -93,32 +163,79 @@ def main() -> None:
                           check=True, capture_output=True, text=True)
     folder = Path(made.stdout.strip().splitlines()[-1])
     truth = json.loads((folder / "truth.json").read_text())
-    print(f"dataset: {folder} ({args.rows:,} rows, {len(truth['pairs'])} planted pairs)")
-    runs = {
-        "hubsurvey": [sys.executable, __file__, "--child", str(folder)],
-        "datasketch": [sys.executable, str(Path(__file__).parent / "bench_near_candidates.py"), "--child", "datasketch",
-                       "--folder", str(folder)],
+    print(f"dataset: {folder} ({args.rows:,} rows, {len(truth['pairs'])} planted pairs); {os.cpu_count()} cores")
+    candidates = Path(__file__).parent / "bench_near_candidates.py"
+    one_thread = os.environ | {"NUMBA_NUM_THREADS": "1"}
+    runs: dict[str, tuple[list[str], dict[str, str] | None]] = {
+        "compiled": ([sys.executable, __file__, "--child", str(folder)], None),
+        "compiled-1t": ([sys.executable, __file__, "--child", str(folder)], one_thread),
+        "numpy-1t": ([sys.executable, __file__, "--child", str(folder), "--numpy-path"], one_thread),
+        "datasketch": ([sys.executable, str(candidates), "--child", "datasketch", "--folder", str(folder)], None),
     }
+    try:
+        import rensa  # noqa: F401
+        runs["rensa"] = ([sys.executable, str(candidates), "--child", "rensa-flags", "--folder", str(folder)], None)
+    except ImportError:
+        print("rensa: not installed, left out")
     results = {}
-    for name, cmd in runs.items():
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            print(f"{name}: timeout after {args.timeout:.0f} s")
-            continue
-        if proc.returncode:
-            print(f"{name}: failed: {proc.stderr.strip()[-1500:]}")
-            continue
-        results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
-    print(f"\n{'':12}{'wall s':>8}{'rows/s':>10}{'peak MB':>9}{'recall@0.8':>16}{'recall@0.6':>16}")
+    for name, (cmd, env) in runs.items():
+        results[name] = _run(cmd, args.timeout, env)
+        r = results[name]
+        print(f"  {name}: {r.get('error') or format(r['seconds'], '.1f') + ' s'} (load {_load(r)})", flush=True)
+    print("\nthe near stage (measure_config, near method alone; datasketch and rensa: shingles, LSH, verification)")
+    print(f"{'':13}{'wall s':>8}{'cpu s':>8}{'rows/s':>10}{'peak MB':>9}{'recall@0.8':>16}{'recall@0.6':>16}{'load':>11}")
     for name, r in results.items():
+        if "error" in r:
+            print(f"{name:13}{r['error'][:60]:>60}{_load(r):>11}")
+            continue
         rec = {t: f"{g}/{w} {g / w if w else 1:.3f}" for t, (g, w) in r["recall"].items()}
-        print(f"{name:12}{r['seconds']:>8.1f}{r['rows'] / r['seconds']:>10,.0f}{r['peak_rss_mb']:>9.0f}{rec['0.8']:>16}{rec['0.6']:>16}")
-    if "hubsurvey" in results:
-        print("hubsurvey near:", json.dumps(results["hubsurvey"]["near"]))
-        print("hubsurvey figures:", json.dumps(results["hubsurvey"]["figures"]))
-    if "hubsurvey" in results and "datasketch" in results:
-        print(f"speed-up: {results['datasketch']['seconds'] / results['hubsurvey']['seconds']:.1f}x")
+        print(f"{name:13}{r['seconds']:>8.1f}{r['cpu']:>8.1f}{r['rows'] / r['seconds']:>10,.0f}{r['peak_rss_mb']:>9.0f}"
+              f"{rec['0.8']:>16}{rec['0.6']:>16}{_load(r):>11}")
+    if "near" in results.get("compiled", {}):
+        print("compiled near:", json.dumps(results["compiled"]["near"]))
+        print("compiled figures:", json.dumps(results["compiled"]["figures"]))
+    if all("figures" in results.get(k, {}) for k in ("compiled", "numpy-1t")):
+        same = (results["compiled"]["figures"] == results["numpy-1t"]["figures"]
+                and results["compiled"]["near"] == results["numpy-1t"]["near"])
+        print(f"compiled and numpy figures and provenance identical: {same}")
+    if all("seconds" in results.get(k, {}) for k in ("compiled-1t", "numpy-1t")):
+        print(f"single-thread speed-up, compiled vs numpy (same run): {results['numpy-1t']['seconds'] / results['compiled-1t']['seconds']:.1f}x wall, "
+              f"{results['numpy-1t']['cpu'] / results['compiled-1t']['cpu']:.1f}x cpu")
+    for base in ("datasketch", "rensa"):
+        if all("seconds" in results.get(k, {}) for k in ("compiled", base)):
+            print(f"speed-up vs {base}: {results[base]['seconds'] / results['compiled']['seconds']:.1f}x")
+    whole_process(folder, args.repeat, args.timeout)
+
+
+def whole_process(folder: Path, repeat: int, timeout: float) -> None:
+    """``hubsurvey audit`` on the dataset as a whole process, the compiled pass, the numpy path and
+    ``--no-near``, interleaved ``repeat`` times; the medians."""
+    numpy_audit = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_near; bench_near._use_numpy_path(); "\
+        "from hubsurvey.cli import app; app()"
+    kinds = {"audit": ([sys.executable, "-m", "hubsurvey.cli"], []),
+             "audit (numpy)": ([sys.executable, "-c", numpy_audit], []),
+             "audit --no-near": ([sys.executable, "-m", "hubsurvey.cli"], ["--no-near"])}
+    runs: dict[str, list[dict]] = {k: [] for k in kinds}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeat):
+            for kind, (program, extra) in kinds.items():
+                cmd = [*program, "audit", str(folder), "--json", "--examples", "0", "--db", str(Path(tmp) / f"{i}-{len(runs[kind])}-{kind[:5]}.duckdb"), *extra]
+                runs[kind].append(_run([sys.executable, __file__, "--measure", *cmd], timeout))
+    print(f"\nwhole process: hubsurvey audit --json on the dataset, median of {repeat}")
+    print(f"{'':17}{'wall s':>8}{'peak MB':>9}{'loads':>30}")
+    medians = {}
+    for kind, rs in runs.items():
+        ok = [r for r in rs if "seconds" in r]
+        loads = " ".join(_load(r) for r in rs)
+        if not ok:
+            print(f"{kind:17}{rs[0].get('error', '?')[:60]}")
+            continue
+        medians[kind] = statistics.median(r["seconds"] for r in ok)
+        print(f"{kind:17}{medians[kind]:>8.1f}{statistics.median(r['peak_rss_mb'] for r in ok):>9.0f}{loads:>30}")
+    if "audit --no-near" in medians:
+        for kind in ("audit", "audit (numpy)"):
+            if kind in medians:
+                print(f"{kind} / audit --no-near: {medians[kind] / medians['audit --no-near']:.2f}x")
 
 
 if __name__ == "__main__":

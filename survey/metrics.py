@@ -443,14 +443,20 @@ class Engine:
         columns = ", ".join(f"r.{t}" for t in self.raw_text)
         found = self.con.sql(f"SELECT n.k, n.n_test > 0 OR n.n_validation > 0 AS asked, {columns} "
                              "FROM near_texts n JOIN rows_all r ON r.rowid = n.rep").to_arrow_table()
-        texts = near_method.row_texts([normalize.normalize_array(found.column(t)).to_pylist() for t in self.raw_text])
+        # String columns stay in Arrow (the pass reads their bytes in place); lists take Python
+        normalized = [normalize.normalize_array(found.column(t)) for t in self.raw_text]
+        texts: Any = near_method.arrow_row_texts(normalized)
+        if texts is None:
+            texts = near_method.row_texts([c.to_pylist() for c in normalized])
+        del normalized
         keys = found.column("k").to_numpy()
         query = found.column("asked").to_numpy(zero_copy_only=False)
         del found
         kept = near_method.sample(keys, query, params.max_texts)
         if not kept.all():  # only pairs between kept texts are found: the figures are lower bounds
             keys, query = keys[kept], query[kept]
-            texts = [t for t, keep in zip(texts, kept) if keep]
+            texts = texts.filter(pa.array(kept)) if isinstance(texts, pa.ChunkedArray | pa.Array) else \
+                [t for t, keep in zip(texts, kept) if keep]
         pairs = near_method.find_pairs(texts, query, params)
         del texts
         a, b = keys[pairs.pairs[:, 0]], keys[pairs.pairs[:, 1]]
@@ -475,8 +481,8 @@ class Engine:
         found_examples = self._near_examples(label_columns, examples, bound) if examples else []
         self.con.execute("DROP TABLE near_texts; DROP TABLE near_pairs; DROP TABLE near_keys; DROP TABLE IF EXISTS near_labels")
         info = {**params.describe(), "status": "measured", "texts": len(kept), "texts_compared": len(keys),
-                "sampled": bool(not kept.all()), "candidates": pairs.candidates, "verified": pairs.verified, "pairs": len(pairs.pairs),
-                "capped": pairs.capped}
+                "sampled": bool(not kept.all()), "texts_cut": pairs.cut, "candidates": pairs.candidates, "verified": pairs.verified,
+                "pairs": len(pairs.pairs), "capped": pairs.capped}
         return NearResult(figures, by_label, curve, info, found_examples)
 
     def _near_examples(self, label_columns: Sequence[str], limit: int, bound: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,26 +4,42 @@ The definitions, in words, are in ``docs/method.md`` ("Near-duplicates"); this m
 pairs, and the figures are SQL over them (``hubsurvey.core.figures``).
 
 How, in one paragraph. Each distinct normalized text is cut into character n-grams (shingles),
-hashed to 64 bits with a rolling hash, all in numpy. One-permutation MinHash (OPH) gives each text
-a signature of ``bins`` values in one pass over its shingles (a shingle lands in the bin its hash
+each hashed to 64 bits with a rolling hash. One-permutation MinHash (OPH) gives each text a
+signature of ``bins`` values in one pass over its shingles (a shingle lands in the bin its hash
 names; the bin keeps the smallest hash). LSH bands of ``rows`` consecutive bins put texts whose band
 agrees in one bucket; the pairs of a bucket are the candidates. Every candidate is then verified
 with the exact Jaccard of the two shingle sets, so no pair below tau is ever reported: MinHash only
 decides which pairs are compared, and its misses (recall) are what the parameters are tuned for.
 
 Why OPH and not k hash functions: k-permutation MinHash costs shingles x k operations (120 M x 128
-for the 1M-row benchmark: minutes in numpy); OPH costs one per shingle. A bin empty in both texts
-is filled from a non-empty bin that a fixed pseudo-random sequence names (``densify``), so two
-texts agree on a bin with probability equal to their Jaccard, as with k independent permutations.
+for the 1M-row benchmark); OPH costs one per shingle. A bin empty in both texts is filled from a
+non-empty bin that a fixed pseudo-random sequence names (densification), so two texts agree on a
+bin with probability equal to their Jaccard, as with k independent permutations.
+
+Why compiled: the same work in numpy made and read a dozen arrays as long as the batch's shingles
+(83% of a measurement, on one core). Here one numba pass per text walks its UTF-8 bytes, hashes
+each shingle, keeps the signature in 1 KB, densifies it and writes only its band hashes and its
+sketch; the texts are split among the threads (``threads``). The buckets are then formed band by
+band, one band per thread (a radix sort of the band's hashes), and the pairs written once. The
+numpy path this replaced is kept as the tests' reference (``tests/near_numpy.py``), which the pass
+equals bit for bit: the same signatures, bands, candidates and Jaccards.
+
+A text longer than ``max_text_chars`` code points is shingled on its first ``max_text_chars``
+(``describe()`` records the cap, the stored ``texts_cut`` how many texts it cut), so a 30 MB cell
+costs the memory of the cap, not of its 30 M shingles.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
+import numba
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numba import prange
 
 from hubsurvey.core.figures import NEAR_CURVE, NEAR_DEFAULT_SHINGLE, NEAR_DEFAULT_THRESHOLD
 
@@ -36,6 +52,17 @@ _EMPTY = np.iinfo(np.uint64).max  # a signature bin no shingle landed in
 SKETCH_BINS = 64
 SKETCH_MARGIN = 0.3
 _P = np.uint64(0x100000001B3)  # the rolling hash's base (FNV's prime: odd, spreads small code points)
+#: Densification tries this many pseudo-random bins for an empty bin before it falls back to the
+#: nearest non-empty bin to the right: a bin is left to the fallback with probability e^t, where e
+#: is the share of empty bins (a text of k shingles in 128 bins: e = e^(-k/128); 0.6^32 ~ 1e-7).
+DENSIFY_ATTEMPTS = 32
+#: The code points a batch of texts holds at most (its UTF-8 bytes: 1-4 each): the pass's memory
+#: besides its 256 bytes a text of bands and sketch.
+BATCH_CHARS = 1 << 23
+#: A second thread is started for every this many texts: below, waking the thread pool on a busy
+#: machine (measured: 20-25 ms a launch at load 10 on 2 cores) costs more than it saves.
+TEXTS_PER_THREAD = 20_000
+BANDS_PER_LAUNCH = 4  # the candidates' bands a thread takes per call (4 x 2 threads: 4 calls for 32 bands)
 
 
 @dataclass(frozen=True)
@@ -57,6 +84,10 @@ class NearParams:
     #: distinct texts compared at most: above it, the texts held only by train rows are sampled
     #: (by hash: the same texts on every run), and the figures say so (a lower bound)
     max_texts: int = 2_000_000
+    #: a text is shingled on its first this many code points (characters), so one huge cell cannot
+    #: hold gigabytes of shingles; the longest string cell of the shared configs has 4,759 characters,
+    #: and the stored ``texts_cut`` counts the texts it cut
+    max_text_chars: int = 1_000_000
 
     @property
     def lowest(self) -> float:
@@ -66,7 +97,7 @@ class NearParams:
     def describe(self) -> dict[str, object]:
         return {"threshold": self.threshold, "curve": list(self.curve), "shingle": f"char-{self.shingle_size}",
                 "minhash": f"oph-{self.bins}", "bands": self.bins // self.band_rows, "band_rows": self.band_rows,
-                "max_bucket": self.max_bucket, "max_texts": self.max_texts}
+                "max_bucket": self.max_bucket, "max_texts": self.max_texts, "max_text_chars": self.max_text_chars}
 
 
 def sample(keys: np.ndarray, query: np.ndarray, max_texts: int) -> np.ndarray:
@@ -81,12 +112,6 @@ def sample(keys: np.ndarray, query: np.ndarray, max_texts: int) -> np.ndarray:
     return query | picked
 
 
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """The sorted distinct values (np.unique's hash-based path is 6x slower on these int64 codes)."""
-    values = np.sort(values)
-    return values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
-
-
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer: spreads a 64-bit value's bits (in place on a copy)."""
     x = x ^ (x >> np.uint64(30))
@@ -95,55 +120,6 @@ def _mix(x: np.ndarray) -> np.ndarray:
     x *= np.uint64(0x94D049BB133111EB)
     x ^= x >> np.uint64(31)
     return x
-
-
-def shingle_hashes(texts: Sequence[str], n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Every shingle of every text, hashed: (hashes uint64, the index of the text of each).
-
-    A text of L >= n characters has L - n + 1 shingles ``text[i:i+n]``; a shorter one (the empty text
-    too) is one shingle, itself. Characters are code points (the text encoded as UTF-32), so a
-    Chinese character is one character, as in Python. Repeats are kept (a set is formed later).
-    """
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    starts = np.cumsum(lengths) - lengths
-    long = lengths >= n
-    # Every window of n code points of the whole buffer, by Horner's rule (n vector passes); the
-    # windows that lie inside one text are its shingles.
-    span = max(len(codes) - n + 1, 0)
-    window = codes[:span].copy()
-    for k in range(1, n):
-        window *= _P
-        window += codes[k:k + span]
-    counts = np.where(long, lengths - n + 1, 0)
-    first = np.repeat(starts, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
-    hashes = [window[first]]
-    text_of = [np.repeat(np.arange(len(texts), dtype=np.int64), counts)]
-    short = np.flatnonzero(~long)
-    if len(short):  # a text shorter than n: one shingle, over its own characters only
-        h = np.zeros(len(short), dtype=np.uint64)
-        padded = np.concatenate([codes, np.zeros(n, dtype=np.uint64)])
-        for k in range(n - 1):
-            inside = k < lengths[short]
-            h = np.where(inside, h * _P + padded[starts[short] + k], h)
-        hashes.append(h ^ (lengths[short].astype(np.uint64) + np.uint64(1)) << np.uint64(56))  # tagged: no n-gram
-        text_of.append(short)
-    mixed = _mix(np.concatenate(hashes) ^ np.uint64(seed))
-    return mixed, np.concatenate(text_of)
-
-
-def signatures(hashes: np.ndarray, text_of: np.ndarray, n_texts: int, bins: int) -> np.ndarray:
-    """One-permutation MinHash: (n_texts, bins), each bin the smallest hash that landed in it."""
-    shift = np.uint64(64 - int(bins).bit_length() + 1)  # the top log2(bins) bits name the bin
-    sig = np.full(n_texts * bins, _EMPTY, dtype=np.uint64)
-    np.minimum.at(sig, text_of * bins + (hashes >> shift).astype(np.int64), hashes)
-    return sig.reshape(n_texts, bins)
-
-
-#: Densification tries this many pseudo-random bins for an empty bin before it falls back to the
-#: nearest non-empty bin to the right: a bin is left to the fallback with probability e^t, where e
-#: is the share of empty bins (a text of k shingles in 128 bins: e = e^(-k/128); 0.6^32 ~ 1e-7).
-DENSIFY_ATTEMPTS = 32
 
 
 def _borrow_table(bins: int, attempts: int) -> np.ndarray:
@@ -155,108 +131,506 @@ def _borrow_table(bins: int, attempts: int) -> np.ndarray:
     return (np.arange(bins)[None, :] + offset) % max(bins, 1)
 
 
-def densify(sig: np.ndarray, attempts: int = DENSIFY_ATTEMPTS) -> np.ndarray:
-    """Fill each empty bin with the value of a non-empty bin picked by a fixed pseudo-random
-    sequence per bin (Shrivastava's optimal densification, 2017): two texts then agree on a bin
-    with probability equal to their Jaccard, as with k independent permutations.
-
-    Why not rotation (an empty bin copies its right neighbour): a short text's empty runs then
-    copy one value into a whole LSH band, and a frequent shingle (" the ", or a code keyword) with a
-    small hash puts thousands of unrelated texts in one bucket: 36 M chance candidates for 100k
-    rows of the benchmark, against under 1 M here. A bin still empty after ``attempts`` tries
-    takes the nearest non-empty bin to its right, so every bin of a text with a shingle is filled."""
-    n, bins = sig.shape
-    flat = sig.ravel()
-    out = flat.copy()
-    todo = np.flatnonzero(flat == _EMPTY)
-    columns = np.arange(bins)
-    # the bins to borrow from, in order: the pseudo-random attempts, then the fallback's right
-    # neighbours (rare: texts of one or two shingles)
-    sources = itertools.chain(_borrow_table(bins, attempts), ((columns + step) % bins for step in range(1, bins)))
-    for source in sources:
-        if not len(todo):
-            break
-        value = flat[todo - todo % bins + source[todo % bins]]
-        found = value != _EMPTY
-        out[todo[found]] = value[found]
-        todo = todo[~found]
-    return out.reshape(n, bins)
+def _lenders(borrow: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The borrow table inverted: for each bin, the (attempt, empty bin) that borrow from it,
+    ``lend_attempt[lend_start[b]:lend_start[b + 1]]`` and ``lend_bin[...]``."""
+    attempts, bins = borrow.shape
+    source = borrow.ravel()
+    attempt = np.repeat(np.arange(attempts, dtype=np.int64), bins)
+    order = np.lexsort((attempt, source))
+    starts = np.searchsorted(source[order], np.arange(bins + 1)).astype(np.int64)
+    return starts, attempt[order], np.tile(np.arange(bins, dtype=np.int64), attempts)[order]
 
 
-def band_hashes(sig: np.ndarray, band_rows: int) -> np.ndarray:
-    """(n_texts, bands): a 32-bit hash of each band's bins (bins // band_rows bands; a spare bin
-    is unused); 0 for a band with every bin empty. 32 bits halve the memory; two bands that
-    collide by chance only add a candidate, which verification then rejects."""
-    n_texts, bins = sig.shape
+def _compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """numba's njit with its on-disk cache, or without it where no cache folder can be written
+    (as in ``passages``: numba refuses ``cache=True`` at decoration then)."""
+    def wrap(function: Callable[..., Any]) -> Any:
+        try:
+            return numba.njit(cache=True, **options)(function)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return numba.njit(cache=False, **options)(function)
+    return wrap
+
+
+# --- the compiled pass --------------------------------------------------------------------------
+
+_U64_EMPTY = np.uint64(_EMPTY)
+_TEXTS_PER_TASK = 256  # texts a thread takes at a time (one signature buffer each)
+#: A text with this many filled bins densifies bin by bin (an empty bin finds a filled one in a
+#: few attempts); below, each filled bin lends to the empty ones naming it (``_lenders``): 32
+#: failed attempts and a long walk right for most bins of a one-shingle text, otherwise.
+_DENSE_BINS = 16
+
+
+@numba.njit(inline="always")
+def _mix1(x: np.uint64) -> np.uint64:  # pragma: no cover - compiled
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@numba.njit(inline="always")
+def _code_point(data: np.ndarray, i: int) -> tuple[np.uint64, int]:  # pragma: no cover - compiled
+    """The code point at ``data[i]`` and the next one's position. The bytes are Python's own UTF-8
+    (with surrogatepass), so they are well formed: no check."""
+    b = np.uint64(data[i])
+    if b < 0x80:
+        return b, i + 1
+    if b < 0xE0:
+        return ((b & np.uint64(0x1F)) << np.uint64(6)) | (np.uint64(data[i + 1]) & np.uint64(0x3F)), i + 2
+    if b < 0xF0:
+        return (((b & np.uint64(0x0F)) << np.uint64(12)) | ((np.uint64(data[i + 1]) & np.uint64(0x3F)) << np.uint64(6))
+                | (np.uint64(data[i + 2]) & np.uint64(0x3F))), i + 3
+    return (((b & np.uint64(0x07)) << np.uint64(18)) | ((np.uint64(data[i + 1]) & np.uint64(0x3F)) << np.uint64(12))
+            | ((np.uint64(data[i + 2]) & np.uint64(0x3F)) << np.uint64(6)) | (np.uint64(data[i + 3]) & np.uint64(0x3F))), i + 4
+
+
+@numba.njit(inline="always")
+def _text_shingles(data: np.ndarray, start: int, stop: int, cap: int, n: int, seed: np.uint64, ring: np.ndarray,
+                   out: np.ndarray, sig: np.ndarray, shift: np.uint64) -> tuple[int, bool]:  # pragma: no cover - compiled
+    """Every shingle hash of the text ``data[start:stop]``, cut to its first ``cap`` code points:
+    written to ``out`` when it has room, and each kept as its bin's minimum in ``sig`` when ``sig``
+    has bins. A text of L >= n code points has L - n + 1 shingles (Horner's rule over n code
+    points, kept rolling); a shorter one (the empty text too) is one, over its own code points,
+    tagged with its length so it equals no n-gram. Returns (shingles, whether the cap cut it)."""
+    p_top = np.uint64(1)
+    for _ in range(n - 1):
+        p_top = p_top * _P  # P^(n-1): the weight of the code point leaving the window
+    w = np.uint64(0)
+    count = 0
+    slot = 0  # count % n, without a division
+    i = start
+    room = len(out)
+    signed = len(sig) > 0
+    while i < stop and count < cap:
+        b = data[i]
+        if b < 0x80:  # ASCII: most of the bytes
+            cp = np.uint64(b)
+            i += 1
+        else:
+            cp, i = _code_point(data, i)
+        if count >= n:
+            w = w - ring[slot] * p_top
+        w = w * _P + cp
+        ring[slot] = cp
+        slot += 1
+        if slot == n:
+            slot = 0
+        count += 1
+        if count >= n:
+            h = _mix1(w ^ seed)
+            if count - n < room:
+                out[count - n] = h
+            if signed:  # the bin keeps its minimum (no branch: measured 18% faster than an if)
+                bin_of = h >> shift
+                sig[bin_of] = min(sig[bin_of], h)
+    cut = i < stop
+    if count < n:
+        h = _mix1((w ^ ((np.uint64(count) + np.uint64(1)) << np.uint64(56))) ^ seed)
+        if room:
+            out[0] = h
+        if signed:
+            bin_of = h >> shift
+            if h < sig[bin_of]:
+                sig[bin_of] = h
+        return 1, cut
+    return count - n + 1, cut
+
+
+@_compiled(parallel=True)
+def _sketch_pass(data, offsets, cap, n, seed, shift, band_rows, borrow, lend_start, lend_attempt, lend_bin, sketch_step,
+                 bands_t, sketch, cut, signatures, first):  # pragma: no cover - compiled
+    """Each text ``data[offsets[t]:offsets[t + 1]]``: its OPH signature, densified; its band hashes
+    into ``bands_t[:, first + t]``, its sketch into ``sketch[first + t]``, whether the cap cut it
+    into ``cut[first + t]`` (and the signature into ``signatures[t]`` when that has rows). The
+    texts are split among numba's threads."""
+    n_texts = len(offsets) - 1
+    bins = borrow.shape[1]
+    attempts = borrow.shape[0]
     n_bands = bins // band_rows
-    bands = sig[:, : n_bands * band_rows].reshape(n_texts, n_bands, band_rows)
-    h = np.zeros((n_texts, n_bands), dtype=np.uint64)
-    for r in range(band_rows):
-        h = _mix(h ^ (bands[:, :, r] + np.uint64(r)))
-    h32 = (h >> np.uint64(32)).astype(np.uint32)
-    h32[(bands == _EMPTY).all(axis=2)] = 0
-    h32[h32 == 0] += np.uint32((~(bands == _EMPTY).all(axis=2))[h32 == 0])  # 0 is reserved for "empty"
-    return h32
+    seed64 = np.uint64(seed)
+    no_out = np.empty(0, dtype=np.uint64)
+    tasks = (n_texts + _TEXTS_PER_TASK - 1) // _TEXTS_PER_TASK
+    for task in prange(tasks):
+        sig = np.empty(bins, dtype=np.uint64)
+        out = np.empty(bins, dtype=np.uint64)
+        taken = np.empty(bins, dtype=np.int64)
+        ring = np.empty(n, dtype=np.uint64)
+        for t in range(task * _TEXTS_PER_TASK, min(n_texts, (task + 1) * _TEXTS_PER_TASK)):
+            sig[:] = _U64_EMPTY
+            _, was_cut = _text_shingles(data, offsets[t], offsets[t + 1], cap, n, seed64, ring, no_out, sig, np.uint64(shift))
+            cut[first + t] = was_cut
+            # densify: an empty bin takes the first non-empty bin its borrow row names, else the
+            # nearest non-empty one to its right (a text always has a shingle: every bin is filled)
+            filled = 0
+            for j in range(bins):
+                filled += sig[j] != _U64_EMPTY
+            if filled >= _DENSE_BINS:  # a few attempts find a filled bin
+                for j in range(bins):
+                    value = sig[j]
+                    if value == _U64_EMPTY:
+                        for a in range(attempts):
+                            value = sig[borrow[a, j]]
+                            if value != _U64_EMPTY:
+                                break
+                        step = 1
+                        while value == _U64_EMPTY and step < bins:
+                            value = sig[(j + step) % bins]
+                            step += 1
+                    out[j] = value
+            else:  # few filled bins (a short text): each lends to the empty bins whose rows name it
+                for j in range(bins):
+                    out[j] = sig[j]
+                    taken[j] = attempts
+                for source in range(bins):
+                    if sig[source] != _U64_EMPTY:
+                        for e in range(lend_start[source], lend_start[source + 1]):
+                            j = lend_bin[e]
+                            if sig[j] == _U64_EMPTY and lend_attempt[e] < taken[j]:
+                                taken[j] = lend_attempt[e]
+                                out[j] = sig[source]
+                nearest = _U64_EMPTY  # the fallback, by one sweep leftwards over two turns
+                for position in range(2 * bins - 1, -1, -1):
+                    j = position % bins
+                    if position < bins and taken[j] == attempts and sig[j] == _U64_EMPTY:
+                        out[j] = nearest
+                    if sig[j] != _U64_EMPTY:
+                        nearest = sig[j]
+            for band in range(n_bands):
+                h = np.uint64(0)
+                empty = True
+                for r in range(band_rows):
+                    v = out[band * band_rows + r]
+                    empty = empty and v == _U64_EMPTY
+                    h = _mix1(h ^ (v + np.uint64(r)))
+                h32 = np.uint32(h >> np.uint64(32))
+                if empty:
+                    h32 = np.uint32(0)
+                elif h32 == 0:
+                    h32 = np.uint32(1)  # 0 is reserved for "empty"
+                bands_t[band, first + t] = h32
+            for s in range(sketch.shape[1]):
+                sketch[first + t, s] = np.uint16(out[s * sketch_step] >> np.uint64(48))
+            if signatures.shape[0]:
+                signatures[t, :] = out
+
+
+@_compiled()
+def _byte_offsets(data, lengths, offsets):  # pragma: no cover - compiled
+    """``offsets[k]``: where text k starts in ``data`` (UTF-8), given each text's code points."""
+    i = 0
+    offsets[0] = 0
+    for k in range(len(lengths)):
+        left = lengths[k]
+        while left:
+            b = data[i]
+            i += 1 if b < 0x80 else (2 if b < 0xE0 else (3 if b < 0xF0 else 4))
+            left -= 1
+        offsets[k + 1] = i
+
+
+#: The texts the pass takes: Python strings, or one Arrow string array (its buffers read in place).
+Texts: TypeAlias = Sequence[str] | pa.Array | pa.ChunkedArray
+
+
+def _arrow_chunks(texts: pa.Array | pa.ChunkedArray) -> Iterator[pa.Array]:
+    """The string or large_string chunks, without NULLs (a NULL text is the empty text), each as it
+    is (not combined: that would copy every byte)."""
+    for chunk in texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]:
+        if pa.types.is_string_view(chunk.type):
+            chunk = chunk.cast(pa.string())
+        yield pc.fill_null(chunk, "") if chunk.null_count else chunk
+
+
+def _utf8(texts: Texts, cap: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """(first text, UTF-8 bytes, byte offsets) of batches of the texts. An Arrow array's chunks are
+    the batches, read in place. Python strings are encoded ``BATCH_CHARS`` code points at a time, each cut
+    to ``cap + 1`` (the pass cuts it to ``cap``, and sees it was longer); ``surrogatepass``: a
+    lone surrogate (a Python string may hold one) is a code point like any."""
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        first = 0
+        for chunk in _arrow_chunks(texts):
+            width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1].astype(np.int64)
+            buffer = chunk.buffers()[2]
+            yield first, (np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(1, np.uint8)), offsets
+            first += len(chunk)
+        return
+    lengths = np.minimum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), cap + 1)
+    ends = np.cumsum(lengths)
+    start = 0
+    while start < len(texts):
+        stop = max(int(np.searchsorted(ends, (ends[start - 1] if start else 0) + BATCH_CHARS, side="right")), start + 1)
+        part = [t if len(t) <= cap else t[:cap + 1] for t in texts[start:stop]]
+        data = np.frombuffer("".join(part).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        offsets = np.empty(stop - start + 1, dtype=np.int64)
+        _byte_offsets(data, lengths[start:stop], offsets)
+        yield start, data, offsets
+        start = stop
+
+
+@dataclass(frozen=True)
+class Sketches:
+    """What the pass keeps of each text: its LSH band hashes and its 16-bit sketch (and its whole
+    densified signature, for tests only)."""
+
+    bands: np.ndarray  # (n, bins // band_rows) uint32: a view of a band-major array
+    sketch: np.ndarray  # (n, SKETCH_BINS) uint16
+    cut: int  # texts longer than the cap, shingled on their first max_text_chars code points
+    signatures: np.ndarray | None = None  # (n, bins) uint64 when asked for
+
+
+def sketch_texts(texts: Texts, params: NearParams, *, with_signatures: bool = False) -> Sketches:
+    """Every text's band hashes and sketch, in one compiled pass per batch of texts."""
+    n = len(texts)
+    n_bands = params.bins // params.band_rows
+    bands_t = np.empty((n_bands, n), dtype=np.uint32)
+    sketch = np.empty((n, SKETCH_BINS), dtype=np.uint16)
+    cut = np.zeros(n, dtype=np.bool_)
+    signatures = np.empty((n, params.bins), dtype=np.uint64) if with_signatures else None
+    borrow = _borrow_table(params.bins, DENSIFY_ATTEMPTS)
+    lend_start, lend_attempt, lend_bin = _lenders(borrow)
+    shift = 64 - params.bins.bit_length() + 1  # the top log2(bins) bits of a shingle's hash name its bin
+    for first, data, offsets in _utf8(texts, params.max_text_chars):
+        stop = first + len(offsets) - 1
+        sig_out = signatures[first:stop] if signatures is not None else np.empty((0, params.bins), dtype=np.uint64)
+        _sketch_pass(data, offsets, params.max_text_chars, params.shingle_size, params.seed, shift, params.band_rows,
+                     borrow, lend_start, lend_attempt, lend_bin, params.bins // SKETCH_BINS, bands_t, sketch, cut,
+                     sig_out, first)
+    return Sketches(bands_t.T, sketch, int(cut.sum()), signatures)
+
+
+@_compiled(parallel=True)
+def _shingle_pass(data, offsets, cap, n, seed, starts, out, counts):  # pragma: no cover - compiled
+    """Each text's shingle hashes into ``out[starts[t]:starts[t + 1]]``; with ``out`` empty, only
+    each text's number of shingles into ``counts``."""
+    no_sig = np.empty(0, dtype=np.uint64)
+    for t in prange(len(offsets) - 1):
+        ring = np.empty(n, dtype=np.uint64)
+        room = out[starts[t]:starts[t + 1]] if len(out) else out
+        counts[t], _ = _text_shingles(data, offsets[t], offsets[t + 1], cap, n, np.uint64(seed), ring, room, no_sig, np.uint64(0))
+
+
+def shingle_hashes(texts: Texts, n: int, seed: int = 0, cap: int = NearParams.max_text_chars) -> tuple[np.ndarray, np.ndarray]:
+    """Every shingle of every text (each cut to its first ``cap`` code points), hashed, text by
+    text: (hashes uint64, the index of the text of each). Repeats are kept."""
+    hashes, counts = [], []
+    for _, data, offsets in _utf8(texts, cap):
+        count = np.empty(len(offsets) - 1, dtype=np.int64)
+        _shingle_pass(data, offsets, cap, n, seed, np.zeros(1, np.int64), np.empty(0, np.uint64), count)
+        starts = np.zeros(len(count) + 1, dtype=np.int64)
+        np.cumsum(count, out=starts[1:])
+        out = np.empty(int(starts[-1]), dtype=np.uint64)
+        _shingle_pass(data, offsets, cap, n, seed, starts, out, count)
+        hashes.append(out)
+        counts.append(count)
+    if not hashes:
+        return np.empty(0, np.uint64), np.empty(0, np.int64)
+    count = np.concatenate(counts)
+    return np.concatenate(hashes), np.repeat(np.arange(len(count), dtype=np.int64), count)
+
+
+@_compiled(parallel=True)
+def _bucket_bands(bands_t, first, query, max_bucket, ids_out, sizes_out, counts):  # pragma: no cover - compiled
+    """Bands ``first .. first + len(ids_out) - 1``, one a thread: its texts grouped by band hash (an
+    LSD radix sort, 2 x 16 bits), and the buckets that give pairs (2 .. max_bucket texts, one a
+    query text at least) written to ``ids_out[k]`` (their texts) and ``sizes_out[k]`` (their
+    sizes). ``counts[k]``: (texts written, buckets written, the budget's count of the band: each
+    query text times its bucket's size, the pairs it makes, a bucket over max_bucket)."""
+    n = bands_t.shape[1]
+    for k in prange(ids_out.shape[0]):
+        band = bands_t[first + k]
+        keys = np.empty(n, dtype=np.uint32)
+        ids = np.empty(n, dtype=np.int32)
+        m = 0
+        for i in range(n):
+            if band[i] != 0:
+                keys[m] = band[i]
+                ids[m] = i
+                m += 1
+        keys2 = np.empty(m, dtype=np.uint32)
+        ids2 = np.empty(m, dtype=np.int32)
+        hist = np.empty(65537, dtype=np.int64)
+        for shift in (0, 16):  # stable: each bucket's texts stay in index order
+            hist[:] = 0
+            for i in range(m):
+                hist[((keys[i] >> shift) & 0xFFFF) + 1] += 1
+            for d in range(1, 65537):
+                hist[d] += hist[d - 1]
+            for i in range(m):
+                d = (keys[i] >> shift) & 0xFFFF
+                keys2[hist[d]] = keys[i]
+                ids2[hist[d]] = ids[i]
+                hist[d] += 1
+            keys[:m] = keys2
+            ids[:m] = ids2
+        written = 0
+        buckets = 0
+        budget = 0
+        pairs = 0
+        over = 0
+        s = 0
+        while s < m:
+            e = s + 1
+            while e < m and keys[e] == keys[s]:
+                e += 1
+            size = e - s
+            if size > max_bucket:
+                over = 1
+            elif size > 1:
+                asked = 0
+                for i in range(s, e):
+                    asked += query[ids[i]]
+                if asked:
+                    budget += asked * size
+                    pairs += asked * (size - 1)
+                    ids_out[k, written:written + size] = ids[s:e]
+                    written += size
+                    sizes_out[k, buckets] = size
+                    buckets += 1
+            s = e
+        counts[k, 0] = written
+        counts[k, 1] = buckets
+        counts[k, 2] = budget
+        counts[k, 3] = pairs
+        counts[k, 4] = over
+
+
+@_compiled(parallel=True)
+def _bucket_pairs(ids, id_starts, sizes, size_starts, pair_starts, query, n, out):  # pragma: no cover - compiled
+    """Each kept band's pairs (a query text with every other text of its bucket), as codes
+    min * n + max, into ``out[pair_starts[b]:]``."""
+    for b in prange(len(id_starts) - 1):
+        at = pair_starts[b]
+        s = id_starts[b]
+        for j in range(size_starts[b], size_starts[b + 1]):
+            e = s + sizes[j]
+            for x in range(s, e):
+                a = np.int64(ids[x])
+                if query[a]:
+                    for y in range(s, e):
+                        o = np.int64(ids[y])
+                        if o != a:
+                            out[at] = min(a, o) * n + max(a, o)
+                            at += 1
+            s = e
 
 
 def candidate_pairs(bands: np.ndarray, query: np.ndarray, max_pairs: int, max_bucket: int = 500) -> tuple[np.ndarray, bool]:
     """The distinct pairs (a, b), a < b, of texts sharing a non-empty band, where a or b is a
     ``query`` text (the pairs of two other texts are never needed); and whether some were left
     out: a bucket over ``max_bucket`` texts, or ``max_pairs`` reached (thousands of similar texts
-    make millions of pairs: the figures then say so rather than the survey hanging)."""
-    n = bands.shape[0]
-    found: list[np.ndarray] = []
+    make millions of pairs: the figures then say so rather than the survey hanging). A band whose
+    pairs would pass the budget is skipped, and the next ones tried, in band order."""
+    n, n_bands = bands.shape
+    bands_t = np.ascontiguousarray(bands.T)
+    query8 = np.ascontiguousarray(query, dtype=np.uint8)
+    # BANDS_PER_LAUNCH bands a thread per call: each call wakes the thread pool (20-25 ms on the
+    # loaded machine); the scratch holds 6 bytes a text a band
+    group = max(1, numba.get_num_threads()) * BANDS_PER_LAUNCH
+    kept_ids, kept_sizes, kept_pairs = [], [], []
     total, capped = 0, False
-    ids = np.arange(n, dtype=np.int64)
-    for b in range(bands.shape[1]):
-        keep = bands[:, b] != 0
-        hs, ts = bands[keep, b], ids[keep]
-        order = np.argsort(hs, kind="stable")
-        hs, ts = hs[order], ts[order]
-        # buckets: runs of equal band hashes; each query member pairs with every member of its run
-        starts = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
-        sizes = np.diff(np.r_[starts, len(hs)])
-        run_start = np.repeat(starts, sizes)
-        run_size = np.repeat(sizes, sizes)
-        if (sizes > max_bucket).any():
-            capped = True
-        asked = np.flatnonzero(query[ts] & (run_size > 1) & (run_size <= max_bucket))
-        if not len(asked):
-            continue
-        reps = run_size[asked]
-        if total + reps.sum() > max_pairs:  # this band would pass the budget: skip it, try the next
-            capped = True
-            continue
-        total += int(reps.sum())
-        a = np.repeat(ts[asked], reps)
-        within = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
-        other = ts[np.repeat(run_start[asked], reps) + within]
-        keep_pair = a != other
-        a, other = a[keep_pair], other[keep_pair]
-        found.append(_distinct(np.minimum(a, other) * n + np.maximum(a, other)))
-        if len(found) > 8:  # a pair meets in several bands: merge now and then, keep memory flat
-            found = [_distinct(np.concatenate(found))]
-    if not found:
+    ids_out = np.empty((group, n), dtype=np.int32)
+    sizes_out = np.empty((group, n // 2 + 1), dtype=np.int32)
+    for first in range(0, n_bands, group):
+        k = min(group, n_bands - first)
+        counts = np.zeros((k, 5), dtype=np.int64)
+        _bucket_bands(bands_t, first, query8, max_bucket, ids_out[:k], sizes_out[:k], counts)
+        for j in range(k):
+            written, buckets, budget, pairs, over = counts[j].tolist()
+            capped = capped or bool(over)
+            if not budget:
+                continue
+            if total + budget > max_pairs:  # this band would pass the budget: skip it, try the next
+                capped = True
+                continue
+            total += budget
+            kept_ids.append(ids_out[j, :written].copy())
+            kept_sizes.append(sizes_out[j, :buckets].copy())
+            kept_pairs.append(pairs)
+    del ids_out, sizes_out
+    if not kept_ids:
         return np.empty((0, 2), dtype=np.int64), capped
-    codes = _distinct(np.concatenate(found))
+    id_starts = np.r_[0, np.cumsum([len(x) for x in kept_ids])]
+    size_starts = np.r_[0, np.cumsum([len(x) for x in kept_sizes])]
+    pair_starts = np.r_[0, np.cumsum(kept_pairs)]
+    codes = np.empty(int(pair_starts[-1]), dtype=np.int64)
+    _bucket_pairs(np.concatenate(kept_ids), id_starts, np.concatenate(kept_sizes), size_starts, pair_starts, query8, n, codes)
+    del kept_ids
+    codes.sort()
+    codes = codes[np.r_[True, codes[1:] != codes[:-1]]]
     return np.stack([codes // n, codes % n], axis=1), capped
 
 
-def jaccard(pairs: np.ndarray, texts: Sequence[str], n: int) -> np.ndarray:
-    """The exact Jaccard of each pair's shingle sets (sets of 64-bit shingle hashes)."""
+@_compiled(parallel=True)
+def _estimates(sketch, a, b, out):  # pragma: no cover - compiled
+    for p in prange(len(a)):
+        same = 0
+        for s in range(sketch.shape[1]):
+            same += sketch[a[p], s] == sketch[b[p], s]
+        out[p] = same / sketch.shape[1]
+
+
+@_compiled(parallel=True)
+def _sorted_sets(hashes, starts, sizes):  # pragma: no cover - compiled
+    """Each text's shingle hashes ``hashes[starts[t]:starts[t + 1]]`` sorted, repeats moved out:
+    the set is the first ``sizes[t]``."""
+    for t in prange(len(starts) - 1):
+        part = hashes[starts[t]:starts[t + 1]]
+        part.sort()
+        m = 0
+        for i in range(len(part)):
+            if i == 0 or part[i] != part[m - 1]:
+                part[m] = part[i]
+                m += 1
+        sizes[t] = m
+
+
+@_compiled(parallel=True)
+def _set_jaccard(hashes, starts, sizes, a, b, out):  # pragma: no cover - compiled
+    for p in prange(len(a)):
+        i, i_end = starts[a[p]], starts[a[p]] + sizes[a[p]]
+        j, j_end = starts[b[p]], starts[b[p]] + sizes[b[p]]
+        common = 0
+        while i < i_end and j < j_end:
+            if hashes[i] == hashes[j]:
+                common += 1
+                i += 1
+                j += 1
+            elif hashes[i] < hashes[j]:
+                i += 1
+            else:
+                j += 1
+        out[p] = common / (sizes[a[p]] + sizes[b[p]] - common)
+
+
+def _take(texts: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
+    """The texts at ``rows`` (ascending), chunk by chunk: pyarrow's ChunkedArray.take combines
+    the chunks first, a copy of every text."""
+    chunks = texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
+    starts = np.cumsum([0] + [len(c) for c in chunks])
+    which = np.searchsorted(starts, rows, side="right") - 1
+    parts = [chunks[k].take(pa.array(rows[which == k] - starts[k])) for k in np.unique(which)]
+    return pa.chunked_array(parts, type=texts.type)
+
+
+def jaccard(pairs: np.ndarray, texts: Texts, n: int, cap: int = NearParams.max_text_chars) -> np.ndarray:
+    """The exact Jaccard of each pair's shingle sets (sets of 64-bit shingle hashes, of each text's
+    first ``cap`` code points)."""
     if not len(pairs):
         return np.empty(0)
-    used = _distinct(pairs.ravel())
-    hashes, text_of = shingle_hashes([texts[i] for i in used], n)
-    order = np.argsort(text_of, kind="stable")
-    hashes = hashes[order]
-    bounds = np.r_[0, np.cumsum(np.bincount(text_of, minlength=len(used)))]
-    sets = {int(k): set(hashes[bounds[i]:bounds[i + 1]].tolist()) for i, k in enumerate(used)}
+    used = np.unique(pairs.ravel())
+    picked = _take(texts, used) if isinstance(texts, pa.Array | pa.ChunkedArray) else [texts[i] for i in used]
+    hashes, text_of = shingle_hashes(picked, n, cap=cap)
+    starts = np.zeros(len(used) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(text_of, minlength=len(used)), out=starts[1:])
+    sizes = np.empty(len(used), dtype=np.int64)
+    _sorted_sets(hashes, starts, sizes)
     out = np.empty(len(pairs))
-    for i, (a, b) in enumerate(pairs.tolist()):
-        sa, sb = sets[a], sets[b]
-        common = len(sa & sb)
-        out[i] = common / (len(sa) + len(sb) - common)
+    _set_jaccard(hashes, starts, sizes, np.searchsorted(used, pairs[:, 0]), np.searchsorted(used, pairs[:, 1]), out)
     return out
 
 
@@ -269,38 +643,52 @@ class NearPairs:
     candidates: int  # the LSH candidates
     capped: bool  # candidates were left out (a bucket over max_bucket, or max_pairs): a figure may miss pairs
     verified: int = 0  # the candidates whose exact Jaccard was computed (the others' estimate was far below)
+    cut: int = 0  # texts over max_text_chars, shingled on their first max_text_chars code points
 
 
-def find_pairs(texts: Sequence[str], query: np.ndarray, params: NearParams, *,
-               max_pairs: int = 10_000_000, batch: int = 20_000) -> NearPairs:
+def find_pairs(texts: Texts, query: np.ndarray, params: NearParams, *,
+               max_pairs: int = 10_000_000, threads: int | None = None) -> NearPairs:
     """Every pair of texts at Jaccard >= ``params.lowest`` that MinHash-LSH proposes, verified.
 
-    Signatures are computed ``batch`` texts at a time, so memory holds one batch's shingles, and
-    for every text its band hashes (4 bytes a band) and its sketch (128 bytes), not every shingle.
+    ``texts``: Python strings, or an Arrow string array (its bytes are read in place). Memory holds
+    one batch's UTF-8 bytes (``BATCH_CHARS`` code points; for strings) and, for every text, its
+    band hashes (4 bytes a band) and its sketch (128 bytes), never a text's shingles. ``threads``:
+    how many threads the compiled pass uses at most (default: numba's, one per core; a survey
+    running one job per core passes 1), one per ``TEXTS_PER_THREAD`` texts. The result does not
+    depend on it.
     """
-    n = len(texts)
-    bands = np.empty((n, params.bins // params.band_rows), dtype=np.uint32)
-    sketch = np.empty((n, SKETCH_BINS), dtype=np.uint16)
-    for start in range(0, n, batch):
-        chunk = texts[start:start + batch]
-        hashes, text_of = shingle_hashes(chunk, params.shingle_size, params.seed)
-        sig = densify(signatures(hashes, text_of, len(chunk), params.bins))
-        bands[start:start + len(chunk)] = band_hashes(sig, params.band_rows)
-        sketch[start:start + len(chunk)] = (sig[:, :: params.bins // SKETCH_BINS] >> np.uint64(48)).astype(np.uint16)
-        del hashes, text_of
-    candidates, capped = candidate_pairs(bands, query, max_pairs, params.max_bucket)
-    del bands
+    before = numba.get_num_threads()
+    most: int = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
+    wanted = min(threads or most, most, len(texts) // TEXTS_PER_THREAD)
+    numba.set_num_threads(max(1, wanted))
+    try:
+        return _find_pairs(texts, query, params, max_pairs)
+    finally:
+        numba.set_num_threads(before)
+
+
+def _find_pairs(texts: Texts, query: np.ndarray, params: NearParams, max_pairs: int) -> NearPairs:
+    sketched = sketch_texts(texts, params)
+    candidates, capped = candidate_pairs(sketched.bands, query, max_pairs, params.max_bucket)
     listed = len(candidates)
     # Most candidates of real data are texts that share a band by chance (J ~ 0.1-0.3); the
     # sketch's estimate of J sends them away before the exact (and costlier) check.
     estimate = np.empty(len(candidates))
-    for start in range(0, len(candidates), 1_000_000):
-        a, b = candidates[start:start + 1_000_000, 0], candidates[start:start + 1_000_000, 1]
-        estimate[start:start + len(a)] = (sketch[a] == sketch[b]).mean(axis=1)
+    _estimates(sketched.sketch, np.ascontiguousarray(candidates[:, 0]), np.ascontiguousarray(candidates[:, 1]), estimate)
     candidates = candidates[estimate >= params.lowest - SKETCH_MARGIN]
-    similarity = jaccard(candidates, texts, params.shingle_size)
+    similarity = jaccard(candidates, texts, params.shingle_size, params.max_text_chars)
     keep = similarity >= params.lowest
-    return NearPairs(candidates[keep], similarity[keep], listed, capped, len(candidates))
+    return NearPairs(candidates[keep], similarity[keep], listed, capped, len(candidates), sketched.cut)
+
+
+def arrow_row_texts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> pa.Array | pa.ChunkedArray | None:
+    """``row_texts`` in Arrow, for one string column: the column itself, read in place by the pass
+    (a NULL is the empty text there). None otherwise: several columns or a list column take
+    ``row_texts`` (pyarrow's ``binary_join_element_wise`` drops the rows whose values are all NULL,
+    so it cannot join them)."""
+    if len(columns) == 1 and (pa.types.is_string(columns[0].type) or pa.types.is_large_string(columns[0].type)):
+        return columns[0]
+    return None
 
 
 def row_texts(columns: Sequence[list]) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import near_numpy
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -52,18 +53,20 @@ def test_shingle_sets_and_jaccard_equal_plain_python(texts):
 
 
 def test_densify_fills_every_bin_and_keeps_identical_signatures_identical():
+    """On the numpy reference, which the compiled pass equals bit for bit (test_near_compiled.py)."""
     empty = near._EMPTY
     sig = np.array([[5, empty, 7, empty], [empty, empty, empty, 9]], dtype=np.uint64)
-    out = near.densify(sig)
+    out = near_numpy.densify(sig)
     assert (out != empty).all()
     assert out[0, 0] == 5 and out[0, 2] == 7 and out[1, 3] == 9  # a filled bin keeps its own value
     assert set(out[0].tolist()) <= {5, 7} and set(out[1].tolist()) == {9}  # the others borrow a real one
     # identical sparse signatures stay identical (two copies of a short text still meet)
-    assert (near.densify(np.array([sig[1], sig[1]]))[0] == near.densify(np.array([sig[1], sig[1]]))[1]).all()
+    assert (near_numpy.densify(np.array([sig[1], sig[1]]))[0] == near_numpy.densify(np.array([sig[1], sig[1]]))[1]).all()
 
 
 def _agreement(a: set[str], b: set[str], bins: int = 128, band_rows: int = 4, seeds: range = range(40)):
-    """Mean share of agreeing signature bins and of agreeing LSH bands of two shingle sets, over seeds."""
+    """Mean share of agreeing signature bins and of agreeing LSH bands of two shingle sets, over seeds
+    (the numpy reference's signatures and bands, which the compiled pass's equal)."""
     texts = sorted(a | b)
     bins_agree, bands_agree = [], []
     for seed in seeds:
@@ -71,9 +74,9 @@ def _agreement(a: set[str], b: set[str], bins: int = 128, band_rows: int = 4, se
         h = dict(zip(texts, hashes.tolist()))
         flat = np.array([h[t] for t in sorted(a)] + [h[t] for t in sorted(b)], dtype=np.uint64)
         owner = np.array([0] * len(a) + [1] * len(b))
-        sig = near.densify(near.signatures(flat, owner, 2, bins))
+        sig = near_numpy.densify(near_numpy.signatures(flat, owner, 2, bins))
         bins_agree.append((sig[0] == sig[1]).mean())
-        bands = near.band_hashes(sig, band_rows)
+        bands = near_numpy.band_hashes(sig, band_rows)
         bands_agree.append((bands[0] == bands[1]).mean())
     return float(np.mean(bins_agree)), float(np.mean(bands_agree))
 

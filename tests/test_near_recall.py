@@ -41,6 +41,7 @@ def recall_and_precision(data, monkeypatch) -> dict:
 
     def capture(texts, query, params, **kwargs):
         result = original(texts, query, params, **kwargs)
+        texts = texts.to_pylist() if hasattr(texts, "to_pylist") else texts  # an Arrow array: its strings
         found.update({tuple(sorted((texts[a], texts[b]))): j for (a, b), j in zip(result.pairs.tolist(), result.jaccard)})
         return result
 

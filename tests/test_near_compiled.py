@@ -1,0 +1,196 @@
+"""The compiled near-duplicate pass against the numpy path it replaced (tests/near_numpy.py), bit for
+bit: shingle hashes, densified signatures, band hashes, candidate pairs, verified pairs and their
+Jaccards, on planted texts, random texts (Hypothesis) and shared configs; the same with one thread
+or two; and the text cap: a huge cell is shingled in bounded memory, and the cap is recorded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import near_numpy
+import numba
+import numpy as np
+import pyarrow as pa
+import pytest
+from conftest import shared_index
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hubsurvey.core.roles import resolve_roles
+from hubsurvey.survey import near, normalize
+from hubsurvey.survey.api import measure
+from hubsurvey.survey.sources import FolderSource, check_config
+
+PARAMS = near.NearParams()
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One thread for the small inputs here, as find_pairs picks for them (waking the pool costs
+    more than the work); test_one_thread_or_two_give_the_same_pairs asks for two."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(before)
+SENTENCE = "the committee will meet on thursday to discuss the new budget for the regional library"
+PLANTED = ["hello world", "hello world!", "", "ab", "abcde", "abcdef", "中文数据很好用", "hello world", "😀😀😀😀😀😀",
+           "a\u0301bcdef", SENTENCE, SENTENCE.replace("thursday", "friday"), SENTENCE[::-1], SENTENCE.upper(),
+           "x" * 3, "ab" * 200, "\x00\x00\x00\x00\x00\x00", "\U0010ffff" * 7]
+
+
+def _same_sketches(texts: list[str], params: near.NearParams = PARAMS) -> None:
+    sketched = near.sketch_texts(texts, params, with_signatures=True)
+    hashes, text_of = near_numpy.shingle_hashes(texts, params.shingle_size, params.seed)
+    signatures = near_numpy.densify(near_numpy.signatures(hashes, text_of, len(texts), params.bins))
+    assert sketched.signatures is not None and (sketched.signatures == signatures).all()
+    assert (sketched.bands == near_numpy.band_hashes(signatures, params.band_rows)).all()
+    want_sketch = (signatures[:, :: params.bins // near.SKETCH_BINS] >> np.uint64(48)).astype(np.uint16)
+    assert (sketched.sketch == want_sketch).all()
+    compiled, compiled_of = near.shingle_hashes(texts, params.shingle_size, params.seed)
+    for i in range(len(texts)):
+        assert sorted(compiled[compiled_of == i].tolist()) == sorted(hashes[text_of == i].tolist())
+
+
+def _same_pairs(texts: list[str], query: np.ndarray, params: near.NearParams = PARAMS, **kwargs) -> near.NearPairs:
+    new = near.find_pairs(texts, query, params, **kwargs)
+    old = near_numpy.find_pairs(texts, query, params, **{k: v for k, v in kwargs.items() if k != "threads"})
+    assert new.pairs.tolist() == old.pairs.tolist()
+    assert new.jaccard.tolist() == old.jaccard.tolist()  # the same floats, not approximately
+    assert (new.candidates, new.capped, new.verified, new.cut) == (old.candidates, old.capped, old.verified, 0)
+    half = len(texts) // 2  # two chunks: each read in place
+    from_arrow = near.find_pairs(pa.chunked_array([texts[:half], texts[half:]], pa.string()), query, params, **kwargs)
+    assert from_arrow.pairs.tolist() == new.pairs.tolist() and from_arrow.jaccard.tolist() == new.jaccard.tolist()
+    assert (from_arrow.candidates, from_arrow.verified) == (new.candidates, new.verified)
+    return new
+
+
+def test_planted_texts_sketch_as_the_reference():
+    _same_sketches(PLANTED)
+    _same_sketches(PLANTED, near.NearParams(shingle_size=3, bins=64, band_rows=2, seed=7))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("abcde .é中😀\u0301"), max_size=40), min_size=1, max_size=30),
+       st.integers(0, 2**63 - 1))
+def test_random_texts_sketch_and_pair_as_the_reference(texts, seed):
+    params = near.NearParams(seed=seed)
+    _same_sketches(texts, params)
+    query = np.array([i % 3 == 0 for i in range(len(texts))])
+    _same_pairs(texts, query, params)
+
+
+def _family(count: int, size: int = 20) -> list[str]:
+    """Texts alike in families of ``size`` (one word changed), so that buckets hold several texts."""
+    words = SENTENCE.split()
+    return [" ".join(f"w{i}" if k == i % len(words) else f"{w}{i // size}" for k, w in enumerate(words)) for i in range(count)]
+
+
+@pytest.mark.parametrize("max_bucket,max_pairs", [(5_000, 10_000_000), (3, 10_000_000), (5_000, 400), (2, 50)])
+def test_candidate_pairs_and_their_caps_as_the_reference(max_bucket, max_pairs):
+    texts = _family(600, size=60)
+    query = np.arange(len(texts)) % 4 == 0
+    sketched = near.sketch_texts(texts, PARAMS)
+    new, new_capped = near.candidate_pairs(sketched.bands, query, max_pairs, max_bucket)
+    old, old_capped = near_numpy.candidate_pairs(np.ascontiguousarray(sketched.bands), query, max_pairs, max_bucket)
+    assert new.tolist() == old.tolist() and new_capped == old_capped
+    assert len(new) or max_pairs < 1000  # the case has candidates, not an empty agreement
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_one_thread_or_two_give_the_same_pairs(threads, monkeypatch):
+    monkeypatch.setattr(near, "TEXTS_PER_THREAD", 100)  # two threads from 200 texts
+    texts = _family(2_000) + PLANTED
+    found = _same_pairs(texts, np.arange(len(texts)) % 5 == 0, threads=threads)
+    assert len(found.pairs) > 100
+
+
+SHARED = [(e["id"], c) for e in shared_index() for c in e["configs"]]
+_SMALLEST = sorted((sum(splits.values()), e["id"], c) for e in shared_index() for c, splits in e["configs"].items())
+FAST = {(d, c) for _, d, c in _SMALLEST[:2]}
+
+
+def _distinct_texts(data) -> tuple[list[str], np.ndarray]:
+    """The shared config's distinct normalized texts (as the engine forms them) and which are test or
+    validation texts."""
+    roles = resolve_roles(data.features, data.dataset_id, data.config)
+    asked: dict[str, bool] = {}
+    for name, split in data.splits.items():
+        table = pa.concat_tables([__import__("pyarrow.parquet").parquet.read_table(f) for f in split.files])
+        columns = [normalize.normalize_array(table.column(c)).to_pylist() for c in roles.text_columns]
+        for text in near.row_texts(columns):
+            asked[text] = asked.get(text, False) or name in ("test", "validation")
+    return list(asked), np.array(list(asked.values()))
+
+
+@pytest.mark.parametrize("dataset_id,config", [
+    pytest.param(d, c, marks=[] if (d, c) in FAST else [pytest.mark.slow]) for d, c in SHARED
+] or [pytest.param(None, None, marks=pytest.mark.skip("no shared datasets"))])
+def test_shared_configs_pair_as_the_reference(shared_datasets, dataset_id, config):
+    data = check_config(FolderSource(shared_datasets / dataset_id.replace("/", "__")).load(config))
+    texts, query = _distinct_texts(data)
+    assert max(map(len, texts)) < PARAMS.max_text_chars  # the cap changes nothing here
+    _same_pairs(texts, query)
+
+
+def test_arrow_row_texts_equal_the_python_ones():
+    column = pa.chunked_array([["a b", None, ""], ["x", None, "ü"]], pa.large_string())
+    assert near.arrow_row_texts([column]).to_pylist() == ["a b", None, "", "x", None, "ü"]  # NULL: the pass's ""
+    assert near.arrow_row_texts([pa.array([["a"], None])]) is None  # lists take row_texts
+    assert near.arrow_row_texts([column, column]) is None  # so do several columns
+    sketched = near.sketch_texts(near.arrow_row_texts([column]), PARAMS)
+    assert (sketched.bands == near.sketch_texts(near.row_texts([column.to_pylist()]), PARAMS).bands).all()
+
+
+# --- the text cap --------------------------------------------------------------------------------
+
+def test_a_text_over_the_cap_is_shingled_on_its_first_characters():
+    params = near.NearParams(max_text_chars=200)
+    head = (SENTENCE + " ") * 3
+    texts = [head[:200] + "x" * 5_000, head[:200] + "y" * 9_000, "short"]
+    found = near.find_pairs(texts, np.array([True, False, False]), params)
+    assert found.cut == 2
+    assert found.pairs.tolist() == [[0, 1]] and found.jaccard.tolist() == [1.0]  # their first 200 agree
+    from_arrow = near.find_pairs(pa.array(texts), np.array([True, False, False]), params)
+    assert from_arrow.cut == 2 and from_arrow.pairs.tolist() == [[0, 1]]
+    (row,) = measure({"train": pa.table({"text": texts[1:]}), "test": pa.table({"text": texts[:1]})}, text_columns=["text"])
+    info = json.loads(row["near"])
+    assert info["max_text_chars"] == near.NearParams.max_text_chars and info["texts_cut"] == 0
+
+
+def test_the_cap_and_the_texts_it_cut_are_recorded(monkeypatch):
+    from hubsurvey.survey.metrics import Engine
+
+    monkeypatch.setattr(Engine, "near_params", near.NearParams(max_text_chars=50))
+    tables = {"train": pa.table({"text": [SENTENCE, "tiny"]}), "test": pa.table({"text": [SENTENCE + " again", "x"]})}
+    (row,) = measure(tables, text_columns=["text"])
+    info = json.loads(row["near"])
+    assert info["max_text_chars"] == 50 and info["texts_cut"] == 2
+    assert row["test_rows_near_train"] == 1  # their first 50 characters are one text
+
+
+_HUGE_CELL = textwrap.dedent("""
+    import json, resource, sys
+    import numpy as np
+    from hubsurvey.survey import near
+    cell = int(sys.argv[1])
+    base = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(cell // 2))  # 3 UTF-8 bytes, 4 in UTF-32
+    texts = [base + base, base + "x" + base, "a short text", "another short text"]
+    near.find_pairs(texts[2:], np.array([True, False]), near.NearParams())  # loaded and compiled
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    found = near.find_pairs(texts, np.array([True, False, True, False]), near.NearParams())
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    print(json.dumps({"grown_mb": grown / 1024, "cut": found.cut, "pairs": found.pairs.tolist()}))
+""")
+
+
+@pytest.mark.slow
+def test_a_30_mb_cell_is_shingled_in_bounded_memory():
+    """Two texts of 10 M characters (30 MB of UTF-8 each): the pass's peak grows by its cap's worth
+    (the numpy path held 8 bytes a shingle several times over, gigabytes here)."""
+    proc = subprocess.run([sys.executable, "-c", _HUGE_CELL, str(10_000_000)], capture_output=True, text=True, check=True)
+    result = json.loads(proc.stdout)
+    assert result["cut"] == 2 and result["pairs"] == [[0, 1]]  # the same first million characters
+    assert result["grown_mb"] < 150, result
