@@ -189,7 +189,7 @@ def render_card(
         "a": found["annotation"][0],
         "p": public_provenance(provenance(store, overview)),
         "key_labels": KEY_LABELS,
-        # contamination with benchmarks (issue 13): the line per dataset
+        # contamination with benchmarks: the line per dataset
         "contamination": found["contamination"],
         "contamination_overview": found["contamination_overview"][0],
     }

@@ -46,7 +46,7 @@ FINDINGS: dict[str, str] = {
     "cross_top_leaks": "findings_cross_top_leaks",
     "cross_overview": "findings_cross_overview",
     "cross_families": "findings_cross_families",
-    # contamination with benchmarks (issue 13)
+    # contamination with benchmarks
     "contamination": "findings_contamination",
     "contamination_pairs": "findings_contamination_pairs",
     "contamination_overview": "findings_contamination_overview",

@@ -1015,7 +1015,7 @@ ORDER BY size DESC, family_id;
 
 
 -- view: findings_contamination_pairs
--- Contamination with benchmarks (bench-2026; issue 13).
+-- Contamination with benchmarks (bench-2026).
 -- The table `contamination` holds, per surveyed (dataset, revision, config, split) and benchmark
 -- (id, config, split, at the revision it was indexed), the split's rows that hold 13 consecutive
 -- words of a benchmark item, or whose whole text equals an item shorter than 13 words, each row

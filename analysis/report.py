@@ -88,7 +88,7 @@ def report_context(
         # the datasets whose near contamination exceeds the exact one, largest gain first
         "near_gainers": [r for r in found["near_vs_exact"] if r["extra_test_rows"] > 0][:top_n],
         "near_gainers_total": sum(1 for r in found["near_vs_exact"] if r["extra_test_rows"] > 0),
-        # contamination with benchmarks (issue 13)
+        # contamination with benchmarks: the line per dataset and the overview
         "contamination": found["contamination"],
         "contamination_overview": found["contamination_overview"][0],
         # the most contaminated splits, a benchmark's own test set under another name (a fork) left out

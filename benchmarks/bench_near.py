@@ -9,10 +9,10 @@ Jaccard). Each side runs in its own subprocess (its own peak RSS):
 - ``hubsurvey``: ``measure_config`` with the near method alone, end to end: read, normalize,
   shingles, one-permutation MinHash, LSH bands, sketch filter, exact verification, the figures;
 - ``datasketch``: datasketch MinHash + MinHashLSH on the same shingles, every candidate verified
-  (``bench_near_candidates.py``'s runner, the baseline the issue names).
+  (``bench_near_candidates.py``'s runner, the reference library for MinHash-LSH).
 
 Prints wall time, rows/s, peak RSS and the recall on the planted pairs at J >= 0.8 and >= 0.6
-(precision is 1 by construction: every reported pair is verified). The issue's targets: >= 50,000
+(precision is 1 by construction: every reported pair is verified). The targets: >= 50,000
 rows/s, peak RSS <= 1.5 GB, recall >= 0.95.
 """
 

@@ -222,7 +222,7 @@ def run_survey(
                     summary.crawl = crawl(store, client, filters, run_id=run_id).as_json()
                 specs = [_spec(job, run_id) for job in queue.enqueue(run_id, options.retry_failed)]
                 summary.queued = len(specs)
-                with _benchmark_index(store, client, options, run_id) as index_dir:  # contamination (issue 13)
+                with _benchmark_index(store, client, options, run_id) as index_dir:  # indexed once, read by every job
                     for spec in specs:
                         spec.benchmarks_index = index_dir
                     live.progress(phase="measuring", pending=len(specs), force=True)
@@ -356,7 +356,7 @@ def _refresh_report(store: Store, out_dir: Path, final_run: dict[str, Any] | Non
     return render_report(store, out_dir, final_run=final_run)
 
 
-# --- contamination with benchmarks (bench-2026; issue 13) ------------------------------------------
+# --- contamination with benchmarks (bench-2026) ----------------------------------------------------
 
 @contextmanager
 def _benchmark_index(store: Store, client: HubClient, options: RunOptions, run_id: str) -> Iterator[str | None]:

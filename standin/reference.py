@@ -6,11 +6,11 @@ the true counts of what it planted. Keys are tuples of the raw column values; li
 that they are hashable, and ``None`` stays ``None`` (a NULL equals a NULL, as str(None) made it in
 the survey, but never equals the string "None").
 
-``exact_reference`` does the same for the "exact" figures of issue 11 (test rows contaminated,
+``exact_reference`` does the same for the figures of the exact method (test rows contaminated,
 the ``raw`` and ``normalized`` key profiles, label conflicts), defined in its docstring.
 
-``near_reference`` gives the near-duplicate figures of issue 12 (``near-2026``, defined in
-/work/wt/NEAR_SPEC.md and the method doc), exhaustively: every pair of texts that can reach the
+``near_reference`` gives the near-duplicate figures (``near-2026``, defined in
+docs/method.md, "Near-duplicates"), exhaustively: every pair of texts that can reach the
 threshold is found and its Jaccard computed exactly, with no MinHash or any other approximation.
 The only thing it shares with the engine is the one-line ``normalize_text`` definition.
 """
@@ -79,7 +79,7 @@ def lle_reference(
     return out
 
 
-# --- issue 11: the "exact" figures (row-level contamination, normalized keys, label conflicts) -----
+# --- the exact method (exact-2026): row-level contamination, normalized keys, label conflicts ----
 
 PROFILES = ("raw", "normalized")
 
@@ -120,7 +120,7 @@ def exact_reference(
     label_column: str | None,
     profile: str,
 ) -> dict[str, float | int | None]:
-    """Return the exact figures of issue 11 for one (config, label column) and one key profile.
+    """Return the exact-2026 figures for one (config, label column) and one key profile.
 
     ``splits`` maps canonical split names (train, validation, test) to lists of row dicts; an absent
     split is an absent key, and ``test`` is always there. ``profile`` is ``"raw"`` (the values as
@@ -240,7 +240,7 @@ def exact_reference(
     return out
 
 
-# --- issue 12: the near-duplicate figures (near-2026), exhaustive -----------------------------------
+# --- the near-duplicate figures (near-2026), exhaustive --------------------------------------------
 #
 # How it works, and why it is exhaustive:
 # 1. Every row becomes a text (``near_text``), every text a set of character shingles (``shingles``).
@@ -249,7 +249,7 @@ def exact_reference(
 #    pair set quadratic in its rows (miam/vm2's "mhm backchannel a" alone is 921 rows). Rows come back
 #    only where a figure or a pair list needs them.
 # 3. Candidate pairs come from an inverted index shingle -> texts: two texts sharing no shingle have
-#    J = 0. Indexing EVERY shingle (``index="full"``, the literal definition of issue 12) is plain
+#    J = 0. Indexing EVERY shingle (``index="full"``, the literal definition of near-2026) is plain
 #    but visits up to 2.8e9 pairs on the shared configs (tweet_eval/emoji: " the " is in half the
 #    tweets), which plain Python cannot do. The default (``index="prefix"``) indexes only each set's
 #    PREFIX, then drops candidates by two bounds (sizes, overlap); none of the three loses a pair at
@@ -579,7 +579,7 @@ def near_reference(
     threshold: float | Fraction = 0.8,
     shingle_size: int = 5,
 ) -> dict[str, float | int | None]:
-    """Return the near-duplicate figures of issue 12 for one (config, label column), exhaustively.
+    """Return the near-2026 figures for one (config, label column), exhaustively.
 
     ``splits`` is as for ``exact_reference`` (``test`` always there, an absent split an absent key).
     Definitions: NEAR_SPEC.md. Counts are rows, each once; a figure that does not apply is None (NR):
@@ -647,7 +647,7 @@ def _near_figures(
     return out
 
 
-# --- issue 13: leaks across datasets, in plain Python (sets over rows) ---------------------------------
+# --- leaks across datasets (cross-2026), in plain Python (sets over rows) -----------------------------
 
 
 def cross_reference(

@@ -152,7 +152,7 @@ def run_job(spec_dict: dict[str, Any]) -> JobOutcome:
 
 
 def _contamination(spec: JobSpec, data: Any, text_columns: Any) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]]]:
-    """Contamination with benchmarks (issue 13), when the run has a benchmarks file: the config's
+    """Contamination with benchmarks, when the run has a benchmarks file: the config's
     splits, already on disk for the measurement, against the run's index."""
     if not spec.benchmarks_index:
         return [], []

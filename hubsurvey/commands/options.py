@@ -59,7 +59,7 @@ CacheDir = Annotated[Path | None, typer.Option(
 MaxCacheGb = Annotated[float, typer.Option(
     "--max-cache-gb", help="The cache never holds more than this many GB; a larger job fails (too_large_for_cache)")]
 KeepCache = Annotated[bool, typer.Option("--keep-cache", help="Keep each job's downloaded files after measuring")]
-# contamination with benchmarks (issue 13)
+# contamination with benchmarks: which test sets to check the surveyed splits against
 Benchmarks = Annotated[str | None, typer.Option(
     "--benchmarks", metavar="FILE",
     help="Benchmarks file (TOML: [[benchmark]] id, config, split, text_columns); 'default': the shipped list")]

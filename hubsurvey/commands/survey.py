@@ -237,7 +237,7 @@ def demo(
     db.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hubsurvey-demo-") as tmp:
         root = generate_minihub((hub_dir or Path(tmp)) / "hub", seed=0)
-        # contamination with benchmarks (issue 13): two of the mini-hub's test splits are the benchmarks
+        # contamination with benchmarks: two of the mini-hub's test splits are the benchmarks
         from hubsurvey_standin.minihub import BENCHMARKS
 
         bench_file = Path(tmp) / "benchmarks.toml"

@@ -59,7 +59,7 @@ class JobOutcome:
     #: per canonical split, a pyarrow table (row int64, hash uint64): each row's normalized text key
     #: hash, written as Parquet by the store (``Store.replace_measurements``); None: not measured
     fingerprints: dict[str, Any] | None = None
-    # contamination with benchmarks (issue 13): rows of the contamination table, and the benchmarks
+    # contamination with benchmarks: rows of the contamination table, and the benchmarks
     # checked ((id, config, split) each) when the run has a benchmarks file
     contamination: list[dict[str, Any]] = field(default_factory=list)
     benchmarks_checked: list[tuple[str, str, str]] = field(default_factory=list)
