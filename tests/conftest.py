@@ -38,33 +38,58 @@ SHARED_DATASETS = Path(
 )
 
 # --- the tiers -------------------------------------------------------------------------------------
-# fast   `pytest -m "not slow"`: under 30 s on 2 cores, for every edit.
-# normal `pytest` (the README's command): the fast tier and the `slow` tests, about 5 minutes on
-#        2 cores; the `e2e` tests are deselected by pyproject's addopts (`-m "not e2e"`).
-# e2e    `pytest -m e2e`: the end-to-end tests, which CI runs as a step of its own.
-# `pytest -m ""` runs everything. A test module marks its slow tests itself (`@pytest.mark.slow`);
-# which tests are end to end is decided here, in one place: every test under one of these node id
-# prefixes is marked `e2e` (and `slow`, so the fast tier never runs it). Each takes many seconds
-# on 2 cores because it runs a whole survey, a subprocess, a cluster or a large generated Hub.
+# fast     `pytest -m "not slow"`: under 30 s on 2 cores, for every edit.
+# default  `pytest` (the README's command): the fast tier and the `slow` tests, about 5 minutes on
+#          2 cores: every module, the stand-in, the CLI and the outputs, on real data.
+# ci       `pytest -m "e2e or exhaustive"`: what the default leaves out (pyproject's addopts deselect
+#          it), a CI step of its own. `pytest -m ""` runs everything.
+# A test module marks its slow tests itself (`@pytest.mark.slow`). Which slow tests only CI runs is
+# decided here, in one place, by node id prefix (a module, a test, or one parametrization):
+#   E2E_TESTS         whole surveys, subprocesses, clusters, injected faults: every test under the
+#                     prefix is marked `e2e` (and `slow`, so the fast tier never runs it);
+#   EXHAUSTIVE_TESTS  the oracle sweeps over every shared config (or every code point): only the
+#                     tests under the prefix that are already `slow` are marked `exhaustive`, so a
+#                     sweep's fast parametrizations stay in the fast tier.
+# Durations measured with `--durations=0` on 2 shared cores (load average 10), end to end.
 E2E_TESTS: dict[str, str] = {
-    "tests/test_runner.py": "whole `hubsurvey run` surveys against the stand-in: kill -9 and resume, faults, Dask",
+    "tests/test_runner.py": "whole `hubsurvey run` surveys: kill -9 and resume, faults, Dask, timeouts (200 s)",
     "tests/test_watch.py": "a real `hubsurvey run` subprocess watched by status, sql and report",
-    "tests/test_cli.py::test_demo_writes_only_into_its_own_folder": "the demo in a subprocess, as a new user runs it",
-    "tests/test_no_secrets.py": "every command in a subprocess with a token set, its outputs searched",
-    "tests/test_standin.py::test_full_listing_of_100k_is_fast": "the 100k-dataset listing",
+    "tests/test_no_secrets.py": "every command in a subprocess with a planted token, its outputs searched (130 s)",
+    "tests/test_adversarial.py::test_a_hostile_hub_gives_the_figures_or_one_line": "10 hostile stand-ins (140 s)",
     "tests/test_hostile_hub.py": "surveys through a stand-in that injects Hub faults",
     "tests/test_mixed_revisions.py": "surveys across a branch update between crawl and download",
     "tests/test_analysis_minihub.py": "a whole survey of the mini-hub, then every output",
+    "tests/test_cli.py::test_demo_writes_only_into_its_own_folder": "the demo in a subprocess, as a new user runs it",
+    "tests/test_standin.py::test_full_listing_of_100k_is_fast": "the 100k-dataset listing, timed",
+    "tests/test_publish.py::test_publish_end_to_end_against_the_standin": "build, push and re-push to the stand-in",
+    "tests/test_contamination.py::test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees": "a whole run",
+    "tests/test_contamination.py::test_the_13gram_scan_runs_as_dask_tasks": "a Dask LocalCluster",
 }
+EXHAUSTIVE_TESTS: dict[str, str] = {
+    "tests/test_near_recall.py::test_engine_against_the_exhaustive_reference": "every shared config (1100 s)",
+    "tests/test_near_reference.py::test_near_reference_on_each_shared_dataset": "every shared dataset (280 s)",
+    "tests/test_near_reference.py::test_prefix_index_equals_full_index_on_small_shared_configs": "(20 s)",
+    "tests/test_contamination.py::test_the_engine_equals_a_plain_python_reference_on_the_shared_datasets": "(90 s)",
+    "tests/test_passages.py::test_every_code_point_alone_and_beside_others_folds_as_normalize_text": "(70 s)",
+    "tests/test_exact_reference.py::test_invariants_on_every_shared_config": "(60 s)",
+    "tests/test_engine.py::test_every_shared_config_equals_reference": "every shared config (50 s)",
+    "tests/test_crossleaks.py::test_crossleaks_on_the_shared_datasets_equals_sets_over_their_rows": "(20 s)",
+}
+
+
+def _under(nodeid: str, prefixes: dict[str, str]) -> bool:
+    return any(nodeid == p or nodeid.startswith((p + "::", p + "[")) for p in prefixes)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the end-to-end tests (E2E_TESTS) `e2e` and `slow`."""
+    """Mark the tests only CI runs: E2E_TESTS `e2e` and `slow`, the slow ones of EXHAUSTIVE_TESTS `exhaustive`."""
     for item in items:
-        if any(item.nodeid == p or item.nodeid.startswith((p + "::", p + "[")) for p in E2E_TESTS):
+        if _under(item.nodeid, E2E_TESTS):
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.slow)
+        elif _under(item.nodeid, EXHAUSTIVE_TESTS) and item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.exhaustive)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
