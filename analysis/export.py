@@ -60,7 +60,7 @@ FAMILIES_CSV_PATH = "dataset_families.csv"
 CROSS_QUERY = ("SELECT * EXCLUDE (run_id, computed_at) FROM cross_overlaps ORDER BY test_dataset, test_config, source_dataset, "
                "source_config, source_split")
 FAMILIES_QUERY = "SELECT * EXCLUDE (run_id, computed_at) FROM dataset_families ORDER BY family_id, dataset_id"
-CONTAMINATION_CSV_PATH = "contamination.csv"  # contamination with benchmarks (issue 13)
+CONTAMINATION_CSV_PATH = "contamination.csv"  # contamination with benchmarks: the line per dataset
 NR = figures.NR
 MANIFEST_PATH = ".hubsurvey-export.json"
 #: Files earlier hubsurvey versions wrote without a manifest: removed on overwrite when it is absent.
@@ -165,7 +165,7 @@ def write_lle_csv(store: Store, path: Path) -> Path:
     return path
 
 
-# --- contamination with benchmarks (issue 13) ---------------------------------------------------------
+# --- contamination with benchmarks ------------------------------------------------------------------
 
 CONTAMINATION_COLUMNS = ("dataset_id", "status", "line", "benchmarks", "revisions", "benchmarks_contaminating",
                          "contaminated_benchmarks", "contaminated_rows", "configs_checked", "configs")
@@ -263,7 +263,7 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
         pq.write_table(store.con.sql(CROSS_QUERY).to_arrow_table(), out / CROSS_PARQUET_PATH, compression="zstd")
         written += [out / CROSS_PARQUET_PATH, write_results_csv(store, out / CROSS_CSV_PATH, CROSS_QUERY),
                     write_results_csv(store, out / FAMILIES_CSV_PATH, FAMILIES_QUERY)]
-    contamination = write_contamination_csv(store, out / CONTAMINATION_CSV_PATH)  # issue 13
+    contamination = write_contamination_csv(store, out / CONTAMINATION_CSV_PATH)
     if contamination is not None:
         written.append(contamination)
     write_manifest(out, [p.relative_to(out).as_posix() for p in written])

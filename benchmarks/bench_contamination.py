@@ -14,7 +14,7 @@ shorter than 13 words, matched whole). 0.5% of the rows hold a benchmark passage
   row (``normalize_text``, ``str.split``), on the first ``--baseline-rows`` rows (its rows/s does
   not depend on how many: it is linear); both are checked to find the same rows on those.
 
-Prints both rows/s side by side, their ratio (the issue's target is >= 10x), the candidate stage's
+Prints both rows/s side by side, their ratio (the target is >= 10x), the candidate stage's
 alternatives measured on the same hashes (the scan's compiled key set, a DuckDB hash join, numpy
 isin, rbloom from Python when installed), and the peak RSS of the process.
 """

@@ -3,7 +3,7 @@
     python benchmarks/bench_exact.py [--rows 1000000] [--out /tmp/hubsurvey-bench]
 
 Two datasets: the engine benchmark's (80% / 10% / 10%, texts of about 20 words, one ClassLabel,
-planted leaks and duplicates; the issue's budget is set on it), and a copy with what only the
+planted leaks and duplicates; the budget is set on it), and a copy with what only the
 normalized profile sees: 1% of test rows copied
 into train with their case and whitespace changed, 1% of test rows repeating another test row in
 upper case, and 5% of rows with non-ASCII words (the normalization's slow path). Three audits of
@@ -13,7 +13,7 @@ it, each in its own subprocess (so each peak RSS is its own):
 - ``exact``: every figure, both profiles, no examples;
 - ``exact+examples``: every figure and the default 20 examples per kind (what ``audit`` does).
 
-Prints wall time, peak RSS and the ratio to the baseline; the issue's budget is 2x and 600 MB.
+Prints wall time, peak RSS and the ratio to the baseline; the budget is 2x and 600 MB.
 """
 
 from __future__ import annotations

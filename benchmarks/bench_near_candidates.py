@@ -1,4 +1,4 @@
-"""Benchmark: MinHash-LSH candidates for the near-duplicate method (issue 12), side by side on the same shingles.
+"""Benchmark: MinHash-LSH candidates for the near-duplicate method (near-2026), side by side on the same shingles.
 
     python benchmarks/bench_near_candidates.py [--rows 1000000] [--out /tmp/hubsurvey-bench]
         [--bands 40 --band-rows 5] [--timeout 600] [--only numpy-oph,rensa-flags,...]
@@ -26,7 +26,7 @@ test-test (never train-train nor validation-validation). The candidates:
 The numpy banding keeps only the validation and test rows' band keys (sorted, with a bitmap in front)
 and streams train through it in chunks, so memory does not grow with train. Prints one table: wall
 seconds, rows/s, peak RSS, candidate pairs, verified pairs at J >= 0.8 and recall on the planted pairs
-at J >= 0.8 and 0.6. The issue's targets: >= 50,000 rows/s end to end, peak RSS <= 1.5 GB.
+at J >= 0.8 and 0.6. The targets: >= 50,000 rows/s end to end, peak RSS <= 1.5 GB.
 """
 
 from __future__ import annotations

@@ -328,7 +328,7 @@ def _commands() -> list[Callable[..., Any]]:
 
     return [audit, crawl.crawl, survey.run, survey.status, survey.demo,
             analysis.crossleaks, analysis.show, analysis.sql, analysis.report, analysis.export, analysis.publish,
-            contamination.contamination]  # contamination with benchmarks (issue 13)
+            contamination.contamination]
 
 
 #: the one place commands are registered, each inside the error handler

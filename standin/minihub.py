@@ -364,7 +364,7 @@ def _corrupt(seed: int) -> _Spec:
     return spec
 
 
-# Leaks across datasets (issue 13): a fork, and one dataset's test split copied into other datasets' train.
+# Leaks across datasets: a fork, and one dataset's test split copied into other datasets' train.
 FORK_OF = {"mini-forks/sentiment_mirror": "mini-nlp/sentiment"}
 #: (source of the test rows, dataset receiving them, rows copied into its train, into its validation)
 CROSS_PLANTS = (
@@ -435,7 +435,7 @@ def _specs(seed: int) -> list[_Spec]:
     ]
 
 
-# ---------------------------------------------------------------- contamination with benchmarks (issue 13)
+# ------------------------------------------------------------------------ contamination with benchmarks
 # Two mini-hub test splits are the benchmarks (tests and the demo index them through the stand-in):
 # qa_small's contexts (12 to 20 words: passages, and 12-word items matched whole) and sentiment's
 # texts (5 to 12 words: all matched whole). Their items are planted into other datasets' train
@@ -640,7 +640,7 @@ def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     specs = _specs(seed)
-    _plant_benchmarks(seed, specs)  # contamination with benchmarks (issue 13)
+    _plant_benchmarks(seed, specs)  # benchmark items planted in other datasets' splits
     entries, measurements = [], []
     for spec in specs:
         entries.append(_write(spec, out, random.Random(f"{seed}:{spec.id}:entry")))
@@ -651,7 +651,7 @@ def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
         index["filler"] = {"count": filler, "seed": seed}
     truth = {"seed": seed, "expected": {s.id: s.expected for s in specs}, "measurements": measurements,
              "cross": _cross_truth(specs),
-             # contamination with benchmarks (issue 13): the planted benchmarks and what they contaminate
+             # contamination with benchmarks: the planted benchmarks and what they contaminate
              "benchmarks": BENCHMARKS, "contamination": _contamination_truth(specs)}
     (out / "index.json").write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "truth.json").write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

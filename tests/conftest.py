@@ -1,16 +1,31 @@
-"""Shared fixtures. Real data comes from ../shared/datasets; tests using it skip when it is absent."""
+"""Shared fixtures, the test tiers, and where a test run keeps its files (never in the source tree).
+
+Real data comes from ../shared/datasets; tests using it skip when it is absent.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
-# huggingface_hub reads these once, at import: set them before any test module imports it, so that
-# no test touches the user's cache or sends telemetry.
+ROOT = Path(__file__).resolve().parents[1]
+
+# A test run writes nothing into the source tree. The caches that would land there by default
+# (hypothesis's example database and charmap beside the current folder, numba's compiled pass
+# beside survey/passages.py) go to a folder of the temp dir kept from run to run, one per checkout
+# (so numba does not compile again and hypothesis replays its failing examples); huggingface_hub's
+# home and the survey's download cache go to a folder of this session, removed at its end.
+# The variables are set before any test module imports numba, hypothesis's database or
+# huggingface_hub (which read them once), and subprocesses of the tests inherit them.
+_KEPT = Path(tempfile.gettempdir()) / f"hubsurvey-tests-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:10]}"
+os.environ.setdefault("NUMBA_CACHE_DIR", str(_KEPT / "numba"))
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(_KEPT / "hypothesis"))
 _HF_HOME = tempfile.mkdtemp(prefix="hubsurvey-tests-hf-")
 os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_HUB_CACHE"] = os.path.join(_HF_HOME, "hub")
@@ -21,6 +36,64 @@ os.environ.pop("HF_TOKEN", None)
 SHARED_DATASETS = Path(
     os.environ.get("HUBSURVEY_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets")
 )
+
+# --- the tiers -------------------------------------------------------------------------------------
+# fast     `pytest -m "not slow"`: under 30 s on 2 cores, for every edit.
+# default  `pytest` (the README's command): the fast tier and the `slow` tests, about 5 minutes on
+#          2 cores: every module, the stand-in, the CLI and the outputs, on real data.
+# ci       `pytest -m "e2e or exhaustive"`: what the default leaves out (pyproject's addopts deselect
+#          it), a CI step of its own. `pytest -m ""` runs everything.
+# A test module marks its slow tests itself (`@pytest.mark.slow`). Which slow tests only CI runs is
+# decided here, in one place, by node id prefix (a module, a test, or one parametrization):
+#   E2E_TESTS         whole surveys, subprocesses, clusters, injected faults: every test under the
+#                     prefix is marked `e2e` (and `slow`, so the fast tier never runs it);
+#   EXHAUSTIVE_TESTS  the oracle sweeps over every shared config (or every code point): only the
+#                     tests under the prefix that are already `slow` are marked `exhaustive`, so a
+#                     sweep's fast parametrizations stay in the fast tier.
+# Durations measured with `--durations=0` on 2 shared cores (load average 10), end to end.
+E2E_TESTS: dict[str, str] = {
+    "tests/test_runner.py": "whole `hubsurvey run` surveys: kill -9 and resume, faults, Dask, timeouts (200 s)",
+    "tests/test_watch.py": "a real `hubsurvey run` subprocess watched by status, sql and report",
+    "tests/test_no_secrets.py": "every command in a subprocess with a planted token, its outputs searched (130 s)",
+    "tests/test_adversarial.py::test_a_hostile_hub_gives_the_figures_or_one_line": "10 hostile stand-ins (140 s)",
+    "tests/test_hostile_hub.py": "surveys through a stand-in that injects Hub faults",
+    "tests/test_mixed_revisions.py": "surveys across a branch update between crawl and download",
+    "tests/test_analysis_minihub.py": "a whole survey of the mini-hub, then every output",
+    "tests/test_cli.py::test_demo_writes_only_into_its_own_folder": "the demo in a subprocess, as a new user runs it",
+    "tests/test_standin.py::test_full_listing_of_100k_is_fast": "the 100k-dataset listing, timed",
+    "tests/test_publish.py::test_publish_end_to_end_against_the_standin": "build, push and re-push to the stand-in",
+    "tests/test_contamination.py::test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees": "a whole run",
+    "tests/test_contamination.py::test_the_13gram_scan_runs_as_dask_tasks": "a Dask LocalCluster",
+}
+EXHAUSTIVE_TESTS: dict[str, str] = {
+    "tests/test_near_recall.py::test_engine_against_the_exhaustive_reference": "every shared config (1100 s)",
+    "tests/test_near_reference.py::test_near_reference_on_each_shared_dataset": "every shared dataset (280 s)",
+    "tests/test_near_reference.py::test_prefix_index_equals_full_index_on_small_shared_configs": "(20 s)",
+    "tests/test_contamination.py::test_the_engine_equals_a_plain_python_reference_on_the_shared_datasets": "(90 s)",
+    "tests/test_passages.py::test_every_code_point_alone_and_beside_others_folds_as_normalize_text": "(70 s)",
+    "tests/test_exact_reference.py::test_invariants_on_every_shared_config": "(60 s)",
+    "tests/test_engine.py::test_every_shared_config_equals_reference": "every shared config (50 s)",
+    "tests/test_crossleaks.py::test_crossleaks_on_the_shared_datasets_equals_sets_over_their_rows": "(20 s)",
+}
+
+
+def _under(nodeid: str, prefixes: dict[str, str]) -> bool:
+    return any(nodeid == p or nodeid.startswith((p + "::", p + "[")) for p in prefixes)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests only CI runs: E2E_TESTS `e2e` and `slow`, the slow ones of EXHAUSTIVE_TESTS `exhaustive`."""
+    for item in items:
+        if _under(item.nodeid, E2E_TESTS):
+            item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.slow)
+        elif _under(item.nodeid, EXHAUSTIVE_TESTS) and item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.exhaustive)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_HF_HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Where a secret could leak, and a scan of each (issue 9, security).
+"""Where a secret could leak, and a scan of each: no token in the DB, files, logs or reports.
 
 Grepping the raw bytes of a DuckDB file proves nothing on a real-sized DB: DuckDB compresses the
 strings of a table once it grows (seen at about 5,000 rows), so a stored token need not appear in

@@ -1,4 +1,4 @@
-"""A second adversarial pass (issue 10, "Done when"): new hostile-Hub and hostile-dataset cases.
+"""A second adversarial pass: more hostile-Hub and hostile-dataset cases.
 
 Every case runs ``hubsurvey audit`` as a user would and must end with either the correct figures
 (those of the plain-Python reference, or the mini-hub's truth) or one clear ``error:`` line per

@@ -1,4 +1,4 @@
-"""The exact findings (issue 11): the verdict on contaminated_test_pct, its LLE fallback, and the
+"""The exact findings (exact-2026): the verdict on contaminated_test_pct, its LLE fallback, and the
 shares of datasets with normalized-only contamination, label conflicts and train↔validation leaks.
 
 Small folders with planted rows are audited by the real pipeline; two configs are then turned into

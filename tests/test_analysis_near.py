@@ -1,4 +1,4 @@
-"""The near-duplicate findings (issue 12): near vs exact contamination, label-conflicting
+"""The near-duplicate findings (near-2026): near vs exact contamination, label-conflicting
 near-duplicates, the threshold curve aggregated, and the verdict on near_contaminated_test_pct with its
 exact and LLE fallbacks; the report's section 9, its charts and the card.
 

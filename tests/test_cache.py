@@ -1,4 +1,4 @@
-"""The survey cache stays bounded and what is measured is pinned (issue 9, "The disk stays bounded").
+"""The survey cache stays bounded (--max-cache-gb) and what is measured is pinned to one Parquet commit.
 
 - a survey through the stand-in with a budget just above its largest job never goes over it
   (the cache is polled from a thread during the run), with or without --keep-cache;

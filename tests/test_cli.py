@@ -72,7 +72,7 @@ def test_every_command_has_help_without_bool_tags(command):
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("Usage: ") and f" {command} [OPTIONS]" in result.stdout.splitlines()[0]
     assert "<bool>" not in result.stdout
-    # no automatic --x/--no-x pair: a flag is one name (--no-near is the name for its flag)
+    # no automatic --x/--no-x pair: a flag is one name (--no-near is the documented name of its flag)
     assert "/ --no-" not in result.stdout or command == "publish"  # --report/--no-report is meaningful
     assert "--no-no-" not in result.stdout
 

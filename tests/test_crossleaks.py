@@ -1,4 +1,4 @@
-"""Leaks across datasets (issue 13): per-row fingerprints, the crossleaks join and its classes.
+"""Leaks across datasets (cross-2026): per-row fingerprints, the crossleaks join and its classes.
 
 Every expected figure comes from ``hubsurvey_standin.reference.cross_reference``, sets over the
 rows written, in plain Python (no code shared with the SQL), or from the planted truth of the

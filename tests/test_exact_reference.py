@@ -1,4 +1,4 @@
-"""The plain-Python reference of the exact figures (issue 11), checked on its own.
+"""The plain-Python reference of the exact figures (exact-2026), checked on its own.
 
 Hand-computed planted cases fix the definitions; Hypothesis checks the invariants between figures
 on random small splits; the slow test checks the same invariants on every shared config.

@@ -1,4 +1,4 @@
-"""Hostile datasets (issue 10): every case gives the reference's figures or a clear one-line refusal.
+"""Hostile datasets: every case gives the reference's figures or a clear one-line refusal.
 
 Each case builds its own tiny fixture with pyarrow in ``tmp_path`` and measures it the way the
 survey does (a folder, the Hub path's ``config_from_files`` or in memory). The outcome is either
@@ -83,7 +83,7 @@ def _assert_refusal(exc: SurveyError, *words: str) -> None:
         assert word in message, message
 
 
-# --- issue 10 item 1: columns whose names differ only by case --------------------------------
+# --- columns whose names differ only by case ------------------------------------------------
 
 CASE_TRAIN = pa.table({"Text": ["a", "a", "b", "c"], "text": ["x", "y", "z", "w"]})
 CASE_TEST = pa.table({"Text": ["a", "a", "b", "c"], "text": ["x", "y", "z", "q"]})
@@ -123,7 +123,7 @@ def test_empty_column_name_is_measured(tmp_path):
     assert rows[0]["text_leaks_train_wrt_test"] == 1
 
 
-# --- issue 10 item 2: dictionary<string> and string_view are text ----------------------------
+# --- dictionary<string> and string_view are text --------------------------------------------
 
 def _dictionary(values: list[str], dictionary: list[str]) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array([dictionary.index(v) for v in values], pa.int32()), pa.array(dictionary))

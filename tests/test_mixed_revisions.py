@@ -1,5 +1,5 @@
-"""Partial re-measures keep every config (issue 10 item 4) and the findings say so; a one-off folder
-audit never displaces a dataset's Hub rows (issue 9: survey results and one-off audits stay apart)."""
+"""Partial re-measures keep every config's newest rows and the findings say so; a one-off folder
+audit never displaces a dataset's Hub rows (survey results and one-off audits stay apart)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The near-duplicate method (issue 12) as the engine computes it: shingles and Jaccard against
+"""The near-duplicate method (near-2026) as the engine computes it: shingles and Jaccard against
 plain Python, planted cases, NR rules, sampling. Recall, precision and the invariants on every
 shared config, against the exhaustive plain-Python reference, are in test_near_recall.py."""
 

@@ -1,4 +1,4 @@
-"""The plain-Python exhaustive reference of the near-duplicate figures (issue 12), checked on its own.
+"""The plain-Python exhaustive reference of the near-duplicate figures (near-2026), checked on its own.
 
 Planted cases with hand-counted Jaccards fix the definitions (NEAR_SPEC.md); Hypothesis checks the
 reference against a brute force over every pair of rows, and the invariants between figures

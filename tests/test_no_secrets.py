@@ -1,4 +1,4 @@
-"""No secret anywhere (issue 9, security): HF_TOKEN set to a planted secret through crawl, run,
+"""No secret anywhere: HF_TOKEN set to a planted secret through crawl, run,
 report, export and publish --push against a Hub stand-in that requires the token and echoes the
 Authorization header into its errors. Scanned with SQL on a DB too large for a raw-bytes grep."""
 

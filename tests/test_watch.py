@@ -24,7 +24,7 @@ from hubsurvey_standin import Faults, Scope, StandinHub
 
 pytestmark = pytest.mark.slow
 
-#: how long a read command may take to answer while the run goes on (the issue's bound)
+#: how long a read command may take to answer while the run goes on (the bound the watching docs promise)
 ANSWER_S = 5.0
 
 

@@ -26,12 +26,12 @@ from typing import Any
 LLE_METHOD = "lle-2024"
 LLE_METHOD_VERSION = 1
 
-#: The exact row-level method (issue "Beyond LLE, exact"): figures beside the LLE ones, never
+#: The exact row-level method: figures beside the LLE ones, never
 #: instead of them. Each is measured under both key profiles.
 EXACT_METHOD = "exact-2026"
 EXACT_METHOD_VERSION = 1
 
-#: The near-duplicate method (issue "Near-duplicate leaks"): Jaccard >= tau over character
+#: The near-duplicate method: Jaccard >= tau over character
 #: shingles of the normalized text, candidates from MinHash-LSH, every pair verified exactly.
 NEAR_METHOD = "near-2026"
 NEAR_METHOD_VERSION = 1

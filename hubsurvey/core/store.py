@@ -212,7 +212,7 @@ MIGRATIONS: list[str] = [
         run_id       VARCHAR
     );
     """,
-    # 9: contamination with benchmarks (bench-2026; issue 13), one self-contained migration.
+    # 9: contamination with benchmarks (bench-2026), one self-contained migration.
     # The benchmarks as indexed (each one's revision), and per (surveyed dataset, revision, config,
     # split, benchmark) its contaminated rows, with up to N examples. See survey/contamination.py.
     """
@@ -686,7 +686,7 @@ class Store:
             if families:
                 insert_many(con, "dataset_families", families)
 
-    # --- contamination with benchmarks (bench-2026; issue 13) --------------------------------------
+    # --- contamination with benchmarks (bench-2026) ------------------------------------------------
 
     def record_benchmarks(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Record the benchmarks as indexed (or failed), replacing earlier rows of the same ones."""
