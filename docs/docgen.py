@@ -81,7 +81,7 @@ COMMAND_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "audit": ("hubsurvey.survey.audit.audit",),
     "crawl": ("hubsurvey.crawler.crawl.crawl",),
     "run": ("hubsurvey.pipeline.run_survey",),
-    "status": ("hubsurvey.pipeline.status",),
+    "status": ("hubsurvey.core.status.status",),
     "demo": ("hubsurvey.commands.survey.demo",),
     "crossleaks": ("hubsurvey.analysis.crossleaks.crossleaks",),
     "show": ("hubsurvey.analysis.examples.find_examples", "hubsurvey.analysis.crossleaks.find_cross_rows"),
@@ -89,7 +89,7 @@ COMMAND_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "report": ("hubsurvey.analysis.report.render_report",),
     "export": ("hubsurvey.analysis.export.export_results",),
     "publish": ("hubsurvey.analysis.publish.publish",),
-    "contamination": ("hubsurvey.pipeline.run_contamination",),
+    "contamination": ("hubsurvey.survey.contamination_check.run_contamination",),
 }
 
 
@@ -156,13 +156,27 @@ TABLES: dict[str, dict[str, str]] = {
         "author, tags, gated, private, disabled, downloads, likes, last_modified": "listing metadata",
         "status": "`eligible` or `excluded`",
         "exclusion_reason": "gated, private, disabled, no_test_split, too_many_rows, not_text, no_parquet_export, "
-                            "filtered, error:\\<class\\>",
+                            "filtered, invalid_listing:\\<field\\> (a listing item with a value of the wrong kind), "
+                            "hub_fault:\\<class\\> (the Hub failed to answer; the next crawl retries it), "
+                            "error:\\<class\\>",
+        "decided_by": "where the decision came from: `listing` (the listing's metadata and card alone, no request; "
+                      "it only ever excludes) or `parquet` (the Parquet branch's files)",
         "total_rows": "total rows confirmed from the Parquet metadata (NULL: not resolved)",
         "configs": 'JSON `{config: {split: {"files": [...], "rows": n, "rows_from": ...}}}`',
         "resolved_sha": "the sha at which configs/total_rows were resolved (re-crawls skip unchanged ones)",
         "parquet_sha": "the commit of `refs/convert/parquet` the configs were resolved at (jobs download exactly it)",
         "first_seen, last_seen": "crawl timestamps",
         "run_id": "the run that last saw it",
+    },
+    "crawl_listings": {
+        "listing_key": "the listing query (filters, expand, sort, Hub address) as canonical JSON; primary key",
+        "next_url": "the cursor: the next page to fetch, written with each page's datasets (NULL: the listing completed)",
+        "pages, items": "pages and items written since the listing started",
+        "mode": "`full`, or `since_last` (newest first, stopping at the last completed listing's high-water mark)",
+        "newest": "the newest `lastModified` seen by the listing in progress",
+        "high_water": "the newest `lastModified` of the last completed listing (where `crawl --since-last` stops)",
+        "started_at, updated_at, completed_at": "when the listing started, last wrote a page, and completed",
+        "run_id": "the crawl that last wrote it",
     },
     "jobs": {
         "job_id": "`dataset_id@revision_sha/config`",
@@ -288,6 +302,8 @@ def _table_rows(table: str, columns: dict[str, str]) -> list[str]:
 # What one row of each table is, and how it is written; the tables are listed in this order.
 TABLE_NOTES: dict[str, str] = {
     "datasets": "Every dataset the crawler listed, one row each.",
+    "crawl_listings": "The cursor of each listing query, one row each: a crawl killed or failing mid-listing resumes "
+                      "at its next page.",
     "jobs": "The survey queue, one row per (dataset, revision, config).",
     "runs": "One row per command that changed the DB.",
     "examples": "The rows behind the counts, bounded: up to N (`--examples`, default 20) per (dataset, revision, "
