@@ -64,6 +64,7 @@ E2E_TESTS: dict[str, str] = {
     "tests/test_publish.py::test_publish_end_to_end_against_the_standin": "build, push and re-push to the stand-in",
     "tests/test_contamination.py::test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees": "a whole run",
     "tests/test_contamination.py::test_the_13gram_scan_runs_as_dask_tasks": "a Dask LocalCluster",
+    "tests/test_hostile_runs.py": "whole surveys against hostile stand-ins: shared files, removed configs, SIGTERM (60 s)",
 }
 EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_near_recall.py::test_engine_against_the_exhaustive_reference": "every shared config (1100 s)",
@@ -74,6 +75,7 @@ EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_exact_reference.py::test_invariants_on_every_shared_config": "(60 s)",
     "tests/test_engine.py::test_every_shared_config_equals_reference": "every shared config (50 s)",
     "tests/test_crossleaks.py::test_crossleaks_on_the_shared_datasets_equals_sets_over_their_rows": "(20 s)",
+    "tests/test_near_compiled.py::test_shared_configs_pair_as_the_reference": "every shared config (110 s)",
 }
 
 
