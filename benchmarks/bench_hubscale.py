@@ -4,7 +4,7 @@
 
 The stand-in (``hubsurvey_standin.hubscale``, in a process of its own) lists ``--n`` listing-only
 datasets, each generated from its index; only the datasets a crawl resolves get (a few cached)
-Parquet files. The crawl runs unpaced (``rate=None``) end to end through HTTP, and the request
+Parquet files. The crawl runs unpaced (``rate=0``, ``file_rate=0``) end to end through HTTP, and the request
 counts it makes are measured; the wall time at the Hub's quotas is projected from them, linearly to
 ``--hub`` datasets. Beside it, in the same run, the baseline: the crawler as it was before the
 listing decided from cards (git revision ``BASELINE_REVISION``: two API calls, the branch's commit
@@ -193,7 +193,7 @@ def main() -> None:
     try:
         def measured(run) -> dict[str, Any]:
             hub.ask("reset")
-            client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None)
+            client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0)  # 0: unpaced (None follows the quota)
             started = time.perf_counter()
             summary = run(client)
             seconds = time.perf_counter() - started
