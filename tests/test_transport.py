@@ -131,6 +131,22 @@ def test_a_bucket_spends_the_window_then_waits_for_the_reset_the_hub_names():
     assert bucket.remaining == 4
 
 
+def test_a_window_opened_late_keeps_counting_the_requests_in_flight():
+    """The client opens its window mid-window of the Hub (its first request came late), so it guesses
+    the end too far. The Hub's first answer names an earlier reset and counts only the one request it
+    has seen: the three in flight stay counted (7 left, not 9), so the window is not overspent."""
+    clock = FakeClock()
+    bucket = QuotaBucket(10, 100, clock=clock, sleep=clock.sleep)
+    assert [bucket.acquire() for _ in range(3)] == [0.0, 0.0, 0.0]
+    bucket.observe(QuotaState("api", remaining=9, reset_in=40))
+    assert bucket.remaining == 7
+    assert [bucket.acquire() for _ in range(7)] == [0.0] * 7
+    assert bucket.acquire() == 40.0  # the Hub's reset, not the local guess of 100
+    # an answer naming a later reset comes from a window the Hub has opened since: its count replaces ours
+    bucket.observe(QuotaState("api", remaining=3, reset_in=100))
+    assert bucket.remaining == 3
+
+
 @pytest.mark.slow
 def test_a_stream_of_calls_holds_the_quota_with_no_429_after_the_first_window(minihub, eligible, tmp_path):
     """The stand-in enforces 15 API calls per 150-second window on a clock 100 times faster (a
