@@ -168,9 +168,9 @@ def test_a_stream_of_calls_holds_the_quota_with_no_429_after_the_first_window(mi
 
 @pytest.mark.slow
 def test_a_crawl_holds_the_quota_of_a_compressed_clock_with_no_429_after_the_first_window(minihub, tmp_path, monkeypatch):
-    """``crawl`` as a user runs it (quota pacing, the default), against 8 API calls per 100-second
+    """``crawl`` as a user runs it (quota pacing, the default), against 4 API calls per 100-second
     window that pass in 1 s (HUBSURVEY_CLOCK_SCALE tells the client the stand-in's clock)."""
-    quota = Quota(api=8, resolvers=0, window=100, clock_scale=0.01)
+    quota = Quota(api=4, resolvers=0, window=100, clock_scale=0.01)
     with StandinHub(minihub, quota=quota) as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         monkeypatch.setenv("HUBSURVEY_CLOCK_SCALE", "0.01")
@@ -180,25 +180,26 @@ def test_a_crawl_holds_the_quota_of_a_compressed_clock_with_no_429_after_the_fir
     full = windows[1:-1]
     assert len(full) >= 2, windows
     assert all(refused == 0 for _, _, refused in windows[1:]), windows
-    assert all(served >= 0.9 * 8 for _, served, _ in full), windows
+    assert all(served >= 0.9 * 4 for _, served, _ in full), windows
 
 
 def test_a_hub_scale_crawl_holds_both_buckets_of_a_compressed_clock_with_no_429_after_the_first_window(tmp_path):
-    """The crawl of a Hub-scale listing (the bench's mix) against both buckets enforced, 10 API and
-    40 resolver calls per 100-second window passing in 1 s; the client starts from the free plan's
+    """The crawl of a Hub-scale listing (the bench's mix) against both buckets enforced, 5 API and
+    20 resolver calls per 100-second window passing in 1 s (a loaded machine still makes 5 calls
+    a second); the client starts from the free plan's
     1,000 / 5,000 and learns the rest from the headers. The API bucket binds: every full window
     after the first is spent to at least 90%, and no 429 comes after the first window."""
     from hubsurvey.core.store import Store
     from hubsurvey.crawler.crawl import crawl
 
     (tmp_path / "hub").mkdir()
-    (tmp_path / "hub" / "index.json").write_text(json.dumps({"datasets": [], "hubscale": {"count": 400, "seed": 0}}))
-    quota = Quota(api=10, resolvers=40, window=100, clock_scale=0.01)
+    (tmp_path / "hub" / "index.json").write_text(json.dumps({"datasets": [], "hubscale": {"count": 200, "seed": 0}}))
+    quota = Quota(api=5, resolvers=20, window=100, clock_scale=0.01)
     with StandinHub(tmp_path / "hub", quota=quota, page_size=25) as hub, Store(tmp_path / "r.duckdb") as store:
         client = HubClient(endpoint=hub.url, token=False, plan="free", clock_scale=0.01, cache_dir=tmp_path / "cache")
         summary = crawl(store, client, workers=4)
         stats = hub.stats()
-    assert summary.listed == 400
+    assert summary.listed == 200
     assert stats["resolve_get"] + stats["resolve_head"] > 0  # the resolver bucket was drawn on too
     last = max(index for _, index in quota.log)
     assert last >= 3, quota.log  # at least two full windows after the first
@@ -206,7 +207,7 @@ def test_a_hub_scale_crawl_holds_both_buckets_of_a_compressed_clock_with_no_429_
         refused = sum(r for (b, index), (_, r) in quota.log.items() if b == bucket and index > 0)
         assert refused == 0, quota.log
     api_served = [quota.log.get(("api", index), [0, 0])[0] for index in range(1, last)]
-    assert all(served >= 0.9 * 10 for served in api_served), quota.log
+    assert all(served >= 0.9 * 5 for served in api_served), quota.log
 
 
 @pytest.mark.slow
