@@ -4,7 +4,7 @@
 
 The stand-in (``hubsurvey_standin.hubscale``, in a process of its own) lists ``--n`` listing-only
 datasets, each generated from its index; only the datasets a crawl resolves get (a few cached)
-Parquet files. The crawl runs unpaced (``rate=None``) end to end through HTTP, and the request
+Parquet files. The crawl runs unpaced (``rate=0``, ``file_rate=0``) end to end through HTTP, and the request
 counts it makes are measured; the wall time at the Hub's quotas is projected from them, linearly to
 ``--hub`` datasets. Beside it, in the same run, the baseline: the crawler as it was before the
 listing decided from cards (git revision ``BASELINE_REVISION``: two API calls, the branch's commit
@@ -59,16 +59,22 @@ QUOTAS = {  # API and resolver calls per 5-minute window (hub_api.md, "Rate limi
 WINDOW_S = 300
 
 
-def serve(root: str, page_size: int, conn: Any) -> None:
-    """The stand-in, in its own process (its own core and GIL): answers control messages."""
-    from hubsurvey_standin import StandinHub
+def serve(root: str, page_size: int, conn: Any, quota: tuple[int, int, float] | None = None) -> None:
+    """The stand-in, in its own process (its own core and GIL): answers control messages.
 
-    with StandinHub(Path(root), page_size=page_size) as hub:
+    ``quota``: (API, resolver calls per window, real seconds per Hub second): the stand-in then
+    enforces the Hub's fixed windows on that compressed clock (``hubsurvey_standin.Quota``)."""
+    from hubsurvey_standin import Quota, StandinHub
+
+    enforced = Quota(api=quota[0], resolvers=quota[1], window=WINDOW_S, clock_scale=quota[2]) if quota else None
+    with StandinHub(Path(root), page_size=page_size, quota=enforced) as hub:
         conn.send(hub.url)
         while True:
             message = conn.recv()
             if message == "stats":
                 conn.send(hub.stats())
+            elif message == "quota_log":
+                conn.send(dict(enforced.log) if enforced else {})
             elif message == "reset":
                 hub.reset_stats()
                 conn.send(True)
@@ -82,9 +88,10 @@ def serve(root: str, page_size: int, conn: Any) -> None:
 
 
 class Standin:
-    def __init__(self, root: Path, page_size: int):
+    def __init__(self, root: Path, page_size: int, quota: tuple[int, int, float] | None = None):
         self._conn, child = mp.Pipe()
-        self._process = mp.get_context("spawn").Process(target=serve, args=(str(root), page_size, child), daemon=True)
+        self._process = mp.get_context("spawn").Process(target=serve, args=(str(root), page_size, child, quota),
+                                                        daemon=True)
         self._process.start()
         self.url = self._conn.recv()
 
@@ -132,6 +139,32 @@ def hours(api: float, resolvers: float, quota: tuple[int, int]) -> float:
     return max(api / quota[0], resolvers / quota[1]) * WINDOW_S / 3600
 
 
+def compression_for(api_rate: float, resolver_rate: float, quota: tuple[int, int], headroom: float) -> float:
+    """Hub seconds per real second at which the crawl stays bound by the quota, not by this machine:
+    unpaced, it spends the binding bucket's quota in 1/``headroom`` of a window's real time. At most
+    100 (a 300-second window in 3 real seconds)."""
+    needed = max(quota[0] / max(api_rate, 1e-9), quota[1] / max(resolver_rate, 1e-9))
+    return min(100.0, WINDOW_S / (headroom * needed))
+
+
+def windows_served(log: dict[tuple[str, int], list[int]], quota: tuple[int, int]) -> dict[str, Any]:
+    """Per bucket, from the stand-in's quota log: calls served per full window after the first (the
+    first is learnt, the last is cut short by the end of the crawl) as shares of the quota, and
+    the 429s in the first window and after it."""
+    last = max((index for _, index in log), default=0)
+    figures: dict[str, Any] = {"windows": last + 1}
+    for bucket, limit in zip(("api", "resolvers"), quota):
+        full = [log.get((bucket, index), [0, 0])[0] / limit for index in range(1, last)]
+        figures[bucket] = {
+            "served": [log.get((bucket, index), [0, 0])[0] for index in range(last + 1)],
+            "mean": sum(full) / len(full) if full else math.nan,
+            "min": min(full) if full else math.nan,
+            "refused_first": log.get((bucket, 0), [0, 0])[1],
+            "refused_after": sum(refused for (b, index), (_, refused) in log.items() if b == bucket and index > 0),
+        }
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=100_000, help="datasets listed by the stand-in (end to end)")
@@ -139,6 +172,13 @@ def main() -> None:
     parser.add_argument("--hub", type=int, default=1_500_000, help="datasets on the Hub (the projection's scale)")
     parser.add_argument("--page-size", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--paced-n", type=int, default=50_000,
+                        help="datasets listed for the quota-enforced run (free quota, compressed clock); 0: skip it")
+    parser.add_argument("--compression", type=float, default=None,
+                        help="Hub seconds per real second for that run (default: from the unpaced run's call rate, "
+                             "so that the quota, not this machine, bounds it)")
+    parser.add_argument("--headroom", type=float, default=2.0,
+                        help="with the default compression: the unpaced crawl spends a window's quota in 1/headroom of it")
     args = parser.parse_args()
 
     from hubsurvey.core.hub import HubClient
@@ -153,7 +193,7 @@ def main() -> None:
     try:
         def measured(run) -> dict[str, Any]:
             hub.ask("reset")
-            client = HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None)
+            client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0)  # 0: unpaced (None follows the quota)
             started = time.perf_counter()
             summary = run(client)
             seconds = time.perf_counter() - started
@@ -177,6 +217,7 @@ def main() -> None:
     finally:
         hub.stop()
     expected = truth(args.n)
+    paced = quota_enforced_run(args, work, first) if args.paced_n else None
 
     s, b, nt = first["summary"], base["summary"], night["summary"]
     scale_new, scale_base = args.hub / s.listed, args.hub / b.listed
@@ -240,6 +281,83 @@ def main() -> None:
         print(f"{name:58}{new:>14}{old:>14}")
     print(f"(hubsurvey over {s.listed:,} listed, baseline ({BASELINE_REVISION}) over the first {b.listed:,}; "
           f"projections linear to {args.hub:,}; the baseline night lists the whole Hub and re-resolves the changed)")
+
+
+    if paced is not None:
+        print_quota_enforced(paced, first, args.hub)
+
+
+def quota_enforced_run(args: argparse.Namespace, work: Path, unpaced: dict[str, Any]) -> dict[str, Any]:
+    """The crawl against the stand-in enforcing the free quota on a compressed clock, the client
+    following the quota as a user runs it (no ``rate``/``file_rate``; the free plan, a token's)."""
+    from hubsurvey.core.hub import HubClient
+    from hubsurvey.core.store import Store
+    from hubsurvey.crawler.crawl import crawl
+
+    quota = QUOTAS["free"]
+    compression = args.compression or compression_for(unpaced["api"] / unpaced["seconds"],
+                                                      unpaced["resolvers"] / unpaced["seconds"], quota, args.headroom)
+    root = work / "paced-hub"
+    root.mkdir()
+    (root / "index.json").write_text(json.dumps({"datasets": [], "hubscale": {"count": args.paced_n, "seed": 0}}))
+    print(f"quota-enforced run: {args.paced_n:,} datasets, free quota {quota[0]:,} API / {quota[1]:,} resolver calls "
+          f"per {WINDOW_S} s, clock compressed {compression:.1f}x (a window in {WINDOW_S / compression:.1f} real s); "
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    hub = Standin(root, args.page_size, quota=(quota[0], quota[1], 1 / compression))
+    try:
+        client = HubClient(endpoint=hub.url, token=False, plan="free", clock_scale=1 / compression)
+        with Store(work / "paced.duckdb") as store:
+            started = time.perf_counter()
+            summary = crawl(store, client, workers=args.workers)
+            seconds = time.perf_counter() - started
+        log = hub.ask("quota_log")
+        stats = hub.ask("stats")
+    finally:
+        hub.stop()
+    return {"summary": summary, "seconds": seconds, "compression": compression, "quota": quota,
+            "windows": windows_served(log, quota), "stats": stats, "n": args.paced_n}
+
+
+def print_quota_enforced(paced: dict[str, Any], unpaced: dict[str, Any], hub_size: int) -> None:
+    """The enforced run beside what the unpaced run projects for the same datasets at the same quota."""
+    quota, w, s = paced["quota"], paced["windows"], paced["summary"]
+    scale = s.listed / unpaced["summary"].listed  # the unpaced run's calls, scaled to this run's datasets
+    api, resolvers = unpaced["api"] * scale, unpaced["resolvers"] * scale
+    simulated = paced["seconds"] * paced["compression"]
+    projected_unpaced = hours(api, resolvers, quota) * 3600
+
+    def share(bucket: str, key: str) -> str:
+        value = w[bucket][key]
+        return "-" if math.isnan(value) else f"{value * quota[0 if bucket == 'api' else 1] :,.0f} ({value:.0%})"
+
+    rows = [
+        ("datasets listed (end to end)", f"{s.listed:,}", f"{s.listed:,}"),
+        ("eligible", f"{s.eligible:,}", f"{round(unpaced['summary'].eligible * scale):,}"),
+        ("clock compression (Hub s per real s)", f"{paced['compression']:.1f}", "-"),
+        ("real elapsed, s", f"{paced['seconds']:.1f}", "-"),
+        ("windows used", f"{w['windows']}", f"{math.ceil(max(api / quota[0], resolvers / quota[1]))}"),
+        ("API calls (served)", f"{sum(w['api']['served']):,}", f"{round(api):,}"),
+        ("resolver calls (served)", f"{sum(w['resolvers']['served']):,}", f"{round(resolvers):,}"),
+        ("API calls per full window after the first, mean", share("api", "mean"), f"{quota[0]:,} (100%)"),
+        ("  min", share("api", "min"), "-"),
+        ("resolver calls per full window after the first, mean", share("resolvers", "mean"), "-"),
+        ("  min", share("resolvers", "min"), "-"),
+        ("429s in the first window (API / resolvers)",
+         f"{w['api']['refused_first']} / {w['resolvers']['refused_first']}", "-"),
+        ("429s after the first window (target 0)",
+         f"{w['api']['refused_after']} / {w['resolvers']['refused_after']}", "-"),
+        ("simulated wall time at the free quota, Hub s", f"{simulated:,.0f}", f"{projected_unpaced:,.0f}"),
+        (f"projected first crawl, {hub_size:,} datasets, free quota, h",
+         f"{simulated * hub_size / s.listed / 3600:.1f}", f"{projected_unpaced * hub_size / s.listed / 3600:.1f}"),
+    ]
+    print(f"\nquota enforced by the stand-in (free: {quota[0]:,} API / {quota[1]:,} resolver calls per {WINDOW_S} s)")
+    print(f"{'':58}{'enforced, paced':>16}{'unpaced, projected':>20}")
+    for name, new, old in rows:
+        print(f"{name:58}{new:>16}{old:>20}")
+    print(f"API calls served per window: {w['api']['served']}")
+    print(f"resolver calls served per window: {w['resolvers']['served']}")
+    print("(simulated wall time = real elapsed x compression; the projection is linear in datasets listed; the unpaced "
+          "column spends both buckets in full, in parallel, from the unpaced run's calls per dataset)")
 
 
 if __name__ == "__main__":

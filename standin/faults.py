@@ -248,9 +248,7 @@ class Quota:
         self.log: dict[tuple[str, int], list[int]] = {}  # (bucket, window) -> [served, refused]
 
     def admit(self, bucket: str) -> tuple[bool, dict[str, str]]:
-        """Count one request; (whether it is served, the headers to send with the answer)."""
-        import math
-
+        """Count one request; (whether it is served, the headers of a 429 sent now)."""
         quota = self.quotas.get(bucket, 0)
         if not quota:
             return True, {}
@@ -264,12 +262,29 @@ class Quota:
             used = counts[0]
             served = used < quota
             counts[0 if served else 1] += 1
-            remaining = max(0, quota - counts[0])
+        headers = self.headers(bucket)
+        if not served:
+            headers["Retry-After"] = headers["RateLimit"].rpartition("t=")[2]
+        return served, headers
+
+    def headers(self, bucket: str) -> dict[str, str]:
+        """Where ``bucket`` stands now: the headers of an answer sent at this moment. An answer that
+        took a while to build says how long is left of the window when it leaves, as the Hub's
+        does, not when its request was counted."""
+        import math
+
+        quota = self.quotas.get(bucket, 0)
+        if not quota:
+            return {}
+        with self._lock:
+            now = self._clock()
+            if self._start is None:
+                self._start = now
+            span = self.window * self.scale
+            index = int((now - self._start) // span)
+            remaining = max(0, quota - self.log.get((bucket, index), [0, 0])[0])
             reset = max(1, math.ceil((self._start + (index + 1) * span - now) / self.scale))
-        headers = {
+        return {
             "RateLimit": f'"{bucket}";r={remaining};t={reset}',
             "RateLimit-Policy": f'"fixed window";"{bucket}";q={quota};w={self.window}',
         }
-        if not served:
-            headers["Retry-After"] = str(reset)
-        return served, headers

@@ -659,9 +659,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             route = hub.app.route(req)
             hub._count(route.category)
-            quota_headers: dict[str, str] = {}
+            bucket = "resolvers" if route.category in ("resolve_get", "resolve_head") else "api"
             if hub.quota is not None:
-                bucket = "resolvers" if route.category in ("resolve_get", "resolve_head") else "api"
                 served, quota_headers = hub.quota.admit(bucket)
                 if not served:
                     self._send(_json({"error": "You have exceeded the rate limit (stand-in quota)"}, 429, quota_headers))
@@ -673,7 +672,8 @@ class _Handler(BaseHTTPRequestHandler):
             if decision.hostile:
                 hub._fault_injected()
                 response = _hostile(decision.hostile, response, f"{hub.url}{self.path}", hub.faults.bomb_mb)
-            response.headers.update(quota_headers)
+            if hub.quota is not None:  # where the bucket stands as the answer leaves, not as it was asked
+                response.headers.update(hub.quota.headers(bucket))
         except Exception:  # a stand-in bug must not kill the connection silently
             log.exception("stand-in error on %s %s", self.command, url.path)
             response = _error(500, "Internal stand-in error")

@@ -131,6 +131,22 @@ def test_a_bucket_spends_the_window_then_waits_for_the_reset_the_hub_names():
     assert bucket.remaining == 4
 
 
+def test_a_window_opened_late_keeps_counting_the_requests_in_flight():
+    """The client opens its window mid-window of the Hub (its first request came late), so it guesses
+    the end too far. The Hub's first answer names an earlier reset and counts only the one request it
+    has seen: the three in flight stay counted (7 left, not 9), so the window is not overspent."""
+    clock = FakeClock()
+    bucket = QuotaBucket(10, 100, clock=clock, sleep=clock.sleep)
+    assert [bucket.acquire() for _ in range(3)] == [0.0, 0.0, 0.0]
+    bucket.observe(QuotaState("api", remaining=9, reset_in=40))
+    assert bucket.remaining == 7
+    assert [bucket.acquire() for _ in range(7)] == [0.0] * 7
+    assert bucket.acquire() == 40.0  # the Hub's reset, not the local guess of 100
+    # an answer naming a later reset comes from a window the Hub has opened since: its count replaces ours
+    bucket.observe(QuotaState("api", remaining=3, reset_in=100))
+    assert bucket.remaining == 3
+
+
 @pytest.mark.slow
 def test_a_stream_of_calls_holds_the_quota_with_no_429_after_the_first_window(minihub, eligible, tmp_path):
     """The stand-in enforces 15 API calls per 150-second window on a clock 100 times faster (a
@@ -166,6 +182,33 @@ def test_a_crawl_holds_the_quota_of_a_compressed_clock_with_no_429_after_the_fir
     assert len(full) >= 2, windows
     assert all(refused == 0 for _, _, refused in windows[1:]), windows
     assert all(served >= 0.9 * 3 for _, served, _ in full), windows
+
+
+def test_a_hub_scale_crawl_holds_both_buckets_of_a_compressed_clock_with_no_429_after_the_first_window(tmp_path):
+    """The crawl of a Hub-scale listing (the bench's mix) against both buckets enforced, 5 API and
+    20 resolver calls per 100-second window passing in 1 s (a loaded machine still makes 5 calls
+    a second); the client starts from the free plan's
+    1,000 / 5,000 and learns the rest from the headers. The API bucket binds: every full window
+    after the first is spent to at least 90%, and no 429 comes after the first window."""
+    from hubsurvey.core.store import Store
+    from hubsurvey.crawler.crawl import crawl
+
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "index.json").write_text(json.dumps({"datasets": [], "hubscale": {"count": 200, "seed": 0}}))
+    quota = Quota(api=5, resolvers=20, window=100, clock_scale=0.01)
+    with StandinHub(tmp_path / "hub", quota=quota, page_size=25) as hub, Store(tmp_path / "r.duckdb") as store:
+        client = HubClient(endpoint=hub.url, token=False, plan="free", clock_scale=0.01, cache_dir=tmp_path / "cache")
+        summary = crawl(store, client, workers=4)
+        stats = hub.stats()
+    assert summary.listed == 200
+    assert stats["resolve_get"] + stats["resolve_head"] > 0  # the resolver bucket was drawn on too
+    last = max(index for _, index in quota.log)
+    assert last >= 3, quota.log  # at least two full windows after the first
+    for bucket in ("api", "resolvers"):
+        refused = sum(r for (b, index), (_, r) in quota.log.items() if b == bucket and index > 0)
+        assert refused == 0, quota.log
+    api_served = [quota.log.get(("api", index), [0, 0])[0] for index in range(1, last)]
+    assert all(served >= 0.9 * 5 for served in api_served), quota.log
 
 
 @pytest.mark.slow

@@ -115,8 +115,8 @@ class QuotaBucket(Pace):
 
     The first request opens a local window; the Hub's headers then set the window's end and what
     is left of it. Requests in flight were already counted here, so an answer's ``r`` only lowers
-    the local count within one window; an answer from a window we did not know (its reset differs
-    by more than the headers' rounding) replaces it.
+    the local count within one window, also when the Hub's window ends earlier than the local
+    guess; an answer from a window that ends later (the Hub has opened a new one) replaces it.
     """
 
     def __init__(self, quota: int, window: float, *, clock_scale: float = 1.0,
@@ -158,9 +158,12 @@ class QuotaBucket(Pace):
             if state.reset_in is None:
                 return
             reset_at = now + state.reset_in * self.scale
-            known = self._reset_at is not None and abs(reset_at - self._reset_at) <= 2.0 * self.scale
+            # A reset no later than ours (within the headers' rounding) is the window we count in, even when
+            # we opened it late and guessed its end too far: the Hub's r does not yet count our requests in
+            # flight, so it only lowers. A later reset is a window the Hub has opened since: its r replaces.
+            ours = self._reset_at is not None and reset_at <= self._reset_at + 2.0 * self.scale
             if state.remaining is not None:
-                self._remaining = min(self._remaining, state.remaining) if known else state.remaining
+                self._remaining = min(self._remaining, state.remaining) if ours else state.remaining
             self._reset_at = reset_at
 
     @property
