@@ -40,6 +40,7 @@ from typing import Any
 import numba
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # The hash's definition, shared with the reference in contamination.py (fnv1a, window_hashes).
 NGRAM = 13  # words in a matched passage; an item with fewer is matched whole
@@ -448,3 +449,140 @@ def _powers13() -> np.ndarray:
     for k in range(1, NGRAM):
         out[k] = np.uint64((int(out[k - 1]) * WINDOW_BASE) % 2**64)
     return out
+
+
+# --- the normalized profile itself, for the near-duplicate method --------------------------------------
+
+@_compiled(nogil=True)
+def _fold_pass(data, offsets, ascii_table, classes, starts, folded, out, out_offsets, back):  # pragma: no cover
+    """Write each row's ``normalized`` profile (the words the pass above finds, joined by one
+    space) into ``out``, its end into ``out_offsets[r + 1]``; a row holding an unsafe or malformed
+    character is left empty and marked in ``back``. Returns False when ``out`` had no room."""
+    o = 0
+    out_offsets[0] = 0
+    room = len(out)
+    for r in range(len(offsets) - 1):
+        row_start = o
+        wrote = False
+        pending = False  # a separator after a word: one space, written before the next word's piece
+        bad = False
+        i = offsets[r]
+        end = offsets[r + 1]
+        while i < end:
+            b = data[i]
+            piece_start = i
+            piece_stop = i + 1
+            from_folded = False
+            step = 1
+            if b < 128:
+                lowered = ascii_table[b]
+                if lowered == 255:
+                    pending = wrote
+                    i += 1
+                    continue
+                if pending:
+                    if o >= room:
+                        return False
+                    out[o] = 32
+                    o += 1
+                    pending = False
+                if o >= room:
+                    return False
+                out[o] = lowered
+                o += 1
+                wrote = True
+                i += 1
+                continue
+            cp = np.int64(b)
+            if b >= 0xF0 and b < 0xF8:
+                step = 4
+                cp &= 0x07
+            elif b >= 0xE0 and b < 0xF0:
+                step = 3
+                cp &= 0x0F
+            elif b >= 0xC2 and b < 0xE0:
+                step = 2
+                cp &= 0x1F
+            else:
+                bad = True
+                break
+            if i + step > end:
+                bad = True
+                break
+            for j in range(1, step):
+                c = data[i + j]
+                if c & 0xC0 != 0x80:
+                    bad = True
+                cp = (cp << 6) | (np.int64(c) & 0x3F)
+            if bad or cp >= len(classes):
+                bad = True
+                break
+            k = classes[cp]
+            if k == UNSAFE:
+                bad = True
+                break
+            if k == SEPARATOR:
+                pending = wrote
+                i += step
+                continue
+            piece_stop = i + step
+            if k >= 0:
+                piece_start = starts[k]
+                piece_stop = starts[k + 1]
+                from_folded = True
+            if o + (piece_stop - piece_start) + 1 > room:
+                return False
+            if pending:
+                out[o] = 32
+                o += 1
+                pending = False
+            for j in range(piece_start, piece_stop):
+                out[o] = folded[j] if from_folded else data[j]
+                o += 1
+            wrote = True
+            i += step
+        if bad:
+            o = row_start
+            back[r] = True
+        out_offsets[r + 1] = o
+    return True
+
+
+def normalize_strings(texts: pa.Array) -> pa.Array:
+    """The ``normalized`` profile of every string of ``texts`` (NULLs stay NULL), equal to
+    ``normalize_text`` on each: folded by one compiled pass with the table of the pass above, and
+    the rows holding a character the table cannot fold (rare) normalized in Python."""
+    from hubsurvey.survey.normalize import normalize_text
+
+    if pa.types.is_string_view(texts.type):
+        texts = texts.cast(pa.string())
+    large = pa.types.is_large_string(texts.type)
+    table = char_table()
+    data, offsets = _buffers(texts)
+    n = len(texts)
+    room = int(offsets[-1] - offsets[0]) + 16
+    back = np.zeros(n, dtype=np.bool_)
+    while True:
+        out = np.empty(room, dtype=np.uint8)
+        out_offsets = np.empty(n + 1, dtype=np.int64)
+        back[:] = False
+        if _fold_pass(data, offsets, table.ascii, table.classes, table.starts, table.folded, out, out_offsets, back):
+            break
+        room *= 2  # folded forms longer than the text (rare): once more, with room
+    size = int(out_offsets[-1])
+    if not large and size >= 2**31:
+        large = True
+    width = np.int64 if large else np.int32
+    result = pa.Array.from_buffers(pa.large_string() if large else pa.string(), n,
+                                   [texts.buffers()[0] if texts.null_count and not texts.offset else None,
+                                    pa.py_buffer(out_offsets.astype(width)), pa.py_buffer(out[:size])],
+                                   null_count=texts.null_count if not texts.offset else 0)
+    if texts.null_count and texts.offset:  # a slice's bitmap starts mid-byte: put its NULLs back
+        result = pc.if_else(texts.is_null(), pa.scalar(None, result.type), result)
+    rows = np.flatnonzero(back & ~np.asarray(texts.is_null(), dtype=np.bool_)) if texts.null_count else np.flatnonzero(back)
+    if len(rows):
+        redone = pa.array([normalize_text(s) for s in texts.take(pa.array(rows)).to_pylist()], result.type)
+        mask = np.zeros(n, dtype=np.bool_)
+        mask[rows] = True
+        result = pc.replace_with_mask(result, pa.array(mask), redone)
+    return result  # large_string only when the folded bytes outgrow a string array's offsets

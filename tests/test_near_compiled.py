@@ -194,3 +194,37 @@ def test_a_30_mb_cell_is_shingled_in_bounded_memory():
     result = json.loads(proc.stdout)
     assert result["cut"] == 2 and result["pairs"] == [[0, 1]]  # the same first million characters
     assert result["grown_mb"] < 150, result
+
+
+# --- the normalized profile, folded by the compiled pass the contamination check uses -------------
+
+def _assert_normalizes_as_the_definition(texts: list[str | None], arrow_type: pa.DataType = pa.string()) -> None:
+    got = near.normalize_column(pa.chunked_array([pa.array(texts, arrow_type)]))
+    assert got.to_pylist() == [None if t is None else normalize.normalize_text(t) for t in texts]
+
+
+def test_every_code_point_alone_and_in_context_normalizes_as_the_definition():
+    """Below U+3400 (Latin to Hangul jamo, the combining marks, the Indic vowel signs) and the
+    tricky characters of the contamination pass's tests, alone, between letters and spaces, after a
+    letter it may compose with and before a combining mark (tests/test_passages.py has the rest)."""
+    from test_passages import TRICKY, code_points
+
+    points = code_points(0x3400) + list(TRICKY)
+    for make in (lambda ch: ch, lambda ch: f" A{ch}b  ", lambda ch: f"e{ch}", lambda ch: f"{ch}\u0301 x\t"):
+        _assert_normalizes_as_the_definition([make(ch) for ch in points])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(alphabet=st.one_of(st.sampled_from(" \t\n\xa0\u3000AbİßﬁÅe\u0301ㄱ가😀"),
+                                                                 st.characters(codec="utf-8")), max_size=40)), max_size=30))
+def test_random_texts_normalize_as_the_definition(texts):
+    _assert_normalizes_as_the_definition(texts)
+    _assert_normalizes_as_the_definition(texts, pa.large_string())
+
+
+def test_slices_nulls_and_folds_longer_than_the_text_normalize_as_the_definition():
+    texts = ["  Hello\tWORLD  ", None, "İ" * 100, "", None, "ﬁne  ß", "a\u0301", " "]  # İ folds to 3 bytes from 2
+    column = pa.array(texts, pa.string())
+    for start in range(len(texts)):
+        got = near.normalize_column(pa.chunked_array([column.slice(start)]))
+        assert got.to_pylist() == [None if t is None else normalize.normalize_text(t) for t in texts[start:]]
