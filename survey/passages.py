@@ -480,18 +480,22 @@ def _fold_pass(data, offsets, ascii_table, classes, starts, folded, out, out_off
                     pending = wrote
                     i += 1
                     continue
+                if o + (end - i) + 1 > room:  # an ASCII run writes at most its bytes and a space
+                    return False
                 if pending:
-                    if o >= room:
-                        return False
                     out[o] = 32
                     o += 1
                     pending = False
-                if o >= room:
-                    return False
-                out[o] = lowered
-                o += 1
+                while True:  # the rest of the ASCII run, in a tight loop
+                    out[o] = lowered
+                    o += 1
+                    i += 1
+                    if i >= end or data[i] >= 128:
+                        break
+                    lowered = ascii_table[data[i]]
+                    if lowered == 255:
+                        break
                 wrote = True
-                i += 1
                 continue
             cp = np.int64(b)
             if b >= 0xF0 and b < 0xF8:
