@@ -68,11 +68,11 @@ def _compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
 
 # --- the code-point classes ------------------------------------------------------------------------------
 
-def _composes_backward() -> set[int]:
+def _composes_backward(limit: int = TABLE_LIMIT) -> set[int]:
     """The code points that can compose with the character before them (NFKC_QC = Maybe): the
     second half of every primary composite's canonical pair, and the Hangul vowel and trailing jamo."""
     out = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
-    for z in range(TABLE_LIMIT):
+    for z in range(limit):
         d = unicodedata.decomposition(chr(z))
         if not d or d.startswith("<"):
             continue
@@ -97,14 +97,25 @@ class CharTable:
 @lru_cache(maxsize=1)
 def char_table() -> CharTable:
     """The classes, from this Python's ``unicodedata`` (built once per process, about 0.5 s)."""
-    maybe = _composes_backward()
+    return _char_table(TABLE_LIMIT)
+
+
+@lru_cache(maxsize=1)
+def ascii_char_table() -> CharTable:
+    """The classes of the ASCII code points alone, the rows of ``char_table()`` below 128 (every
+    other code point is unsafe here): built in no time, for a pass that hands the other rows back."""
+    return _char_table(128)
+
+
+def _char_table(limit: int) -> CharTable:
+    maybe = _composes_backward(limit)
 
     def stable(ch: str) -> bool:
         return unicodedata.combining(ch) == 0 and ord(ch) not in maybe and unicodedata.normalize("NFKC", ch) == ch
 
-    classes = np.full(TABLE_LIMIT, UNSAFE, dtype=np.int32)
+    classes = np.full(limit, UNSAFE, dtype=np.int32)
     pieces: list[bytes] = []
-    for cp in range(TABLE_LIMIT):
+    for cp in range(limit):
         if 0xD800 <= cp <= 0xDFFF:
             continue  # surrogates: never in valid UTF-8
         ch = chr(cp)
@@ -554,14 +565,34 @@ def _fold_pass(data, offsets, ascii_table, classes, starts, folded, out, out_off
 
 def normalize_strings(texts: pa.Array) -> pa.Array:
     """The ``normalized`` profile of every string of ``texts`` (NULLs stay NULL), equal to
-    ``normalize_text`` on each: folded by one compiled pass with the table of the pass above, and
-    the rows holding a character the table cannot fold (rare) normalized in Python."""
+    ``normalize_text`` on each. One compiled pass with the ASCII rows of the table first (the whole
+    table takes 0.2-0.5 s to build, which an ASCII column never needs); the rows holding other
+    characters are folded again with the whole table, and those it cannot fold (rare) in Python."""
     from hubsurvey.survey.normalize import normalize_text
 
     if pa.types.is_string_view(texts.type):
         texts = texts.cast(pa.string())
-    large = pa.types.is_large_string(texts.type)
-    table = char_table()
+    result, rows = _fold(texts, ascii_char_table())
+    if not len(rows):
+        return result
+    others = texts.take(pa.array(rows))
+    redone, again = _fold(others, char_table())
+    if len(again):
+        python = pa.array([normalize_text(s) for s in others.take(pa.array(again)).to_pylist()], redone.type)
+        redone = pc.replace_with_mask(redone, pa.array(_mask(len(others), again)), python)
+    if redone.type != result.type:  # the folded bytes outgrew a string array's offsets
+        result = result.cast(redone.type)
+    return pc.replace_with_mask(result, pa.array(_mask(len(texts), rows)), redone.cast(result.type))
+
+
+def _mask(n: int, rows: np.ndarray) -> np.ndarray:
+    mask = np.zeros(n, dtype=np.bool_)
+    mask[rows] = True
+    return mask
+
+
+def _fold(texts: pa.Array, table: CharTable) -> tuple[pa.Array, np.ndarray]:
+    """(the folded profile of ``texts``, the non-NULL rows handed back: left empty there)."""
     data, offsets = _buffers(texts)
     n = len(texts)
     room = int(offsets[-1] - offsets[0]) + 16
@@ -574,19 +605,13 @@ def normalize_strings(texts: pa.Array) -> pa.Array:
             break
         room *= 2  # folded forms longer than the text (rare): once more, with room
     size = int(out_offsets[-1])
-    if not large and size >= 2**31:
-        large = True
-    width = np.int64 if large else np.int32
+    large = pa.types.is_large_string(texts.type) or size >= 2**31
     result = pa.Array.from_buffers(pa.large_string() if large else pa.string(), n,
                                    [texts.buffers()[0] if texts.null_count and not texts.offset else None,
-                                    pa.py_buffer(out_offsets.astype(width)), pa.py_buffer(out[:size])],
+                                    pa.py_buffer(out_offsets.astype(np.int64 if large else np.int32)), pa.py_buffer(out[:size])],
                                    null_count=texts.null_count if not texts.offset else 0)
     if texts.null_count and texts.offset:  # a slice's bitmap starts mid-byte: put its NULLs back
         result = pc.if_else(texts.is_null(), pa.scalar(None, result.type), result)
-    rows = np.flatnonzero(back & ~np.asarray(texts.is_null(), dtype=np.bool_)) if texts.null_count else np.flatnonzero(back)
-    if len(rows):
-        redone = pa.array([normalize_text(s) for s in texts.take(pa.array(rows)).to_pylist()], result.type)
-        mask = np.zeros(n, dtype=np.bool_)
-        mask[rows] = True
-        result = pc.replace_with_mask(result, pa.array(mask), redone)
-    return result  # large_string only when the folded bytes outgrow a string array's offsets
+    if texts.null_count:
+        back &= ~np.asarray(texts.is_null(), dtype=np.bool_)
+    return result, np.flatnonzero(back)

@@ -228,3 +228,16 @@ def test_slices_nulls_and_folds_longer_than_the_text_normalize_as_the_definition
     for start in range(len(texts)):
         got = near.normalize_column(pa.chunked_array([column.slice(start)]))
         assert got.to_pylist() == [None if t is None else normalize.normalize_text(t) for t in texts[start:]]
+
+
+def test_the_ascii_table_is_the_whole_tables_first_rows():
+    from hubsurvey.survey import passages
+
+    whole, ascii_only = passages.char_table(), passages.ascii_char_table()
+    assert len(ascii_only.classes) == 128
+    assert (ascii_only.ascii == whole.ascii).all()
+    for cp in range(128):
+        assert ascii_only.classes[cp] == whole.classes[cp] or (
+            ascii_only.classes[cp] >= 0 and whole.classes[cp] >= 0 and  # the same folded bytes, at its own index
+            bytes(ascii_only.folded[ascii_only.starts[ascii_only.classes[cp]]:ascii_only.starts[ascii_only.classes[cp] + 1]])
+            == bytes(whole.folded[whole.starts[whole.classes[cp]]:whole.starts[whole.classes[cp] + 1]]))
