@@ -444,7 +444,7 @@ class Engine:
         found = self.con.sql(f"SELECT n.k, n.n_test > 0 OR n.n_validation > 0 AS asked, {columns} "
                              "FROM near_texts n JOIN rows_all r ON r.rowid = n.rep").to_arrow_table()
         # String columns stay in Arrow (the pass reads their bytes in place); lists take Python
-        normalized = [normalize.normalize_array(found.column(t)) for t in self.raw_text]
+        normalized = [near_method.normalize_column(found.column(t)) for t in self.raw_text]
         texts: Any = near_method.arrow_row_texts(normalized)
         if texts is None:
             texts = near_method.row_texts([c.to_pylist() for c in normalized])

@@ -681,6 +681,19 @@ def _find_pairs(texts: Texts, query: np.ndarray, params: NearParams, max_pairs: 
     return NearPairs(candidates[keep], similarity[keep], listed, capped, len(candidates), sketched.cut)
 
 
+def normalize_column(values: pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The ``normalized`` profile of a column of the texts: a string column folded by the compiled
+    pass that the contamination check uses (``passages.normalize_strings``: the rare rows it cannot
+    fold go through Python), any other through ``normalize.normalize_array``. Both equal
+    ``normalize_text``."""
+    from hubsurvey.survey import normalize, passages
+
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) or pa.types.is_string_view(values.type):
+        return pa.chunked_array([passages.normalize_strings(c) for c in values.chunks]) if values.num_chunks \
+            else normalize.normalize_array(values)
+    return normalize.normalize_array(values)
+
+
 def arrow_row_texts(columns: Sequence[pa.Array | pa.ChunkedArray]) -> pa.Array | pa.ChunkedArray | None:
     """``row_texts`` in Arrow, for one string column: the column itself, read in place by the pass
     (a NULL is the empty text there). None otherwise: several columns or a list column take

@@ -40,6 +40,7 @@ from typing import Any
 import numba
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # The hash's definition, shared with the reference in contamination.py (fnv1a, window_hashes).
 NGRAM = 13  # words in a matched passage; an item with fewer is matched whole
@@ -67,11 +68,11 @@ def _compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
 
 # --- the code-point classes ------------------------------------------------------------------------------
 
-def _composes_backward() -> set[int]:
+def _composes_backward(limit: int = TABLE_LIMIT) -> set[int]:
     """The code points that can compose with the character before them (NFKC_QC = Maybe): the
     second half of every primary composite's canonical pair, and the Hangul vowel and trailing jamo."""
     out = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
-    for z in range(TABLE_LIMIT):
+    for z in range(limit):
         d = unicodedata.decomposition(chr(z))
         if not d or d.startswith("<"):
             continue
@@ -96,14 +97,25 @@ class CharTable:
 @lru_cache(maxsize=1)
 def char_table() -> CharTable:
     """The classes, from this Python's ``unicodedata`` (built once per process, about 0.5 s)."""
-    maybe = _composes_backward()
+    return _char_table(TABLE_LIMIT)
+
+
+@lru_cache(maxsize=1)
+def ascii_char_table() -> CharTable:
+    """The classes of the ASCII code points alone, the rows of ``char_table()`` below 128 (every
+    other code point is unsafe here): built in no time, for a pass that hands the other rows back."""
+    return _char_table(128)
+
+
+def _char_table(limit: int) -> CharTable:
+    maybe = _composes_backward(limit)
 
     def stable(ch: str) -> bool:
         return unicodedata.combining(ch) == 0 and ord(ch) not in maybe and unicodedata.normalize("NFKC", ch) == ch
 
-    classes = np.full(TABLE_LIMIT, UNSAFE, dtype=np.int32)
+    classes = np.full(limit, UNSAFE, dtype=np.int32)
     pieces: list[bytes] = []
-    for cp in range(TABLE_LIMIT):
+    for cp in range(limit):
         if 0xD800 <= cp <= 0xDFFF:
             continue  # surrogates: never in valid UTF-8
         ch = chr(cp)
@@ -448,3 +460,158 @@ def _powers13() -> np.ndarray:
     for k in range(1, NGRAM):
         out[k] = np.uint64((int(out[k - 1]) * WINDOW_BASE) % 2**64)
     return out
+
+
+# --- the normalized profile itself, for the near-duplicate method --------------------------------------
+
+@_compiled(nogil=True)
+def _fold_pass(data, offsets, ascii_table, classes, starts, folded, out, out_offsets, back):  # pragma: no cover
+    """Write each row's ``normalized`` profile (the words the pass above finds, joined by one
+    space) into ``out``, its end into ``out_offsets[r + 1]``; a row holding an unsafe or malformed
+    character is left empty and marked in ``back``. Returns False when ``out`` had no room."""
+    o = 0
+    out_offsets[0] = 0
+    room = len(out)
+    for r in range(len(offsets) - 1):
+        row_start = o
+        wrote = False
+        pending = False  # a separator after a word: one space, written before the next word's piece
+        bad = False
+        i = offsets[r]
+        end = offsets[r + 1]
+        while i < end:
+            b = data[i]
+            piece_start = i
+            piece_stop = i + 1
+            from_folded = False
+            step = 1
+            if b < 128:
+                lowered = ascii_table[b]
+                if lowered == 255:
+                    pending = wrote
+                    i += 1
+                    continue
+                if o + (end - i) + 1 > room:  # an ASCII run writes at most its bytes and a space
+                    return False
+                if pending:
+                    out[o] = 32
+                    o += 1
+                    pending = False
+                while True:  # the rest of the ASCII run, in a tight loop
+                    out[o] = lowered
+                    o += 1
+                    i += 1
+                    if i >= end or data[i] >= 128:
+                        break
+                    lowered = ascii_table[data[i]]
+                    if lowered == 255:
+                        break
+                wrote = True
+                continue
+            cp = np.int64(b)
+            if b >= 0xF0 and b < 0xF8:
+                step = 4
+                cp &= 0x07
+            elif b >= 0xE0 and b < 0xF0:
+                step = 3
+                cp &= 0x0F
+            elif b >= 0xC2 and b < 0xE0:
+                step = 2
+                cp &= 0x1F
+            else:
+                bad = True
+                break
+            if i + step > end:
+                bad = True
+                break
+            for j in range(1, step):
+                c = data[i + j]
+                if c & 0xC0 != 0x80:
+                    bad = True
+                cp = (cp << 6) | (np.int64(c) & 0x3F)
+            if bad or cp >= len(classes):
+                bad = True
+                break
+            k = classes[cp]
+            if k == UNSAFE:
+                bad = True
+                break
+            if k == SEPARATOR:
+                pending = wrote
+                i += step
+                continue
+            piece_stop = i + step
+            if k >= 0:
+                piece_start = starts[k]
+                piece_stop = starts[k + 1]
+                from_folded = True
+            if o + (piece_stop - piece_start) + 1 > room:
+                return False
+            if pending:
+                out[o] = 32
+                o += 1
+                pending = False
+            for j in range(piece_start, piece_stop):
+                out[o] = folded[j] if from_folded else data[j]
+                o += 1
+            wrote = True
+            i += step
+        if bad:
+            o = row_start
+            back[r] = True
+        out_offsets[r + 1] = o
+    return True
+
+
+def normalize_strings(texts: pa.Array) -> pa.Array:
+    """The ``normalized`` profile of every string of ``texts`` (NULLs stay NULL), equal to
+    ``normalize_text`` on each. One compiled pass with the ASCII rows of the table first (the whole
+    table takes 0.2-0.5 s to build, which an ASCII column never needs); the rows holding other
+    characters are folded again with the whole table, and those it cannot fold (rare) in Python."""
+    from hubsurvey.survey.normalize import normalize_text
+
+    if pa.types.is_string_view(texts.type):
+        texts = texts.cast(pa.string())
+    result, rows = _fold(texts, ascii_char_table())
+    if not len(rows):
+        return result
+    others = texts.take(pa.array(rows))
+    redone, again = _fold(others, char_table())
+    if len(again):
+        python = pa.array([normalize_text(s) for s in others.take(pa.array(again)).to_pylist()], redone.type)
+        redone = pc.replace_with_mask(redone, pa.array(_mask(len(others), again)), python)
+    if redone.type != result.type:  # the folded bytes outgrew a string array's offsets
+        result = result.cast(redone.type)
+    return pc.replace_with_mask(result, pa.array(_mask(len(texts), rows)), redone.cast(result.type))
+
+
+def _mask(n: int, rows: np.ndarray) -> np.ndarray:
+    mask = np.zeros(n, dtype=np.bool_)
+    mask[rows] = True
+    return mask
+
+
+def _fold(texts: pa.Array, table: CharTable) -> tuple[pa.Array, np.ndarray]:
+    """(the folded profile of ``texts``, the non-NULL rows handed back: left empty there)."""
+    data, offsets = _buffers(texts)
+    n = len(texts)
+    room = int(offsets[-1] - offsets[0]) + 16
+    back = np.zeros(n, dtype=np.bool_)
+    while True:
+        out = np.empty(room, dtype=np.uint8)
+        out_offsets = np.empty(n + 1, dtype=np.int64)
+        back[:] = False
+        if _fold_pass(data, offsets, table.ascii, table.classes, table.starts, table.folded, out, out_offsets, back):
+            break
+        room *= 2  # folded forms longer than the text (rare): once more, with room
+    size = int(out_offsets[-1])
+    large = pa.types.is_large_string(texts.type) or size >= 2**31
+    result = pa.Array.from_buffers(pa.large_string() if large else pa.string(), n,
+                                   [texts.buffers()[0] if texts.null_count and not texts.offset else None,
+                                    pa.py_buffer(out_offsets.astype(np.int64 if large else np.int32)), pa.py_buffer(out[:size])],
+                                   null_count=texts.null_count if not texts.offset else 0)
+    if texts.null_count and texts.offset:  # a slice's bitmap starts mid-byte: put its NULLs back
+        result = pc.if_else(texts.is_null(), pa.scalar(None, result.type), result)
+    if texts.null_count:
+        back &= ~np.asarray(texts.is_null(), dtype=np.bool_)
+    return result, np.flatnonzero(back)

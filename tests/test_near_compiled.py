@@ -194,3 +194,50 @@ def test_a_30_mb_cell_is_shingled_in_bounded_memory():
     result = json.loads(proc.stdout)
     assert result["cut"] == 2 and result["pairs"] == [[0, 1]]  # the same first million characters
     assert result["grown_mb"] < 150, result
+
+
+# --- the normalized profile, folded by the compiled pass the contamination check uses -------------
+
+def _assert_normalizes_as_the_definition(texts: list[str | None], arrow_type: pa.DataType = pa.string()) -> None:
+    got = near.normalize_column(pa.chunked_array([pa.array(texts, arrow_type)]))
+    assert got.to_pylist() == [None if t is None else normalize.normalize_text(t) for t in texts]
+
+
+def test_every_code_point_alone_and_in_context_normalizes_as_the_definition():
+    """Below U+3400 (Latin to Hangul jamo, the combining marks, the Indic vowel signs) and the
+    tricky characters of the contamination pass's tests, alone, between letters and spaces, after a
+    letter it may compose with and before a combining mark (tests/test_passages.py has the rest)."""
+    from test_passages import TRICKY, code_points
+
+    points = code_points(0x3400) + list(TRICKY)
+    for make in (lambda ch: ch, lambda ch: f" A{ch}b  ", lambda ch: f"e{ch}", lambda ch: f"{ch}\u0301 x\t"):
+        _assert_normalizes_as_the_definition([make(ch) for ch in points])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(alphabet=st.one_of(st.sampled_from(" \t\n\xa0\u3000AbİßﬁÅe\u0301ㄱ가😀"),
+                                                                 st.characters(codec="utf-8")), max_size=40)), max_size=30))
+def test_random_texts_normalize_as_the_definition(texts):
+    _assert_normalizes_as_the_definition(texts)
+    _assert_normalizes_as_the_definition(texts, pa.large_string())
+
+
+def test_slices_nulls_and_folds_longer_than_the_text_normalize_as_the_definition():
+    texts = ["  Hello\tWORLD  ", None, "İ" * 100, "", None, "ﬁne  ß", "a\u0301", " "]  # İ folds to 3 bytes from 2
+    column = pa.array(texts, pa.string())
+    for start in range(len(texts)):
+        got = near.normalize_column(pa.chunked_array([column.slice(start)]))
+        assert got.to_pylist() == [None if t is None else normalize.normalize_text(t) for t in texts[start:]]
+
+
+def test_the_ascii_table_is_the_whole_tables_first_rows():
+    from hubsurvey.survey import passages
+
+    whole, ascii_only = passages.char_table(), passages.ascii_char_table()
+    assert len(ascii_only.classes) == 128
+    assert (ascii_only.ascii == whole.ascii).all()
+    for cp in range(128):
+        assert ascii_only.classes[cp] == whole.classes[cp] or (
+            ascii_only.classes[cp] >= 0 and whole.classes[cp] >= 0 and  # the same folded bytes, at its own index
+            bytes(ascii_only.folded[ascii_only.starts[ascii_only.classes[cp]]:ascii_only.starts[ascii_only.classes[cp] + 1]])
+            == bytes(whole.folded[whole.starts[whole.classes[cp]]:whole.starts[whole.classes[cp] + 1]]))
