@@ -184,6 +184,7 @@ def test_a_crawl_holds_the_quota_of_a_compressed_clock_with_no_429_after_the_fir
     assert all(served >= 0.9 * 3 for _, served, _ in full), windows
 
 
+@pytest.mark.slow
 def test_a_hub_scale_crawl_holds_both_buckets_of_a_compressed_clock_with_no_429_after_the_first_window(tmp_path):
     """The crawl of a Hub-scale listing (the bench's mix) against both buckets enforced, 5 API and
     20 resolver calls per 100-second window passing in 1 s (a loaded machine still makes 5 calls
@@ -264,6 +265,7 @@ def test_a_dripping_body_is_a_timeout(minihub, eligible, tmp_path):
     assert path.stat().st_size == f.size and not list((tmp_path / "cache").rglob("*.part"))
 
 
+@pytest.mark.slow
 def test_the_jobs_and_the_runs_deadlines_stop_a_download_and_do_not_trip_the_breaker(minihub, eligible, tmp_path):
     drip = Faults(drip_ms=50, scope=Scope(categories=frozenset({"resolve_get"})))
     with StandinHub(minihub) as hub:
@@ -312,6 +314,7 @@ def test_a_silent_hub_opens_the_breaker_and_later_calls_fail_at_once(minihub, el
         assert hub.stats()["tree"] == 0
 
 
+@pytest.mark.slow
 def test_audit_against_a_silent_hub_ends_in_one_line_and_exit_4(minihub, tmp_path, monkeypatch):
     silent = Faults(hang_every=1)
     with StandinHub(minihub, faults=silent) as hub:
@@ -407,7 +410,8 @@ def test_a_gzip_bomb_is_refused_before_it_takes_the_memory(minihub, eligible, tm
     assert grown_mb < 300, grown_mb  # the page's cap, not the 1 GB it inflates to
 
 
-@pytest.mark.parametrize("kind", ["html", pytest.param("json_object", marks=pytest.mark.slow), "truncated_json",
+@pytest.mark.parametrize("kind", ["html", pytest.param("json_object", marks=pytest.mark.slow),
+                                  pytest.param("truncated_json", marks=pytest.mark.slow),
                                   pytest.param("redirect_loop", marks=pytest.mark.slow)])
 def test_audit_of_a_hostile_tree_is_exit_4_in_one_line_never_5(minihub, tmp_path, monkeypatch, kind):
     hostile = Faults(hostile_every=1, hostile=kind, scope=Scope(categories=TREE))
