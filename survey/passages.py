@@ -223,6 +223,37 @@ def _contains(table: np.ndarray, bit_filter: np.ndarray, bits: int, has_zero: bo
 
 # --- the pass -----------------------------------------------------------------------------------------
 
+@numba.njit(inline="always")
+def _utf8_at(data: np.ndarray, i: int, end: int, limit: int) -> tuple[int, int]:  # pragma: no cover
+    """The code point of the UTF-8 sequence at ``data[i]`` and its length in bytes; (-1, 0) when
+    the sequence is malformed, cut short by the row's end at ``end``, or at ``limit`` or beyond
+    (the passes hand such a row back to Python)."""
+    b = data[i]
+    cp = np.int64(b)
+    step = np.int64(0)
+    if b >= 0xF0 and b < 0xF8:
+        step = np.int64(4)
+        cp &= 0x07
+    elif b >= 0xE0 and b < 0xF0:
+        step = np.int64(3)
+        cp &= 0x0F
+    elif b >= 0xC2 and b < 0xE0:
+        step = np.int64(2)
+        cp &= 0x1F
+    else:
+        return np.int64(-1), np.int64(0)
+    if i + step > end:
+        return np.int64(-1), np.int64(0)
+    for j in range(1, step):
+        c = data[i + j]
+        if c & 0xC0 != 0x80:
+            return np.int64(-1), np.int64(0)
+        cp = (cp << 6) | (np.int64(c) & 0x3F)
+    if cp >= limit:
+        return np.int64(-1), np.int64(0)
+    return cp, step
+
+
 @_compiled(nogil=True)
 def _pass(data, offsets, literal, ascii_table, classes, starts, folded, powers, mask,
           grams, grams_filter, grams_bits, grams_zero, shorts, shorts_filter, shorts_bits, shorts_zero,
@@ -286,28 +317,8 @@ def _pass(data, offsets, literal, ascii_table, classes, starts, folded, powers, 
                         continue
                 else:
                     # one UTF-8 sequence; anything malformed is handed back to Python
-                    cp = np.int64(b)
-                    if b >= 0xF0 and b < 0xF8:
-                        step = 4
-                        cp &= 0x07
-                    elif b >= 0xE0:
-                        step = 3
-                        cp &= 0x0F
-                    elif b >= 0xC2 and b < 0xE0:
-                        step = 2
-                        cp &= 0x1F
-                    else:
-                        unsafe = True
-                        break
-                    if i + step > end:
-                        unsafe = True
-                        break
-                    for j in range(1, step):
-                        c = data[i + j]
-                        if c & 0xC0 != 0x80:
-                            unsafe = True
-                        cp = (cp << 6) | (np.int64(c) & 0x3F)
-                    if unsafe or cp >= len(classes):
+                    cp, step = _utf8_at(data, i, end, len(classes))
+                    if cp < 0:
                         unsafe = True
                         break
                     k = classes[cp]
@@ -508,28 +519,8 @@ def _fold_pass(data, offsets, ascii_table, classes, starts, folded, out, out_off
                         break
                 wrote = True
                 continue
-            cp = np.int64(b)
-            if b >= 0xF0 and b < 0xF8:
-                step = 4
-                cp &= 0x07
-            elif b >= 0xE0 and b < 0xF0:
-                step = 3
-                cp &= 0x0F
-            elif b >= 0xC2 and b < 0xE0:
-                step = 2
-                cp &= 0x1F
-            else:
-                bad = True
-                break
-            if i + step > end:
-                bad = True
-                break
-            for j in range(1, step):
-                c = data[i + j]
-                if c & 0xC0 != 0x80:
-                    bad = True
-                cp = (cp << 6) | (np.int64(c) & 0x3F)
-            if bad or cp >= len(classes):
+            cp, step = _utf8_at(data, i, end, len(classes))
+            if cp < 0:
                 bad = True
                 break
             k = classes[cp]
