@@ -247,17 +247,22 @@ class Quota:
         self._lock = threading.Lock()
         self.log: dict[tuple[str, int], list[int]] = {}  # (bucket, window) -> [served, refused]
 
+    def _window(self) -> tuple[float, float, int]:
+        """(now, a window's length in real seconds, the index of the window now); the first request
+        opens window 0. Called with the lock held."""
+        now = self._clock()
+        if self._start is None:
+            self._start = now
+        span = self.window * self.scale
+        return now, span, int((now - self._start) // span)
+
     def admit(self, bucket: str) -> tuple[bool, dict[str, str]]:
         """Count one request; (whether it is served, the headers of a 429 sent now)."""
         quota = self.quotas.get(bucket, 0)
         if not quota:
             return True, {}
         with self._lock:
-            now = self._clock()
-            if self._start is None:
-                self._start = now
-            span = self.window * self.scale
-            index = int((now - self._start) // span)
+            index = self._window()[2]
             counts = self.log.setdefault((bucket, index), [0, 0])
             used = counts[0]
             served = used < quota
@@ -277,11 +282,7 @@ class Quota:
         if not quota:
             return {}
         with self._lock:
-            now = self._clock()
-            if self._start is None:
-                self._start = now
-            span = self.window * self.scale
-            index = int((now - self._start) // span)
+            now, span, index = self._window()
             remaining = max(0, quota - self.log.get((bucket, index), [0, 0])[0])
             reset = max(1, math.ceil((self._start + (index + 1) * span - now) / self.scale))
         return {

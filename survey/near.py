@@ -31,9 +31,9 @@ costs the memory of the cap, not of its 30 M shingles.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 import numba
 import numpy as np
@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 from numba import prange
 
 from hubsurvey.core.figures import NEAR_CURVE, NEAR_DEFAULT_SHINGLE, NEAR_DEFAULT_THRESHOLD
+from hubsurvey.survey.passages import compiled
 
 _EMPTY = np.iinfo(np.uint64).max  # a signature bin no shingle landed in
 #: The candidates' Jaccard is first estimated from this many signature bins (16 bits each: 128
@@ -142,17 +143,6 @@ def _lenders(borrow: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return starts, attempt[order], np.tile(np.arange(bins, dtype=np.int64), attempts)[order]
 
 
-def _compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
-    """numba's njit with its on-disk cache, or without it where no cache folder can be written
-    (as in ``passages``: numba refuses ``cache=True`` at decoration then)."""
-    def wrap(function: Callable[..., Any]) -> Any:
-        try:
-            return numba.njit(cache=True, **options)(function)
-        except RuntimeError:  # "cannot cache function ...: no locator available"
-            return numba.njit(cache=False, **options)(function)
-    return wrap
-
-
 # --- the compiled pass --------------------------------------------------------------------------
 
 _U64_EMPTY = np.uint64(_EMPTY)
@@ -240,7 +230,7 @@ def _text_shingles(data: np.ndarray, start: int, stop: int, cap: int, n: int, se
     return count - n + 1, cut
 
 
-@_compiled(parallel=True)
+@compiled(parallel=True)
 def _sketch_pass(data, offsets, cap, n, seed, shift, band_rows, borrow, lend_start, lend_attempt, lend_bin, sketch_step,
                  bands_t, sketch, cut, signatures, first):  # pragma: no cover - compiled
     """Each text ``data[offsets[t]:offsets[t + 1]]``: its OPH signature, densified; its band hashes
@@ -318,7 +308,7 @@ def _sketch_pass(data, offsets, cap, n, seed, shift, band_rows, borrow, lend_sta
                 signatures[t, :] = out
 
 
-@_compiled()
+@compiled()
 def _byte_offsets(data, lengths, offsets):  # pragma: no cover - compiled
     """``offsets[k]``: where text k starts in ``data`` (UTF-8), given each text's code points."""
     i = 0
@@ -403,7 +393,7 @@ def sketch_texts(texts: Texts, params: NearParams, *, with_signatures: bool = Fa
     return Sketches(bands_t.T, sketch, int(cut.sum()), signatures)
 
 
-@_compiled(parallel=True)
+@compiled(parallel=True)
 def _shingle_pass(data, offsets, cap, n, seed, starts, out, counts):  # pragma: no cover - compiled
     """Each text's shingle hashes into ``out[starts[t]:starts[t + 1]]``; with ``out`` empty, only
     each text's number of shingles into ``counts``."""
@@ -433,7 +423,7 @@ def shingle_hashes(texts: Texts, n: int, seed: int = 0, cap: int = NearParams.ma
     return np.concatenate(hashes), np.repeat(np.arange(len(count), dtype=np.int64), count)
 
 
-@_compiled(parallel=True)
+@compiled(parallel=True)
 def _bucket_bands(bands_t, first, query, max_bucket, ids_out, sizes_out, counts):  # pragma: no cover - compiled
     """Bands ``first .. first + len(ids_out) - 1``, one a thread: its texts grouped by band hash (an
     LSD radix sort, 2 x 16 bits), and the buckets that give pairs (2 .. max_bucket texts, one a
@@ -499,7 +489,7 @@ def _bucket_bands(bands_t, first, query, max_bucket, ids_out, sizes_out, counts)
         counts[k, 4] = over
 
 
-@_compiled(parallel=True)
+@compiled(parallel=True)
 def _bucket_pairs(ids, id_starts, sizes, size_starts, pair_starts, query, n, out):  # pragma: no cover - compiled
     """Each kept band's pairs (a query text with every other text of its bucket), as codes
     min * n + max, into ``out[pair_starts[b]:]``."""
@@ -565,7 +555,7 @@ def candidate_pairs(bands: np.ndarray, query: np.ndarray, max_pairs: int, max_bu
     return np.stack([codes // n, codes % n], axis=1), capped
 
 
-@_compiled(parallel=True)
+@compiled(parallel=True)
 def _estimates(sketch, a, b, out):  # pragma: no cover - compiled
     for p in prange(len(a)):
         same = 0
@@ -574,7 +564,7 @@ def _estimates(sketch, a, b, out):  # pragma: no cover - compiled
         out[p] = same / sketch.shape[1]
 
 
-@_compiled(parallel=True)
+@compiled(parallel=True)
 def _sorted_sets(hashes, starts, sizes):  # pragma: no cover - compiled
     """Each text's shingle hashes ``hashes[starts[t]:starts[t + 1]]`` sorted, repeats moved out:
     the set is the first ``sizes[t]``."""
@@ -589,7 +579,7 @@ def _sorted_sets(hashes, starts, sizes):  # pragma: no cover - compiled
         sizes[t] = m
 
 
-@_compiled(parallel=True)
+@compiled(parallel=True)
 def _set_jaccard(hashes, starts, sizes, a, b, out):  # pragma: no cover - compiled
     for p in prange(len(a)):
         i, i_end = starts[a[p]], starts[a[p]] + sizes[a[p]]

@@ -55,7 +55,7 @@ _P_INV = pow(WINDOW_BASE, -1, 2**64)
 _SPREAD = np.uint64(0x9E3779B97F4A7C15)  # a key's slot: Fibonacci hashing of its bits
 
 
-def _compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+def compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     """numba's njit with its on-disk cache (beside this module, else the user's cache folder), and
     without it when neither can be written (a read-only install and home): compiled per process."""
     def wrap(function: Callable[..., Any]) -> Any:
@@ -178,7 +178,7 @@ class KeySet:
 _FILTER_BITS = 3  # the filter has 2^3 bits per slot of the table
 
 
-@_compiled()
+@compiled()
 def _fill(table: np.ndarray, bit_filter: np.ndarray, bits: int, keys: np.ndarray) -> None:
     shift = np.uint64(64 - bits)
     filter_shift = np.uint64(64 - bits - _FILTER_BITS)
@@ -214,7 +214,7 @@ def _has(table: np.ndarray, bit_filter: np.ndarray, bits: int, has_zero: bool, k
         s = (s + np.uint64(1)) & last
 
 
-@_compiled(nogil=True)
+@compiled(nogil=True)
 def _contains(table: np.ndarray, bit_filter: np.ndarray, bits: int, has_zero: bool, keys: np.ndarray,
               out: np.ndarray) -> None:
     for i in range(len(keys)):
@@ -254,7 +254,7 @@ def _utf8_at(data: np.ndarray, i: int, end: int, limit: int) -> tuple[int, int]:
     return cp, step
 
 
-@_compiled(nogil=True)
+@compiled(nogil=True)
 def _pass(data, offsets, literal, ascii_table, classes, starts, folded, powers, mask,
           grams, grams_filter, grams_bits, grams_zero, shorts, shorts_filter, shorts_bits, shorts_zero,
           hit_row, hit_word, hit_key, whole_row, whole_key, row_words, values):  # pragma: no cover
@@ -475,7 +475,7 @@ def _powers13() -> np.ndarray:
 
 # --- the normalized profile itself, for the near-duplicate method --------------------------------------
 
-@_compiled(nogil=True)
+@compiled(nogil=True)
 def _fold_pass(data, offsets, ascii_table, classes, starts, folded, out, out_offsets, back):  # pragma: no cover
     """Write each row's ``normalized`` profile (the words the pass above finds, joined by one
     space) into ``out``, its end into ``out_offsets[r + 1]``; a row holding an unsafe or malformed

@@ -129,6 +129,6 @@ def test_the_pass_compiles_without_numbas_cache_when_it_cannot_be_written(monkey
     def add_one(x):
         return x + 1
 
-    compiled = passages._compiled(nogil=True)(add_one)
+    compiled = passages.compiled(nogil=True)(add_one)
     assert compiled(1) == 2
     assert asked == [{"cache": True, "nogil": True}, {"cache": False, "nogil": True}]
