@@ -195,6 +195,7 @@ def test_the_card_never_admits_what_the_hub_gates():
 PAGE = 40  # 260 datasets: 7 pages
 
 
+@pytest.mark.slow
 def test_a_listing_whose_page_keeps_failing_resumes_from_that_page(filler_root, tmp_path):
     db = tmp_path / "r.duckdb"
     broken = Faults(error_burst_every=3, error_burst_len=3, error_status=503, scope=Scope(categories=frozenset({"list"})))
@@ -303,6 +304,7 @@ def test_a_tree_page_that_links_to_itself_ends(filler_root, monkeypatch, caplog)
     assert any("points back" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.slow
 def test_an_id_listed_twice_on_a_page_or_across_pages_is_stored_once(filler_root, tmp_path, monkeypatch):
     with StandinHub(filler_root, page_size=PAGE) as hub:
         carried: list[dict] = []
@@ -454,6 +456,7 @@ def test_a_real_property_found_in_the_files_stands_until_the_sha_changes(card_ro
     assert rows(db)["o/card-says-eligible"]["resolved_sha"] == "d" * 40
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("answer", ["html", pytest.param("object", marks=pytest.mark.slow), pytest.param("truncated", marks=pytest.mark.slow)])
 def test_a_malformed_listing_page_is_a_hub_error_and_the_next_crawl_resumes_there(filler_root, tmp_path, monkeypatch, answer):
     """A JSONDecodeError after a few pages (an HTML page with status 200, a truncated body, an object

@@ -8,6 +8,7 @@ strings in one batched Python call, and lists of strings through a DuckDB functi
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +49,7 @@ def _normalized_hashes(columns: dict[str, pa.Array]) -> tuple[list[int], list[in
     return got, expected
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(strings, min_size=1, max_size=20))
 def test_one_string_column(values):

@@ -248,6 +248,7 @@ def test_a_silent_hub_costs_one_deadline_over_every_attempt(minihub, eligible, t
     assert exit_code_of(caught.value) == ExitCode.HUB and caught.value.transient
 
 
+@pytest.mark.slow
 def test_a_dripping_body_is_a_timeout(minihub, eligible, tmp_path):
     drip = Faults(drip_ms=100, scope=Scope(categories=frozenset({"resolve_get"})))
     with StandinHub(minihub) as hub:
@@ -300,6 +301,7 @@ def test_the_breaker_opens_after_n_timeouts_in_a_row_and_any_answer_resets_it():
     assert caught.value.exit_code == ExitCode.HUB
 
 
+@pytest.mark.slow
 def test_a_silent_hub_opens_the_breaker_and_later_calls_fail_at_once(minihub, eligible, tmp_path):
     silent = Faults(hang_every=1, scope=Scope(categories=frozenset({"info"})))
     with StandinHub(minihub, faults=silent) as hub:
@@ -410,6 +412,7 @@ def test_a_gzip_bomb_is_refused_before_it_takes_the_memory(minihub, eligible, tm
     assert grown_mb < 300, grown_mb  # the page's cap, not the 1 GB it inflates to
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["html", pytest.param("json_object", marks=pytest.mark.slow),
                                   pytest.param("truncated_json", marks=pytest.mark.slow),
                                   pytest.param("redirect_loop", marks=pytest.mark.slow)])
