@@ -241,17 +241,17 @@ def _utf8_at(data: np.ndarray, i: int, end: int, limit: int) -> tuple[int, int]:
         step = np.int64(2)
         cp &= 0x1F
     else:
-        return np.int64(-1), np.int64(0)
+        return -1, 0
     if i + step > end:
-        return np.int64(-1), np.int64(0)
+        return -1, 0
     for j in range(1, step):
         c = data[i + j]
         if c & 0xC0 != 0x80:
-            return np.int64(-1), np.int64(0)
+            return -1, 0
         cp = (cp << 6) | (np.int64(c) & 0x3F)
     if cp >= limit:
-        return np.int64(-1), np.int64(0)
-    return cp, step
+        return -1, 0
+    return int(cp), int(step)
 
 
 @compiled(nogil=True)
