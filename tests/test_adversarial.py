@@ -165,6 +165,7 @@ def test_a_config_name_with_path_traversal_is_refused(minihub, tmp_path, monkeyp
     assert _files_outside(tmp_path, before) == set()
 
 
+@pytest.mark.slow
 def test_a_split_file_symlinked_outside_the_folder_is_not_read(tmp_path):
     """A dataset folder whose test file is a symlink to a file outside it (a secret elsewhere)."""
     outside = tmp_path / "outside.parquet"

@@ -145,6 +145,7 @@ def found(near_db):
         return findings(store)
 
 
+@pytest.mark.slow
 def test_overview_counts_the_rows_measured_by_near(found):
     o = found["overview"][0]
     # 12 rows of 9 datasets; near-measured: edits, same, clean, two (3 rows), mixed c1, notrain = 8 rows,
@@ -268,6 +269,7 @@ def test_verdict_rules_state_three_bases(found):
     assert near["clean"].startswith("0 near-contaminated test rows")
 
 
+@pytest.mark.slow
 def test_near_findings_on_an_empty_store(tmp_path):
     with Store(tmp_path / "empty.duckdb") as store:
         found = findings(store)
@@ -373,6 +375,7 @@ def test_report_escapes_hub_text_in_the_near_section(tmp_path):
     assert "<script>" not in md and r"x/&lt;script&gt;alert(1)&lt;/script&gt;\|\*" in md
 
 
+@pytest.mark.slow
 def test_near_curve_chart_draws_each_threshold(found, monkeypatch):
     pytest.importorskip("matplotlib")
     from hubsurvey.analysis import charts

@@ -104,6 +104,7 @@ def test_each_reason_is_decided_from_the_listing_with_no_request_and_the_card_ne
     assert all(got[r]["resolved_sha"] is None for r, *_ in CASES if got[r]["decided_by"] == "listing")
 
 
+@pytest.mark.slow
 def test_recheck_listing_resolves_what_the_card_excluded_and_keeps_the_hubs_facts(card_root, tmp_path):
     db = tmp_path / "r.duckdb"
     with StandinHub(card_root) as hub, Store(db) as store:
@@ -265,6 +266,7 @@ def _rewrite_listing(hub: StandinHub, monkeypatch, change) -> None:
     monkeypatch.setattr(hub.app, "list_datasets", patched)
 
 
+@pytest.mark.slow
 def test_a_link_that_cycles_back_ends_the_listing_with_one_warning(filler_root, tmp_path, monkeypatch, caplog):
     with StandinHub(filler_root, page_size=PAGE) as hub:
         first: list[str] = []
@@ -321,6 +323,7 @@ def test_an_id_listed_twice_on_a_page_or_across_pages_is_stored_once(filler_root
     assert counts == {"n": 260, "d": 260} and summary.listed == 260
 
 
+@pytest.mark.slow
 def test_a_bad_listing_item_excludes_that_item_alone(filler_root, tmp_path, monkeypatch, caplog):
     bad = {0: ("lastModified", "yesterday"), 1: ("cardData", ["a", "list"]), 2: ("tags", "modality:text"),
            3: ("downloads", "many"), 4: ("gated", {"x": 1}), 5: ("siblings", [{"rfilename": 3}])}
@@ -411,6 +414,7 @@ def _redirect_loop(req, repo_id, rev):
      pytest.param("list", "HubFaultError", marks=pytest.mark.slow), pytest.param("no_sha", "HubFaultError", marks=pytest.mark.slow),
      pytest.param("redirect_loop", "HubFaultError", marks=pytest.mark.slow), ("503", "HfHubHTTPError")],
 )
+@pytest.mark.slow
 def test_a_hub_fault_while_resolving_is_retried_by_the_next_crawl(card_root, tmp_path, monkeypatch, fault, cls):
     db = tmp_path / "r.duckdb"
     victim = "o/eligible"
@@ -439,6 +443,7 @@ def test_a_hub_fault_while_resolving_is_retried_by_the_next_crawl(card_root, tmp
     assert healed["status"] == "eligible" and healed["resolved_sha"] is not None
 
 
+@pytest.mark.slow
 def test_a_real_property_found_in_the_files_stands_until_the_sha_changes(card_root, tmp_path):
     db = tmp_path / "r.duckdb"
     with StandinHub(card_root) as hub:
@@ -497,6 +502,7 @@ def test_a_malformed_listing_page_is_a_hub_error_and_the_next_crawl_resumes_ther
     assert len(rows(db)) == 260
 
 
+@pytest.mark.slow
 def test_a_hub_fault_an_earlier_version_stored_as_permanent_is_resolved_again(card_root, tmp_path):
     db = tmp_path / "r.duckdb"
     with StandinHub(card_root) as hub:
@@ -511,6 +517,7 @@ def test_a_hub_fault_an_earlier_version_stored_as_permanent_is_resolved_again(ca
     assert rows(db)["o/eligible"]["status"] == "eligible"
 
 
+@pytest.mark.slow
 def test_a_lastmodified_in_the_future_does_not_become_the_high_water_mark(filler_root, tmp_path, monkeypatch):
     with StandinHub(filler_root, page_size=PAGE) as hub:
         def future(items, headers, req):

@@ -148,6 +148,7 @@ def test_crossleaks_equals_the_plain_python_reference_and_classifies_the_plants(
     assert found["cross_top_leaks"][0]["rows"] == base_test and found["cross_top_leaks"][0]["pct"] == 100.0
 
 
+@pytest.mark.slow
 def test_a_higher_threshold_and_disagreeing_train_splits_are_not_copies(tmp_path):
     rng = random.Random(7)
     base = {"train": _texts(rng, 40), "test": _texts(rng, 20)}
@@ -167,6 +168,7 @@ def test_a_higher_threshold_and_disagreeing_train_splits_are_not_copies(tmp_path
         assert relation[("c/most_of_test", "a/base", "test")] == ("copy" if threshold == 0.8 else "shared_test")  # 17 of 20
 
 
+@pytest.mark.slow
 def test_fingerprints_are_replaced_when_the_revision_changes(fresh, tmp_path):
     db, datasets = fresh
     root = fingerprints_dir(db)

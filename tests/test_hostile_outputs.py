@@ -88,6 +88,7 @@ def hostile_db(tmp_path_factory) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_sql_table_and_csv_on_the_terminal_show_the_name_as_text(hostile_db):
     for fmt in ("table", "csv"):
         result = runner.invoke(app, ["sql", "SELECT DISTINCT config FROM measurements", "--db", str(hostile_db), "--format", fmt])

@@ -217,6 +217,7 @@ def test_every_code_point_alone_and_in_context_normalizes_as_the_definition():
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.text(alphabet=st.one_of(st.sampled_from(" \t\n\xa0\u3000AbİßﬁÅe\u0301ㄱ가😀"),
                                                                  st.characters(codec="utf-8")), max_size=40)), max_size=30))
+@pytest.mark.slow
 def test_random_texts_normalize_as_the_definition(texts):
     _assert_normalizes_as_the_definition(texts)
     _assert_normalizes_as_the_definition(texts, pa.large_string())

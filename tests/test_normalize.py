@@ -60,6 +60,7 @@ def test_one_string_column(values):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(strings, st.one_of(st.none(), st.lists(strings, max_size=3)), st.integers(0, 3)),
                 min_size=1, max_size=15))
+@pytest.mark.slow
 def test_string_list_and_number_columns(rows):
     """Three text columns: a string, a list of strings (the DuckDB function) and a number (as it is)."""
     got, expected = _normalized_hashes({

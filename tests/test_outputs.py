@@ -118,6 +118,7 @@ def test_export_error_is_a_hubsurvey_error_with_exit_2(planted_db, tmp_path):
     assert info.value.exit_code == ExitCode.BAD_INPUT
 
 
+@pytest.mark.slow
 def test_overwrite_removes_the_files_hubsurvey_wrote_and_only_them(planted_db, tmp_path):
     from hubsurvey.analysis.export import MANIFEST_PATH
 

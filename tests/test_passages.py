@@ -60,6 +60,7 @@ TRICKY = (  # whitespace of every kind, case folds that grow, compatibility form
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(alphabet=st.one_of(st.sampled_from(TRICKY), st.characters(codec="utf-8")), max_size=40), max_size=30))
+@pytest.mark.slow
 def test_random_text_folds_as_normalize_text(texts):
     assert_words_match(texts)
 

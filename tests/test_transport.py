@@ -236,6 +236,7 @@ def test_a_429_storm_on_downloads_is_transient_never_permanent(minihub, eligible
 
 # --- a silent Hub costs a deadline, not attempts x timeouts ---------------------------------------
 
+@pytest.mark.slow
 def test_a_silent_hub_costs_one_deadline_over_every_attempt(minihub, eligible, tmp_path):
     silent = Faults(hang_every=1, scope=Scope(categories=frozenset({"info"})))
     with StandinHub(minihub, faults=silent) as hub:
@@ -364,6 +365,7 @@ INFO = frozenset({"info"})
 
 
 @pytest.mark.parametrize("kind", ["html", "malformed_json", "truncated_json", "json_object", "short_length", "gzip_bomb"])
+@pytest.mark.slow
 def test_a_hostile_tree_page_is_a_transient_hub_fault(minihub, eligible, tmp_path, kind):
     hostile = Faults(hostile_every=1, hostile=kind, bomb_mb=40, scope=Scope(categories=TREE))
     with StandinHub(minihub, faults=hostile) as hub:
@@ -378,6 +380,7 @@ def test_a_hostile_tree_page_is_a_transient_hub_fault(minihub, eligible, tmp_pat
 
 
 @pytest.mark.parametrize("kind", ["truncated_json", "no_sha", "redirect_loop", "malformed_json", "html"])
+@pytest.mark.slow
 def test_hostile_dataset_info_is_a_hub_fault(minihub, eligible, tmp_path, kind):
     hostile = Faults(hostile_every=1, hostile=kind, scope=Scope(categories=INFO))
     with StandinHub(minihub, faults=hostile) as hub:
@@ -428,6 +431,7 @@ def test_audit_of_a_hostile_tree_is_exit_4_in_one_line_never_5(minihub, tmp_path
 
 
 @pytest.mark.parametrize("kind", ["html", "malformed_json", "json_object", pytest.param("gzip_bomb", marks=pytest.mark.slow)])
+@pytest.mark.slow
 def test_a_hostile_listing_page_ends_the_crawl_with_exit_4_never_5(minihub, tmp_path, monkeypatch, kind):
     hostile = Faults(hostile_every=1, hostile=kind, bomb_mb=80, scope=Scope(categories=frozenset({"list"})))
     with StandinHub(minihub, faults=hostile) as hub:
