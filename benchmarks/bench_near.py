@@ -133,6 +133,17 @@ def _run(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> d
     return json.loads(proc.stdout.strip().splitlines()[-1]) | {"load": (load, os.getloadavg()[0])}
 
 
+def median_runs(rs: list[dict]) -> tuple[dict[str, float] | None, str]:
+    """One side's repeated runs: the medians of those that finished (wall ``seconds``, ``cpu`` when
+    measured, ``peak_rss_mb``; None when none did) and every run's loads, for one printed row."""
+    ok = [r for r in rs if "seconds" in r]
+    loads = " ".join(_load(r) for r in rs)
+    if not ok:
+        return None, loads
+    medians = {key: statistics.median(r[key] for r in ok) for key in ("seconds", "cpu", "peak_rss_mb") if key in ok[0]}
+    return medians, loads
+
+
 def _load(r: dict) -> str:
     return f"{r['load'][0]:.1f}-{r['load'][1]:.1f}"
 
@@ -225,13 +236,12 @@ def whole_process(folder: Path, repeat: int, timeout: float) -> None:
     print(f"{'':17}{'wall s':>8}{'peak MB':>9}{'loads':>30}")
     medians = {}
     for kind, rs in runs.items():
-        ok = [r for r in rs if "seconds" in r]
-        loads = " ".join(_load(r) for r in rs)
-        if not ok:
+        median, loads = median_runs(rs)
+        if median is None:
             print(f"{kind:17}{rs[0].get('error', '?')[:60]}")
             continue
-        medians[kind] = statistics.median(r["seconds"] for r in ok)
-        print(f"{kind:17}{medians[kind]:>8.1f}{statistics.median(r['peak_rss_mb'] for r in ok):>9.0f}{loads:>30}")
+        medians[kind] = median["seconds"]
+        print(f"{kind:17}{medians[kind]:>8.1f}{median['peak_rss_mb']:>9.0f}{loads:>30}")
     if "audit --no-near" in medians:
         for kind in ("audit", "audit (numpy)"):
             if kind in medians:

@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_near import _load, _run
+from bench_near import _run, median_runs
 
 
 def _checkout_of(python: str) -> Path:
@@ -65,15 +64,15 @@ def main() -> None:
     print(f"{'':27}{'wall s':>8}{'cpu s':>8}{'rows/s':>10}{'peak MB':>9}  loads")
     medians = {}
     for name, rs in runs.items():
-        ok = [r for r in rs if "seconds" in r]
-        loads = " ".join(_load(r) for r in rs)
-        if not ok:
+        median, loads = median_runs(rs)
+        if median is None:
             print(f"{name:27}{rs[0].get('error', '?')[:60]}")
             continue
-        wall = medians[name] = statistics.median(r["seconds"] for r in ok)
-        cpu = f"{statistics.median(r['cpu'] for r in ok):8.1f}" if "cpu" in ok[0] else f"{'':8}"
-        rate = f"{ok[0]['rows'] / wall:10,.0f}" if "rows" in ok[0] else f"{'':10}"
-        print(f"{name:27}{wall:8.1f}{cpu}{rate}{statistics.median(r['peak_rss_mb'] for r in ok):9.0f}  {loads}")
+        wall = medians[name] = median["seconds"]
+        cpu = f"{median['cpu']:8.1f}" if "cpu" in median else f"{'':8}"
+        rows = next((r["rows"] for r in rs if "rows" in r), None)
+        rate = f"{rows / wall:10,.0f}" if rows is not None else f"{'':10}"
+        print(f"{name:27}{wall:8.1f}{cpu}{rate}{median['peak_rss_mb']:9.0f}  {loads}")
     for name in sides:
         if f"{name}: audit" in medians and f"{name}: audit --no-near" in medians:
             print(f"{name}: audit / audit --no-near: {medians[f'{name}: audit'] / medians[f'{name}: audit --no-near']:.2f}x")
