@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx2
 import pyarrow as pa
 from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
 
@@ -303,7 +302,7 @@ def _dataset_id(item: Any) -> str | None:
 def is_hub_fault(exc: BaseException) -> bool:
     """True when a failed resolution says nothing about the dataset: the Hub (or a proxy) failed
     to answer properly, even after every retry. The next crawl tries again."""
-    if isinstance(exc, (HubFaultError, HubTimeoutError, json.JSONDecodeError, httpx2.TooManyRedirects, httpx2.DecodingError)):
+    if isinstance(exc, (HubFaultError, HubTimeoutError)):  # the client's call() types every invalid answer
         return True
     return is_transient(exc)
 
