@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 from numba import prange
 
 from hubsurvey.core.figures import NEAR_CURVE, NEAR_DEFAULT_SHINGLE, NEAR_DEFAULT_THRESHOLD
+from hubsurvey.survey import normalize, passages
 from hubsurvey.survey.passages import compiled
 
 _EMPTY = np.iinfo(np.uint64).max  # a signature bin no shingle landed in
@@ -676,8 +677,6 @@ def normalize_column(values: pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     pass that the contamination check uses (``passages.normalize_strings``: the rare rows it cannot
     fold go through Python), any other through ``normalize.normalize_array``. Both equal
     ``normalize_text``."""
-    from hubsurvey.survey import normalize, passages
-
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) or pa.types.is_string_view(values.type):
         return pa.chunked_array([passages.normalize_strings(c) for c in values.chunks]) if values.num_chunks \
             else normalize.normalize_array(values)
