@@ -50,13 +50,18 @@ def _use_numpy_path() -> None:
     """Swap the engine's near stage for the numpy path the compiled pass replaced."""
     sys.path.insert(0, str(TESTS))
     import near_numpy
+    import numpy as np
 
     from hubsurvey.survey import near
 
-    def numpy_path(texts, query, params, **kwargs):  # it took Python strings, as the engine gave it then
-        return near_numpy.find_pairs(texts.to_pylist() if hasattr(texts, "to_pylist") else texts, query, params)
+    def numpy_path(source, params, **kwargs):  # it took every text as Python strings, as the engine gave them then
+        texts, queries = [], []
+        for batch, query in source.batches():
+            texts += batch.to_pylist() if hasattr(batch, "to_pylist") else list(batch)
+            queries.append(query)
+        return near_numpy.find_pairs(texts, np.concatenate(queries), params)
 
-    near.find_pairs = numpy_path
+    near.find_pairs_in = numpy_path
 
 
 def child(folder: Path, numpy_path: bool) -> None:
@@ -72,17 +77,17 @@ def child(folder: Path, numpy_path: bool) -> None:
 
     truth = json.loads((folder / "truth.json").read_text())
     found: dict[str, object] = {}
-    original = near.find_pairs
+    original = near.find_pairs_in
 
-    def capture(texts, query, params, **kwargs):  # the engine's verified pairs, for the recall
-        result = original(texts, query, params, **kwargs)
-        used = np.unique(result.pairs)  # only the paired texts' strings (an Arrow array's too)
-        strings = near._take(texts, used).to_pylist() if hasattr(texts, "to_pylist") else [texts[i] for i in used]
-        text_of = dict(zip(used.tolist(), strings))
+    def capture(source, params, **kwargs):  # the engine's verified pairs, for the recall
+        result = original(source, params, **kwargs)
+        used = np.unique(result.pairs)  # only the paired texts' strings, read again
+        picked = source.take(used)
+        text_of = dict(zip(used.tolist(), picked.to_pylist() if hasattr(picked, "to_pylist") else list(picked)))
         found["pairs"] = {(text_of[a], text_of[b]) for a, b in result.pairs.tolist()}
         return result
 
-    near.find_pairs = capture
+    near.find_pairs_in = capture
     data = FolderSource(folder).load("default")
     started = time.perf_counter()
     cpu0 = time.process_time()

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -70,6 +71,85 @@ NEAR_EXAMPLE_KINDS: dict[str, tuple[str, str, str]] = {
     "validation_near_train": ("validation", "train", "true"),
 }
 EXAMPLE_POSITIONS = 10  # row positions kept per split and example
+
+
+#: Rows of the near texts read from DuckDB at a time: a batch's strings (twice: as read, and
+#: normalized) are what the near stage holds of the texts, besides its 256 bytes a text.
+NEAR_BATCH_ROWS = 1 << 17
+
+
+def _chunked(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    return values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values], type=values.type)
+
+
+class _NearTexts(near_method.TextSource):
+    """The near stage's texts, read from DuckDB: each distinct normalized text key of ``near_texts``
+    with the text of its first row (``rep``, a rowid of ``rows_all``), normalized batch by batch and
+    sampled (``near.sample_mask``) by key. ``rows_all`` is scanned in order and its ``rep`` rows
+    kept: a join to ``near_texts`` built a hash table of every key (+130 MB at 1M rows), and an
+    any_value(text) in the GROUP BY held every string in the aggregate (+490 MB), which DuckDB
+    keeps. The candidates' texts are read again by rowid."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, columns: Sequence[str], max_texts: int):
+        self.con, self.columns = con, list(columns)
+        reps = con.sql("SELECT rep, n_test > 0 OR n_validation > 0 AS asked FROM near_texts ORDER BY rep").fetchnumpy()
+        self.reps, self.asked = np.asarray(reps["rep"], dtype=np.int64), np.asarray(reps["asked"], dtype=np.bool_)
+        self.rate = near_method.sample_rate(len(self.reps), int(self.asked.sum()), max_texts)
+        self._keys: list[np.ndarray] = []
+        self._rowids: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return len(self.reps)
+
+    def keys(self) -> np.ndarray:
+        """The keys of the texts the batches gave, in their order (after :meth:`batches`)."""
+        return np.concatenate(self._keys) if self._keys else np.zeros(0, dtype=np.uint64)
+
+    def _normalized(self, table: pa.Table | pa.RecordBatch) -> Any:
+        # String columns stay in Arrow (the pass reads their bytes in place); lists take Python
+        normalized = [near_method.normalize_column(_chunked(table.column(t))) for t in self.columns]
+        texts = near_method.arrow_row_texts(normalized)
+        return texts if texts is not None else near_method.row_texts([c.to_pylist() for c in normalized])
+
+    def batches(self) -> Iterator[tuple[Any, np.ndarray]]:
+        """The batches, each read and normalized in a thread while the pass sketches the one before
+        (the fold pass and DuckDB release the GIL): the pass gets both cores, one batch is read ahead."""
+        with ThreadPoolExecutor(1, thread_name_prefix="near-read") as pool:
+            read = self._read()
+            ahead = pool.submit(next, read, None)
+            while (batch := ahead.result()) is not None:
+                ahead = pool.submit(next, read, None)
+                yield batch
+
+    def _read(self) -> Iterator[tuple[Any, np.ndarray]]:
+        columns = ", ".join(self.columns)
+        reader = self.con.sql(f"SELECT rowid AS r, h_ntext AS k, {columns} FROM rows_all").to_arrow_reader(NEAR_BATCH_ROWS)
+        last = len(self.reps) - 1
+        for batch in reader:
+            rowids = np.asarray(batch.column(0), dtype=np.int64)
+            at = np.minimum(np.searchsorted(self.reps, rowids), max(last, 0))
+            kept = (self.reps[at] == rowids) if len(self.reps) else np.zeros(len(rowids), dtype=np.bool_)
+            # a copy: a view of the batch's keys would keep the whole batch (its texts) alive
+            keys = np.asarray(batch.column(1), dtype=np.uint64)[kept]
+            query, at = self.asked[at[kept]], at[kept]
+            sampled = near_method.sample_mask(keys, query, self.rate)
+            kept[kept] = sampled
+            keys, query = keys[sampled], query[sampled]
+            if not len(keys):
+                continue
+            self._keys.append(keys)
+            self._rowids.append(rowids[kept])
+            yield self._normalized(batch.filter(pa.array(kept))), query
+
+    def take(self, rows: np.ndarray) -> Any:
+        rowids = np.concatenate(self._rowids)[rows]
+        self.con.register("near_wanted", pa.table({"i": np.arange(len(rows), dtype=np.int64), "r": rowids}))
+        try:
+            found = self.con.sql(f"SELECT {', '.join(f'a.{t}' for t in self.columns)} FROM near_wanted w "
+                                 "JOIN rows_all a ON a.rowid = w.r ORDER BY w.i").to_arrow_table()
+        finally:
+            self.con.unregister("near_wanted")
+        return self._normalized(found)
 
 
 @dataclass(frozen=True)
@@ -361,6 +441,8 @@ class Engine:
         examples_wanted = examples
         examples = examples if exact else 0
         text_columns, label_columns = tuple(text_columns), tuple(label_columns)
+        if near:
+            near_method.warm_up()  # while DuckDB reads and hashes
         self._load(text_columns, label_columns, normalized=exact or near)
         text: dict[str, Any] = {}
         by_label: list[dict[str, Any]] = [{} for _ in label_columns]
@@ -438,27 +520,9 @@ class Engine:
         self.con.execute(f"""CREATE OR REPLACE TEMP TABLE near_texts AS
             SELECT h_ntext AS k, {registry.SPLIT_COUNTS}, min(pos) FILTER (WHERE split = 'test') AS first_test, min(rowid) AS rep
             FROM rows_all GROUP BY h_ntext""")
-        # The text of a key is its first row's, fetched by rowid: an any_value(text) in the GROUP BY
-        # held every string in the aggregate (+490 MB at 1M rows, which DuckDB keeps).
-        columns = ", ".join(f"r.{t}" for t in self.raw_text)
-        found = self.con.sql(f"SELECT n.k, n.n_test > 0 OR n.n_validation > 0 AS asked, {columns} "
-                             "FROM near_texts n JOIN rows_all r ON r.rowid = n.rep").to_arrow_table()
-        # String columns stay in Arrow (the pass reads their bytes in place); lists take Python
-        normalized = [near_method.normalize_column(found.column(t)) for t in self.raw_text]
-        texts: Any = near_method.arrow_row_texts(normalized)
-        if texts is None:
-            texts = near_method.row_texts([c.to_pylist() for c in normalized])
-        del normalized
-        keys = found.column("k").to_numpy()
-        query = found.column("asked").to_numpy(zero_copy_only=False)
-        del found
-        kept = near_method.sample(keys, query, params.max_texts)
-        if not kept.all():  # only pairs between kept texts are found: the figures are lower bounds
-            keys, query = keys[kept], query[kept]
-            texts = texts.filter(pa.array(kept)) if isinstance(texts, pa.ChunkedArray | pa.Array) else \
-                [t for t, keep in zip(texts, kept) if keep]
-        pairs = near_method.find_pairs(texts, query, params)
-        del texts
+        source = _NearTexts(self.con, self.raw_text, params.max_texts)
+        pairs = near_method.find_pairs_in(source, params)
+        keys = source.keys()
         a, b = keys[pairs.pairs[:, 0]], keys[pairs.pairs[:, 1]]
         both = pa.table({"a": np.concatenate([a, b]), "b": np.concatenate([b, a]),
                          "jaccard": np.concatenate([pairs.jaccard, pairs.jaccard])})
@@ -480,8 +544,8 @@ class Engine:
             by_label.append(self._select(registry.aggregate_sql(items, "near_labels"), bound))
         found_examples = self._near_examples(label_columns, examples, bound) if examples else []
         self.con.execute("DROP TABLE near_texts; DROP TABLE near_pairs; DROP TABLE near_keys; DROP TABLE IF EXISTS near_labels")
-        info = {**params.describe(), "status": "measured", "texts": len(kept), "texts_compared": len(keys),
-                "sampled": bool(not kept.all()), "texts_cut": pairs.cut, "candidates": pairs.candidates, "verified": pairs.verified,
+        info = {**params.describe(), "status": "measured", "texts": len(source), "texts_compared": len(keys),
+                "sampled": len(keys) < len(source), "texts_cut": pairs.cut, "candidates": pairs.candidates, "verified": pairs.verified,
                 "pairs": len(pairs.pairs), "capped": pairs.capped}
         return NearResult(figures, by_label, curve, info, found_examples)
 

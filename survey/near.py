@@ -31,7 +31,8 @@ costs the memory of the cap, not of its 30 M shingles.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -106,12 +107,23 @@ def sample(keys: np.ndarray, query: np.ndarray, max_texts: int) -> np.ndarray:
     """Which texts to compare (a boolean per text): all when they fit in ``max_texts``; else every
     test or validation text (the ``query`` ones: the figures count their rows) and a sample of the
     others, by hash of their key, so a rerun picks the same ones."""
-    if len(keys) <= max_texts:
+    return sample_mask(keys, query, sample_rate(len(keys), int(query.sum()), max_texts))
+
+
+def sample_rate(texts: int, queries: int, max_texts: int) -> float | None:
+    """The share of the other (not ``query``) texts that :func:`sample_mask` keeps, given how many
+    texts there are and how many of them are query texts; None: every text is kept."""
+    if texts <= max_texts:
+        return None
+    return min(max(max_texts - queries, 0) / max(texts - queries, 1), 1.0)
+
+
+def sample_mask(keys: np.ndarray, query: np.ndarray, rate: float | None) -> np.ndarray:
+    """:func:`sample` of some of the texts, given the rate :func:`sample_rate` found for all: a text's
+    fate depends on its key alone, so the texts can be taken batch by batch."""
+    if rate is None:
         return np.ones(len(keys), dtype=bool)
-    others = int((~query).sum())
-    rate = max(max_texts - int(query.sum()), 0) / max(others, 1)
-    picked = _mix(keys.astype(np.uint64)) < np.uint64(min(rate, 1.0) * float(_EMPTY))
-    return query | picked
+    return query | (_mix(keys.astype(np.uint64)) < np.uint64(rate * float(_EMPTY)))
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -376,21 +388,36 @@ class Sketches:
 
 def sketch_texts(texts: Texts, params: NearParams, *, with_signatures: bool = False) -> Sketches:
     """Every text's band hashes and sketch, in one compiled pass per batch of texts."""
-    n = len(texts)
+    return sketch_batches([texts], len(texts), params, with_signatures=with_signatures)
+
+
+def sketch_batches(batches: Iterable[Texts], capacity: int, params: NearParams, *,
+                   with_signatures: bool = False) -> Sketches:
+    """:func:`sketch_texts` of the texts of ``batches`` one after the other (at most ``capacity``
+    in all): only the batch at hand is held, never all the texts."""
     n_bands = params.bins // params.band_rows
-    bands_t = np.empty((n_bands, n), dtype=np.uint32)
-    sketch = np.empty((n, SKETCH_BINS), dtype=np.uint16)
-    cut = np.zeros(n, dtype=np.bool_)
-    signatures = np.empty((n, params.bins), dtype=np.uint64) if with_signatures else None
+    bands_t = np.empty((n_bands, capacity), dtype=np.uint32)
+    sketch = np.empty((capacity, SKETCH_BINS), dtype=np.uint16)
+    cut = np.zeros(capacity, dtype=np.bool_)
+    signatures = np.empty((capacity, params.bins), dtype=np.uint64) if with_signatures else None
     borrow = _borrow_table(params.bins, DENSIFY_ATTEMPTS)
     lend_start, lend_attempt, lend_bin = _lenders(borrow)
     shift = 64 - params.bins.bit_length() + 1  # the top log2(bins) bits of a shingle's hash name its bin
-    for first, data, offsets in _utf8(texts, params.max_text_chars):
-        stop = first + len(offsets) - 1
-        sig_out = signatures[first:stop] if signatures is not None else np.empty((0, params.bins), dtype=np.uint64)
-        _sketch_pass(data, offsets, params.max_text_chars, params.shingle_size, params.seed, shift, params.band_rows,
-                     borrow, lend_start, lend_attempt, lend_bin, params.bins // SKETCH_BINS, bands_t, sketch, cut,
-                     sig_out, first)
+    done = 0
+    for texts in batches:
+        if done + len(texts) > capacity:
+            raise ValueError(f"the batches hold more than the {capacity} texts announced")
+        for first, data, offsets in _utf8(texts, params.max_text_chars):
+            first += done
+            stop = first + len(offsets) - 1
+            sig_out = signatures[first:stop] if signatures is not None else np.empty((0, params.bins), dtype=np.uint64)
+            _sketch_pass(data, offsets, params.max_text_chars, params.shingle_size, params.seed, shift, params.band_rows,
+                         borrow, lend_start, lend_attempt, lend_bin, params.bins // SKETCH_BINS, bands_t, sketch, cut,
+                         sig_out, first)
+        done += len(texts)
+    if done < capacity:  # fewer than announced (a sample): the band-major array is copied once
+        bands_t, sketch, cut = np.ascontiguousarray(bands_t[:, :done]), sketch[:done], cut[:done]
+        signatures = signatures[:done] if signatures is not None else None
     return Sketches(bands_t.T, sketch, int(cut.sum()), signatures)
 
 
@@ -614,7 +641,13 @@ def jaccard(pairs: np.ndarray, texts: Texts, n: int, cap: int = NearParams.max_t
     if not len(pairs):
         return np.empty(0)
     used = np.unique(pairs.ravel())
-    picked = _take(texts, used) if isinstance(texts, pa.Array | pa.ChunkedArray) else [texts[i] for i in used]
+    return jaccard_of(pairs, used, _pick(texts, used), n, cap)
+
+
+def jaccard_of(pairs: np.ndarray, used: np.ndarray, picked: Texts, n: int, cap: int = NearParams.max_text_chars) -> np.ndarray:
+    """:func:`jaccard`, given the texts ``used`` (ascending: every text a pair names) as ``picked``."""
+    if not len(pairs):
+        return np.empty(0)
     hashes, text_of = shingle_hashes(picked, n, cap=cap)
     starts = np.zeros(len(used) + 1, dtype=np.int64)
     np.cumsum(np.bincount(text_of, minlength=len(used)), out=starts[1:])
@@ -623,6 +656,31 @@ def jaccard(pairs: np.ndarray, texts: Texts, n: int, cap: int = NearParams.max_t
     out = np.empty(len(pairs))
     _set_jaccard(hashes, starts, sizes, np.searchsorted(used, pairs[:, 0]), np.searchsorted(used, pairs[:, 1]), out)
     return out
+
+
+def _pick(texts: Texts, rows: np.ndarray) -> Texts:
+    return _take(texts, rows) if isinstance(texts, pa.Array | pa.ChunkedArray) else [texts[i] for i in rows]
+
+
+class TextSource:
+    """The texts to compare, as the pass reads them: batch by batch (each with which of its texts
+    are query texts: test or validation), then again, only those a candidate pair names, by
+    index. This one holds its texts; the engine's reads them from DuckDB (``survey/metrics.py``),
+    so a config's texts are never all in memory at once."""
+
+    def __init__(self, texts: Texts, query: np.ndarray):
+        self.texts, self.query = texts, query
+
+    def __len__(self) -> int:
+        """How many texts the batches hold at most."""
+        return len(self.texts)
+
+    def batches(self) -> Iterator[tuple[Texts, np.ndarray]]:
+        yield self.texts, self.query
+
+    def take(self, rows: np.ndarray) -> Texts:
+        """The texts at ``rows`` (ascending indices into the texts the batches gave, in order)."""
+        return _pick(self.texts, rows)
 
 
 @dataclass(frozen=True)
@@ -639,27 +697,44 @@ class NearPairs:
 
 def find_pairs(texts: Texts, query: np.ndarray, params: NearParams, *,
                max_pairs: int = 10_000_000, threads: int | None = None) -> NearPairs:
-    """Every pair of texts at Jaccard >= ``params.lowest`` that MinHash-LSH proposes, verified.
+    """Every pair of texts at Jaccard >= ``params.lowest`` that MinHash-LSH proposes, verified:
+    :func:`find_pairs_in` of texts held in memory (Python strings, or an Arrow string array,
+    whose bytes are read in place)."""
+    return find_pairs_in(TextSource(texts, query), params, max_pairs=max_pairs, threads=threads)
 
-    ``texts``: Python strings, or an Arrow string array (its bytes are read in place). Memory holds
-    one batch's UTF-8 bytes (``BATCH_CHARS`` code points; for strings) and, for every text, its
-    band hashes (4 bytes a band) and its sketch (128 bytes), never a text's shingles. ``threads``:
-    how many threads the compiled pass uses at most (default: numba's, one per core; a survey
-    running one job per core passes 1), one per ``TEXTS_PER_THREAD`` texts. The result does not
-    depend on it.
+
+def find_pairs_in(source: TextSource, params: NearParams, *,
+                  max_pairs: int = 10_000_000, threads: int | None = None) -> NearPairs:
+    """Every pair of the source's texts at Jaccard >= ``params.lowest`` that MinHash-LSH proposes,
+    verified; the indices are the texts' order in the source's batches.
+
+    Memory holds one batch of texts (and one ``BATCH_CHARS`` piece of its UTF-8 bytes, for Python
+    strings) and, for every text, its band hashes (4 bytes a band) and its sketch (128 bytes),
+    never a text's shingles; then the texts the candidates name. ``threads``: how many threads the
+    compiled pass uses at most (default: numba's, one per core; a survey running one job per core
+    passes 1), one per ``TEXTS_PER_THREAD`` texts. The result does not depend on it.
     """
+    _warmed()
     before = numba.get_num_threads()
     most: int = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
-    wanted = min(threads or most, most, len(texts) // TEXTS_PER_THREAD)
+    wanted = min(threads or most, most, len(source) // TEXTS_PER_THREAD)
     numba.set_num_threads(max(1, wanted))
     try:
-        return _find_pairs(texts, query, params, max_pairs)
+        return _find_pairs(source, params, max_pairs)
     finally:
         numba.set_num_threads(before)
 
 
-def _find_pairs(texts: Texts, query: np.ndarray, params: NearParams, max_pairs: int) -> NearPairs:
-    sketched = sketch_texts(texts, params)
+def _find_pairs(source: TextSource, params: NearParams, max_pairs: int) -> NearPairs:
+    queries: list[np.ndarray] = []
+
+    def texts() -> Iterator[Texts]:
+        for batch, query in source.batches():
+            queries.append(np.asarray(query, dtype=np.bool_))
+            yield batch
+
+    sketched = sketch_batches(texts(), len(source), params)
+    query = np.concatenate(queries) if queries else np.zeros(0, dtype=np.bool_)
     candidates, capped = candidate_pairs(sketched.bands, query, max_pairs, params.max_bucket)
     listed = len(candidates)
     # Most candidates of real data are texts that share a band by chance (J ~ 0.1-0.3); the
@@ -667,9 +742,39 @@ def _find_pairs(texts: Texts, query: np.ndarray, params: NearParams, max_pairs: 
     estimate = np.empty(len(candidates))
     _estimates(sketched.sketch, np.ascontiguousarray(candidates[:, 0]), np.ascontiguousarray(candidates[:, 1]), estimate)
     candidates = candidates[estimate >= params.lowest - SKETCH_MARGIN]
-    similarity = jaccard(candidates, texts, params.shingle_size, params.max_text_chars)
+    cut = sketched.cut
+    del sketched  # the bands and sketches: the verification holds the candidates' texts instead
+    used = np.unique(candidates.ravel())
+    similarity = jaccard_of(candidates, used, source.take(used), params.shingle_size, params.max_text_chars) \
+        if len(candidates) else np.empty(0)
     keep = similarity >= params.lowest
-    return NearPairs(candidates[keep], similarity[keep], listed, capped, len(candidates), sketched.cut)
+    return NearPairs(candidates[keep], similarity[keep], listed, capped, len(candidates), cut)
+
+
+_warming: threading.Thread | None = None
+
+
+def warm_up() -> None:
+    """Load the compiled pass (numba's on-disk cache, or compile it) and build the character tables
+    in a thread, once a process, on a few texts: 0.4-0.9 s, which then overlaps the reading and
+    hashing before the near stage (DuckDB releases the GIL). The stage's entry points wait for it
+    (:func:`_warmed`): two threads must not launch the parallel kernels at once."""
+    global _warming
+    if _warming is not None:
+        return
+
+    def run() -> None:
+        texts = pa.array(["the first text to warm up with", "the first text to warm up with!", "Ünïcödé text"])
+        find_pairs(normalize_column(pa.chunked_array([texts])).combine_chunks(), np.array([True, False, True]),
+                   NearParams(), threads=1)
+
+    _warming = threading.Thread(target=run, name="near-warm-up", daemon=True)
+    _warming.start()
+
+
+def _warmed() -> None:
+    if _warming is not None and _warming is not threading.current_thread():
+        _warming.join()
 
 
 def normalize_column(values: pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
@@ -677,6 +782,7 @@ def normalize_column(values: pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     pass that the contamination check uses (``passages.normalize_strings``: the rare rows it cannot
     fold go through Python), any other through ``normalize.normalize_array``. Both equal
     ``normalize_text``."""
+    _warmed()
     if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) or pa.types.is_string_view(values.type):
         return pa.chunked_array([passages.normalize_strings(c) for c in values.chunks]) if values.num_chunks \
             else normalize.normalize_array(values)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from conftest import shared_index
 
@@ -37,15 +38,17 @@ def _rows(data) -> dict[str, list[dict]]:
 def recall_and_precision(data, monkeypatch) -> dict:
     """The engine's verified pairs against the reference's, at 0.8 and 0.6, and both figure sets."""
     found: dict[tuple[str, str], float] = {}
-    original = near.find_pairs
+    original = near.find_pairs_in
 
-    def capture(texts, query, params, **kwargs):
-        result = original(texts, query, params, **kwargs)
-        texts = texts.to_pylist() if hasattr(texts, "to_pylist") else texts  # an Arrow array: its strings
-        found.update({tuple(sorted((texts[a], texts[b]))): j for (a, b), j in zip(result.pairs.tolist(), result.jaccard)})
+    def capture(source, params, **kwargs):
+        result = original(source, params, **kwargs)
+        used = np.unique(result.pairs)
+        picked = source.take(used)  # the paired texts, read again as the verification read them
+        text_of = dict(zip(used.tolist(), picked.to_pylist() if hasattr(picked, "to_pylist") else picked))
+        found.update({tuple(sorted((text_of[a], text_of[b]))): j for (a, b), j in zip(result.pairs.tolist(), result.jaccard)})
         return result
 
-    monkeypatch.setattr(near, "find_pairs", capture)
+    monkeypatch.setattr(near, "find_pairs_in", capture)
     rows = measure_config(data, n_configs=1, source="folder", methods=[EXACT_METHOD, NEAR_METHOD], examples=0).rows
     roles = resolve_roles(data.features, data.dataset_id, data.config)
     splits = _rows(data)
