@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from hubsurvey.commands.options import Benchmarks, Roles
-from hubsurvey.core.errors import ExitCode, HubsurveyError, UsageError, one_line
+from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, UsageError, one_line
 from hubsurvey.core.safety import json_text, visible
 
 CHECK_FORMATS = ("text", "json")
@@ -67,11 +67,10 @@ def check(
                             benchmarks=benchmarks, db=db, roles_file=roles, client=HubClient(Settings.from_env()))
     except HubsurveyError as e:
         if junit is not None:  # CI still gets a report: one error testcase saying why
-            failed = gate.CheckResult(target, profile, tested, errors=[one_line(e)], error_code=e.exit_code)
-            gate.write_junit(failed, junit)
+            _write_junit(gate.CheckResult(target, profile, tested, errors=[one_line(e)], error_code=e.exit_code), junit)
         raise
     if junit is not None:
-        gate.write_junit(result, junit)
+        _write_junit(result, junit)
     if fmt == "json":
         typer.echo(json_text(result.as_json(), indent=1))
     else:
@@ -81,6 +80,15 @@ def check(
         typer.echo(f"error: {visible(error, one_line=True)}", err=True)
     if result.exit_code != ExitCode.OK:
         raise typer.Exit(int(result.exit_code))
+
+
+def _write_junit(result, path: Path) -> None:
+    from hubsurvey.survey.check import write_junit
+
+    try:
+        write_junit(result, path)
+    except OSError as e:  # a folder that cannot be written, a full disk: the old file is left as it was
+        raise BadInputError(f"{path}: cannot write the JUnit file: {e}") from None
 
 
 def text_lines(result) -> list[str]:
