@@ -272,13 +272,14 @@ def check(
     benchmarks: str | Path | None = None,
     db: str | Path | None = None,
     roles_file: str | Path | None = None,
+    dataset_id: str | None = None,
     client: Any = None,
 ) -> CheckResult:
     """Measure ``target`` (a Hub id or a folder; every config, or ``config``) with
     :func:`hubsurvey.survey.audit.audit` and test each given limit (percentages, see the module doc).
 
     Nothing is stored unless ``db`` is given (then as ``audit`` stores it, with the contamination
-    rows). Raises the audit's own errors (bad input, an unreachable Hub, an unusable DB); a config
+    rows). ``dataset_id`` names a folder's dataset (default: from the folder's name). Raises the audit's own errors (bad input, an unreachable Hub, an unusable DB); a config
     that fails is one of ``errors`` and the others are still tested.
     """
     from huggingface_hub.errors import HfHubHTTPError
@@ -296,7 +297,8 @@ def check(
     try:
         if benchmarks is not None:
             index, not_indexed = _index(benchmarks, client, db)
-        outcome = audit(target, config=config, db=db, roles_file=roles_file, client=client, benchmarks=index)
+        outcome = audit(target, config=config, db=db, roles_file=roles_file, dataset_id=dataset_id, client=client,
+                        benchmarks=index)
     except HfHubHTTPError as e:
         raise _hub_refusal(target, e) from None
     return CheckResult(outcome.dataset_id, profile, limits,

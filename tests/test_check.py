@@ -77,6 +77,11 @@ def test_a_passing_check_exits_0_and_the_profile_picks_the_figure(planted):
     ]
 
 
+def test_a_folder_can_be_named_by_its_hub_id(planted):
+    result = invoke(planted, "--max-contaminated", 70, "--dataset-id", "me/my-dataset")
+    assert result.stdout.splitlines()[0].startswith("FAIL me/my-dataset [default] label=label:")
+
+
 def test_a_value_equal_to_its_limit_holds(planted):
     assert invoke(planted, "--max-contaminated", 83.333).exit_code == 0
     assert invoke(planted, "--max-contaminated", 83.332).exit_code == 6

@@ -28,6 +28,8 @@ MaxBenchmark = Annotated[Percent, typer.Option(
 Profile = Annotated[str, typer.Option("--profile", help="Key profile of the exact figures: raw or normalized")]
 Junit = Annotated[Path | None, typer.Option("--junit", metavar="FILE", help="Also write the verdicts as JUnit XML")]
 CheckFormat = Annotated[str, typer.Option("--format", help="Output format: text or json")]
+DatasetId = Annotated[str | None, typer.Option(
+    "--dataset-id", metavar="OWNER/NAME", help="A folder's dataset id in the output [default: from the folder's name]")]
 StoreDb = Annotated[Path | None, typer.Option(
     "--db", help="Also store the measurements in this results DB, as audit does [default: store nothing]")]
 
@@ -44,6 +46,7 @@ def check(
     junit: Junit = None,
     fmt: CheckFormat = "text",
     roles: Roles = None,
+    dataset_id: DatasetId = None,
     db: StoreDb = None,
 ) -> None:
     """Gate a dataset in CI: measure it as audit does and fail (exit 6) when a figure is above its limit.
@@ -64,7 +67,8 @@ def check(
     try:
         result = gate.check(target, config=config, profile=profile, max_contaminated=max_contaminated,
                             max_near=max_near, max_conflicting=max_conflicting, max_benchmark=max_benchmark,
-                            benchmarks=benchmarks, db=db, roles_file=roles, client=HubClient(Settings.from_env()))
+                            benchmarks=benchmarks, db=db, roles_file=roles, dataset_id=dataset_id,
+                            client=HubClient(Settings.from_env()))
     except HubsurveyError as e:
         if junit is not None:  # CI still gets a report: one error testcase saying why
             _write_junit(gate.CheckResult(target, profile, tested, errors=[one_line(e)], error_code=e.exit_code), junit)
