@@ -363,3 +363,34 @@ def test_the_docs_github_workflow_parses_and_calls_hubsurvey_check():
     runs = [s["run"] for s in steps if "run" in s]
     assert any(line.strip().startswith("hubsurvey check ") for r in runs for line in r.splitlines())
     assert any("junit" in json.dumps(s) for s in steps if "uses" in s)  # the report is kept
+
+
+# --- the Hub's faults and the token ------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_an_echoed_token_reaches_no_output_and_a_hostile_hub_is_a_hub_fault(shared_datasets, tmp_path, monkeypatch):
+    from hubsurvey_standin import Faults, Scope, StandinHub
+
+    secret = "hf_check_planted_token_8c1d2e3f4a5b"
+    monkeypatch.setenv("HF_TOKEN", secret)
+    monkeypatch.setenv("HUBSURVEY_MAX_ATTEMPTS", "2")
+    junit, db = tmp_path / "junit.xml", tmp_path / "r.duckdb"
+    # a careless proxy: the dataset's info is refused with the request's Authorization header in the body
+    echo = Faults(error_burst_every=1, error_burst_len=1, error_status=403, echo_auth=True,
+                  scope=Scope(categories=frozenset({"info"}), dataset="CogComp/trec"))
+    with StandinHub(shared_datasets, faults=echo, valid_tokens={secret}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        refused = invoke("CogComp/trec", "--max-contaminated", 1, "--junit", junit, "--db", db)
+        audited = runner.invoke(app, ["audit", "CogComp/trec", "--db", str(tmp_path / "a.duckdb")])
+    # the refusal is classified as audit classifies it (the Hub kept refusing the config's files)
+    assert refused.exit_code == audited.exit_code == ExitCode.HUB, refused.output
+    assert refused.stderr == audited.stderr and refused.stderr.startswith("error: CogComp/trec [default]: ")
+    assert len(refused.stderr.strip().splitlines()) == 1 and "***" in refused.stderr
+    assert secret not in refused.output + refused.stderr and secret.encode() not in junit.read_bytes()
+    assert ET.parse(junit).getroot().find("testsuite/testcase/error") is not None
+    html = Faults(hostile_every=1, hostile="html", scope=Scope(dataset="CogComp/trec"))
+    with StandinHub(shared_datasets, faults=html) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        faulty = invoke("CogComp/trec", "--max-contaminated", 1, "--junit", junit)
+    assert faulty.exit_code == ExitCode.HUB, faulty.output
+    assert len(faulty.stderr.strip().splitlines()) == 1 and secret not in faulty.stderr

@@ -102,7 +102,9 @@ def text_lines(result) -> list[str]:
     mark = {FAIL: "FAIL", PASS: "ok  "}
     lines = [f"{mark.get(v.status, 'skip')} {v.line(result.dataset_id)}" for v in result.verdicts]
     tested = sum(v.status != "skipped" for v in result.verdicts)
-    if result.errors:
+    if result.errors and not result.verdicts:
+        verdict = f"check incomplete: {len(result.errors)} error(s), nothing measured"
+    elif result.errors:
         verdict = f"check incomplete: {len(result.errors)} error(s); {len(result.failed)} of {tested} condition(s) failed"
     elif result.failed:
         verdict = f"check failed: {len(result.failed)} of {tested} condition(s) above their limit"
