@@ -27,7 +27,7 @@ import json
 import os
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,48 +43,38 @@ DEFAULT_PROFILE = figures.NORMALIZED.name
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
 
 
+def _exact_percent(stem: str) -> Callable[[str], str]:
+    """The registry's percentage column of the exact figure ``stem``, under a profile."""
+    (figure,) = [f for f in figures.PROFILE_FIGURES if f.stem == stem]
+    assert figure.percent is not None
+    percent = figure.percent[0]
+    return lambda profile: f"{profile}_{percent}"
+
+
+def _near_percent(name: str) -> Callable[[str], str]:
+    """The registry's percentage column of the near figure ``name`` (the same under every profile)."""
+    (figure,) = [f for f in figures.NEAR_FIGURES if f.name == name]
+    assert figure.percent is not None
+    percent = figure.percent[0]
+    return lambda profile: percent
+
+
 @dataclass(frozen=True)
 class Condition:
     """One kind of limit ``check`` tests: its name, its option, and the figure it reads."""
 
     name: str
     option: str
-    words: str  # what the figure counts, for the docs and the JUnit suite
+    #: the figure's column in ``measurements`` (and key in ``audit --json``) under a profile
+    column: Callable[[str], str]
 
-    def column(self, profile: str) -> str:
-        """The figure's column in ``measurements`` (and key in ``audit --json``) under ``profile``."""
-        return _CONDITION_COLUMNS[self.name](profile)
-
-
-def _exact_percent(stem: str) -> Any:
-    """The registry's percentage column of the exact figure ``stem``, under a profile."""
-    (figure,) = [f for f in figures.PROFILE_FIGURES if f.stem == stem]
-    assert figure.percent is not None
-    return lambda profile: f"{profile}_{figure.percent[0]}"
-
-
-def _near_percent(name: str) -> Any:
-    (figure,) = [f for f in figures.NEAR_FIGURES if f.name == name]
-    assert figure.percent is not None
-    return lambda profile: figure.percent[0]
-
-
-_CONDITION_COLUMNS = {
-    "contaminated": _exact_percent("test_rows_contaminated"),
-    "near": _near_percent("test_rows_near_contaminated"),
-    "conflicting": _exact_percent("test_rows_in_train_conflicting_label"),
-    "benchmark": lambda profile: "contaminated_pct",
-}
 
 CONDITIONS: tuple[Condition, ...] = (
-    Condition("contaminated", "--max-contaminated",
-              "test rows in train or validation, or repeating an earlier test row, % of test rows"),
-    Condition("near", "--max-near",
-              "test rows near (Jaccard >= tau) train, validation or an earlier test row, % of test rows"),
-    Condition("conflicting", "--max-conflicting",
-              "test rows whose text is in train but never with their label, % of test rows"),
-    Condition("benchmark", "--max-benchmark",
-              "rows of a split holding a benchmark's test item (13 words, or a short item whole), % of the split"),
+    Condition("contaminated", "--max-contaminated", _exact_percent("test_rows_contaminated")),
+    Condition("near", "--max-near", _near_percent("test_rows_near_contaminated")),
+    Condition("conflicting", "--max-conflicting", _exact_percent("test_rows_in_train_conflicting_label")),
+    # not a measurements column: the contamination table's, per (split, benchmark)
+    Condition("benchmark", "--max-benchmark", lambda profile: "contaminated_pct"),
 )
 CONDITION_BY_NAME = {c.name: c for c in CONDITIONS}
 
@@ -100,7 +90,7 @@ class Verdict:
     value: float | None  # as audit --json prints it (NR: None)
     limit: float
     status: str  # pass, fail or skipped
-    reason: str | None = None  # why it was skipped
+    reason: str | None = None  # why the figure is NR (a skipped verdict)
 
     @property
     def name(self) -> str:
@@ -110,10 +100,10 @@ class Verdict:
     def line(self, dataset_id: str) -> str:
         """One line naming the dataset, config, figure, value and limit."""
         label = f" label={self.label_column}" if self.label_column else ""
-        value = "NR" if self.value is None else f"{self.value:g}%"
-        verb = {FAIL: "above", PASS: "within", SKIPPED: "not tested against"}[self.status]
-        text = f"{dataset_id} [{self.config}]{label}: {self.figure} = {value} {verb} the limit {self.limit:g}%"
-        return text + (f" ({self.reason})" if self.reason else "")
+        where = f"{dataset_id} [{self.config}]{label}: {self.figure}"
+        if self.status == SKIPPED:
+            return f"{where} = NR, not tested against the limit {self.limit:g}% ({self.reason})"
+        return f"{where} = {self.value:g}% {'above' if self.status == FAIL else 'within'} the limit {self.limit:g}%"
 
     def as_json(self) -> dict[str, Any]:
         return {"config": self.config, "label_column": self.label_column, "condition": self.condition,
@@ -192,14 +182,14 @@ def _nr_reason(condition: str, row: dict[str, Any]) -> str:
     """Why a figure of ``row`` is NR, in a few words."""
     if condition == "conflicting":
         if row.get("label_column") is None:
-            return "NR: no label column"
+            return "no label column"
         if row.get("rows_train") is None:
-            return "NR: no train split"
+            return "no train split"
     if condition == "near":
         near = row.get("near")
         info = json.loads(near) if isinstance(near, str) else near
-        return f"NR: near-duplicates {(info or {}).get('status', 'not measured')}"
-    return "NR: not measured"
+        return f"near-duplicates {(info or {}).get('status', 'not measured')}"
+    return "not measured"
 
 
 def _verdict(config: str, label: str | None, condition: str, figure: str, value: float | None, limit: float,
@@ -229,7 +219,7 @@ def verdicts_of(rows: Sequence[dict[str, Any]], contamination: Sequence[dict[str
             bench = f"{k['benchmark_id']} [{k['benchmark_config']}/{k['benchmark_split']}]"
             value = None if k["contaminated_pct"] is None else round(k["contaminated_pct"], 3)
             out.append(_verdict(k["config"], None, "benchmark", f"contaminated_pct[{k['split_name']}] vs {bench}",
-                                value, limits["benchmark"], f"NR: {k['split_name']} has no rows" if value is None else None))
+                                value, limits["benchmark"], f"{k['split_name']} has no rows" if value is None else None))
     return out
 
 
@@ -338,7 +328,7 @@ def junit_tree(result: CheckResult) -> ET.ElementTree:
         if v.status == FAIL:
             ET.SubElement(case, "failure", message=_xml_text(v.line(result.dataset_id)), type=v.condition)
         elif v.status == SKIPPED:
-            ET.SubElement(case, "skipped", message=_xml_text(v.reason or "NR"))
+            ET.SubElement(case, "skipped", message=_xml_text(f"NR: {v.reason}"))
     for n, error in enumerate(result.errors):
         case = ET.SubElement(suite, "testcase", classname=_xml_text(result.dataset_id), name=f"measure #{n + 1}")
         ET.SubElement(case, "error", message=_xml_text(error), type="error")

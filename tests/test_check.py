@@ -154,8 +154,8 @@ def test_an_nr_figure_is_skipped_not_failed(tmp_path):
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[:2] == [
         "ok   org/unlabelled [default]: normalized_contaminated_test_pct = 50% within the limit 50%",
-        "skip org/unlabelled [default]: normalized_test_rows_in_train_conflicting_label_pct = NR not tested against "
-        "the limit 0% (NR: no label column)",
+        "skip org/unlabelled [default]: normalized_test_rows_in_train_conflicting_label_pct = NR, not tested against "
+        "the limit 0% (no label column)",
     ]
     suite = ET.parse(junit).getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("2", "0", "1")
@@ -341,7 +341,7 @@ def test_verdicts_are_a_pure_function_of_the_rows():
     got = gate.verdicts_of([row], [], {"contaminated": 12.346, "near": 0.0})
     assert [(v.figure, v.value, v.status, v.reason) for v in got] == [
         ("normalized_contaminated_test_pct", 12.346, "pass", None),  # compared as published (3 decimals)
-        ("near_contaminated_test_pct", None, "skipped", "NR: near-duplicates not measured")]
+        ("near_contaminated_test_pct", None, "skipped", "near-duplicates not measured")]
     assert gate.verdicts_of([row], [], {"contaminated": 0.5}, profile="raw")[0].status == "fail"
 
 
