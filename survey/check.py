@@ -156,7 +156,8 @@ class CheckResult:
         }
 
 
-def check_limits(limits: dict[str, float | None], profile: str, benchmarks: str | Path | None) -> dict[str, float]:
+def check_limits(limits: dict[str, float | None], profile: str, benchmarks: str | Path | None, *,
+                 near: bool = True) -> dict[str, float]:
     """The limits that are tested (given ones; ``benchmark`` defaults to 0 with a benchmarks file),
     each checked to be a percentage; one line and exit 2 when a value is out of range."""
     if profile not in {p.name for p in figures.PROFILES}:
@@ -169,6 +170,8 @@ def check_limits(limits: dict[str, float | None], profile: str, benchmarks: str 
         tested.setdefault("benchmark", 0.0)  # a benchmarks file asks for the check: any contaminated row fails it
     elif "benchmark" in tested:
         raise UsageError("--max-benchmark needs --benchmarks FILE (the benchmarks to check against)")
+    if not near and "near" in tested:
+        raise UsageError("--no-near skips the near-duplicate figures; it contradicts --max-near")
     for name, value in tested.items():
         if not 0 <= value <= 100:
             raise UsageError(f"{CONDITION_BY_NAME[name].option} is a percentage: between 0 and 100, not {value:g}")
@@ -263,13 +266,15 @@ def check(
     db: str | Path | None = None,
     roles_file: str | Path | None = None,
     dataset_id: str | None = None,
+    near: bool = True,
     client: Any = None,
 ) -> CheckResult:
     """Measure ``target`` (a Hub id or a folder; every config, or ``config``) with
     :func:`hubsurvey.survey.audit.audit` and test each given limit (percentages, see the module doc).
 
     Nothing is stored unless ``db`` is given (then as ``audit`` stores it, with the contamination
-    rows). ``dataset_id`` names a folder's dataset (default: from the folder's name). Raises the audit's own errors (bad input, an unreachable Hub, an unusable DB); a config
+    rows). ``near=False`` skips the near-duplicate figures, as ``audit --no-near`` does (then
+    ``max_near`` cannot be tested). ``dataset_id`` names a folder's dataset (default: from the folder's name). Raises the audit's own errors (bad input, an unreachable Hub, an unusable DB); a config
     that fails is one of ``errors`` and the others are still tested.
     """
     from huggingface_hub.errors import HfHubHTTPError
@@ -277,7 +282,7 @@ def check(
     from hubsurvey.survey.audit import audit
 
     limits = check_limits({"contaminated": max_contaminated, "near": max_near, "conflicting": max_conflicting,
-                           "benchmark": max_benchmark}, profile, benchmarks)
+                           "benchmark": max_benchmark}, profile, benchmarks, near=near)
     if client is None:
         from hubsurvey.core.hub import HubClient
 
@@ -287,8 +292,8 @@ def check(
     try:
         if benchmarks is not None:
             index, not_indexed = _index(benchmarks, client, db)
-        outcome = audit(target, config=config, db=db, roles_file=roles_file, dataset_id=dataset_id, client=client,
-                        benchmarks=index)
+        outcome = audit(target, config=config, near=near, db=db, roles_file=roles_file, dataset_id=dataset_id,
+                        client=client, benchmarks=index)
     except HfHubHTTPError as e:
         raise _hub_refusal(target, e) from None
     return CheckResult(outcome.dataset_id, profile, limits,

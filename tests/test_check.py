@@ -77,6 +77,21 @@ def test_a_passing_check_exits_0_and_the_profile_picks_the_figure(planted):
     ]
 
 
+@pytest.mark.parametrize("near", [[], ["--no-near"]])
+def test_the_stored_rows_are_audits(planted, tmp_path, near):
+    checked, audited = tmp_path / "c.duckdb", tmp_path / "a.duckdb"
+    assert invoke(planted, *near, "--max-contaminated", 90, "--db", checked).exit_code == 0
+    assert runner.invoke(app, ["audit", str(planted), *near, "--db", str(audited)]).exit_code == 0
+    from hubsurvey.core.store import Store
+
+    def stored(db):
+        with Store(db, read_only=True) as store:
+            return store.records("SELECT * EXCLUDE (measured_at, run_id) FROM measurements")
+
+    assert stored(checked) == stored(audited)
+    assert (stored(checked)[0]["near_contaminated_test_pct"] is None) == bool(near)
+
+
 def test_a_folder_can_be_named_by_its_hub_id(planted):
     result = invoke(planted, "--max-contaminated", 70, "--dataset-id", "me/my-dataset")
     assert result.stdout.splitlines()[0].startswith("FAIL me/my-dataset [default] label=label:")
@@ -233,6 +248,7 @@ def test_bad_options_are_usage_errors_before_anything_is_measured(planted):
         ("--max-near", "1", "--profile", "lower"): "error: --profile must be one of raw, normalized, not 'lower'",
         ("--max-benchmark", "1"): "error: --max-benchmark needs --benchmarks FILE (the benchmarks to check against)",
         ("--max-near", "1", "--format", "xml"): "error: --format must be one of text, json, not 'xml'",
+        ("--max-near", "1", "--no-near"): "error: --no-near skips the near-duplicate figures; it contradicts --max-near",
     }
     for args, line in cases.items():
         result = invoke(planted, *args)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hubsurvey.commands.options import Benchmarks, Roles
+from hubsurvey.commands.options import Benchmarks, NoNear, Roles
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, UsageError, one_line
 from hubsurvey.core.safety import json_text, visible
 
@@ -43,6 +43,7 @@ def check(
     max_conflicting: MaxConflicting = None,
     benchmarks: Benchmarks = None,
     max_benchmark: MaxBenchmark = None,
+    no_near: NoNear = False,
     junit: Junit = None,
     fmt: CheckFormat = "text",
     roles: Roles = None,
@@ -63,12 +64,12 @@ def check(
         raise UsageError(f"--format must be one of {', '.join(CHECK_FORMATS)}, not {fmt!r}")
     limits = {"contaminated": max_contaminated, "near": max_near, "conflicting": max_conflicting,
               "benchmark": max_benchmark}
-    tested = gate.check_limits(limits, profile, benchmarks)  # bad options: exit 2 before anything is measured
+    tested = gate.check_limits(limits, profile, benchmarks, near=not no_near)  # bad options: exit 2 before anything is measured
     try:
         result = gate.check(target, config=config, profile=profile, max_contaminated=max_contaminated,
                             max_near=max_near, max_conflicting=max_conflicting, max_benchmark=max_benchmark,
                             benchmarks=benchmarks, db=db, roles_file=roles, dataset_id=dataset_id,
-                            client=HubClient(Settings.from_env()))
+                            near=not no_near, client=HubClient(Settings.from_env()))
     except HubsurveyError as e:
         if junit is not None:  # CI still gets a report: one error testcase saying why
             _write_junit(gate.CheckResult(target, profile, tested, errors=[one_line(e)], error_code=e.exit_code), junit)
