@@ -10,6 +10,7 @@ import typer
 from hubsurvey.commands.options import Benchmarks, NoNear, Roles
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, UsageError, one_line
 from hubsurvey.core.safety import json_text, visible
+from hubsurvey.survey.check import DEFAULT_PROFILE
 
 CHECK_FORMATS = ("text", "json")
 
@@ -37,7 +38,7 @@ StoreDb = Annotated[Path | None, typer.Option(
 def check(
     target: Annotated[str, typer.Argument(help="Hub id (owner/name) or local folder")],
     config: Annotated[str | None, typer.Option("--config", help="Check only this config")] = None,
-    profile: Profile = "normalized",
+    profile: Profile = DEFAULT_PROFILE,
     max_contaminated: MaxContaminated = None,
     max_near: MaxNear = None,
     max_conflicting: MaxConflicting = None,
