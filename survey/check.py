@@ -120,6 +120,8 @@ class CheckResult:
     limits: dict[str, float]
     verdicts: list[Verdict] = field(default_factory=list)
     revisions: dict[str, str] = field(default_factory=dict)  # config -> revision measured
+    text_columns: dict[str, list[str]] = field(default_factory=dict)  # config -> the text columns measured
+    methods: dict[str, int] = field(default_factory=dict)  # the methods measured, with their versions
     errors: list[str] = field(default_factory=list)  # one line each (a config, a benchmark)
     error_code: ExitCode = ExitCode.OK  # the errors' code (audit's rule)
 
@@ -148,8 +150,9 @@ class CheckResult:
             "profile": self.profile,
             "limits": {c.name: self.limits[c.name] for c in CONDITIONS if c.name in self.limits},
             "revisions": dict(sorted(self.revisions.items())),
+            "text_columns": dict(sorted(self.text_columns.items())),
             "tool_version": __version__,
-            "methods": dict(figures.METHODS),
+            "methods": self.methods,
             "conditions": [v.as_json() for v in self.verdicts],
             "failed": len(self.failed),
             "errors": list(self.errors),
@@ -298,10 +301,12 @@ def check(
         raise _hub_refusal(target, e) from None
     return CheckResult(outcome.dataset_id, profile, limits,
                        verdicts_of(outcome.rows, outcome.contamination, limits, profile),
-                       {r.config: r.revision_sha for r in outcome.results},
-                       [*outcome.errors, *not_indexed],
+                       revisions={r.config: r.revision_sha for r in outcome.results},
+                       text_columns={r.config: list(r.roles.text_columns) for r in outcome.results},
+                       methods=figures.methods_measured(near=near),
+                       errors=[*outcome.errors, *not_indexed],
                        # a benchmark not indexed leaves part of the check undone: partial
-                       outcome.exit_code if outcome.errors else ExitCode.PARTIAL)
+                       error_code=outcome.exit_code if outcome.errors else ExitCode.PARTIAL)
 
 
 # --- JUnit XML -------------------------------------------------------------------------------------
@@ -325,7 +330,9 @@ def junit_tree(result: CheckResult) -> ET.ElementTree:
     properties = ET.SubElement(suite, "properties")
     for name, value in [("profile", result.profile), ("tool_version", __version__),
                         *((f"limit.{k}", f"{v:g}") for k, v in result.limits.items()),
-                        *((f"revision.{k}", v) for k, v in sorted(result.revisions.items()))]:
+                        *((f"revision.{k}", v) for k, v in sorted(result.revisions.items())),
+                        *((f"text_columns.{k}", ",".join(v)) for k, v in sorted(result.text_columns.items())),
+                        *((f"method.{k}", str(v)) for k, v in result.methods.items())]:
         ET.SubElement(properties, "property", name=_xml_text(name), value=_xml_text(value))
     for v in result.verdicts:
         case = ET.SubElement(suite, "testcase", classname=_xml_text(f"{result.dataset_id}.{v.config}"),

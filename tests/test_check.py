@@ -144,8 +144,10 @@ def test_json_output_has_a_stable_key_order_and_the_provenance(planted):
     result = invoke(planted, "--max-contaminated", 90, "--max-near", 1, "--format", "json")
     assert result.exit_code == 6
     got = json.loads(result.stdout)
-    assert list(got) == ["dataset_id", "passed", "exit_code", "profile", "limits", "revisions", "tool_version",
-                         "methods", "conditions", "failed", "errors"]
+    assert list(got) == ["dataset_id", "passed", "exit_code", "profile", "limits", "revisions", "text_columns",
+                         "tool_version", "methods", "conditions", "failed", "errors"]
+    assert got["text_columns"] == {"default": ["text"]}
+    assert got["methods"] == {"exact-2026": 1, "lle-2024": 1, "near-2026": 1}
     assert got["passed"] is False and got["exit_code"] == 6 and got["limits"] == {"contaminated": 90.0, "near": 1.0}
     assert list(got["revisions"]) == ["default"] and len(got["revisions"]["default"]) > 0
     first, near = got["conditions"]
@@ -204,6 +206,7 @@ def test_junit_has_one_testcase_per_config_label_and_condition(tmp_path):
         for config in ("first", "second")]
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert props["profile"] == "normalized" and props["limit.contaminated"] == "70" and "revision.first" in props
+    assert props["text_columns.second"] == "text" and props["method.exact-2026"] == "1"
     # the failure lines on stdout are the failures' messages
     assert [line.removeprefix("FAIL ") for line in result.stdout.splitlines() if line.startswith("FAIL")] == \
         [f.get("message") for _, f in failures]
