@@ -10,7 +10,7 @@ import typer
 from hubsurvey.commands.options import Benchmarks, NoNear, Roles
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, UsageError, one_line
 from hubsurvey.core.safety import json_text, visible
-from hubsurvey.survey.check import DEFAULT_PROFILE
+from hubsurvey.survey import check as gate
 
 CHECK_FORMATS = ("text", "json")
 
@@ -38,7 +38,7 @@ StoreDb = Annotated[Path | None, typer.Option(
 def check(
     target: Annotated[str, typer.Argument(help="Hub id (owner/name) or local folder")],
     config: Annotated[str | None, typer.Option("--config", help="Check only this config")] = None,
-    profile: Profile = DEFAULT_PROFILE,
+    profile: Profile = gate.DEFAULT_PROFILE,
     max_contaminated: MaxContaminated = None,
     max_near: MaxNear = None,
     max_conflicting: MaxConflicting = None,
@@ -59,7 +59,6 @@ def check(
     """
     from hubsurvey.core.hub import HubClient
     from hubsurvey.core.settings import Settings
-    from hubsurvey.survey import check as gate
 
     if fmt not in CHECK_FORMATS:
         raise UsageError(f"--format must be one of {', '.join(CHECK_FORMATS)}, not {fmt!r}")
@@ -88,22 +87,18 @@ def check(
         raise typer.Exit(int(result.exit_code))
 
 
-def _write_junit(result, path: Path) -> None:
-    from hubsurvey.survey.check import write_junit
-
+def _write_junit(result: gate.CheckResult, path: Path) -> None:
     try:
-        write_junit(result, path)
+        gate.write_junit(result, path)
     except OSError as e:  # a folder that cannot be written, a full disk: the old file is left as it was
         raise BadInputError(f"{path}: cannot write the JUnit file: {e}") from None
 
 
-def text_lines(result) -> list[str]:
+def text_lines(result: gate.CheckResult) -> list[str]:
     """``check``'s text output: one line per condition (FAIL, ok or skip), then the verdict."""
-    from hubsurvey.survey.check import FAIL, PASS
-
-    mark = {FAIL: "FAIL", PASS: "ok  "}
-    lines = [f"{mark.get(v.status, 'skip')} {v.line(result.dataset_id)}" for v in result.verdicts]
-    tested = sum(v.status != "skipped" for v in result.verdicts)
+    mark = {gate.FAIL: "FAIL", gate.PASS: "ok  ", gate.SKIPPED: "skip"}
+    lines = [f"{mark[v.status]} {v.line(result.dataset_id)}" for v in result.verdicts]
+    tested = sum(v.status != gate.SKIPPED for v in result.verdicts)
     if result.errors and not result.verdicts:
         verdict = f"check incomplete: {len(result.errors)} error(s), nothing measured"
     elif result.errors:
