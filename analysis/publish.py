@@ -1,7 +1,8 @@
 """Publish the results as a Hub dataset: build the folder, then (with ``push``) upload it in one commit.
 
 The folder holds ``data/train-00000-of-00001.parquet``, ``results.csv``, ``lle.csv``, ``README.md``
-(the dataset card) and, unless disabled, ``REPORT.md``. Every file depends only on the DB's
+(the dataset card), unless disabled, ``REPORT.md``, and ``badges/<safe name>.json``, each dataset's
+shields.io endpoint badge (:mod:`hubsurvey.analysis.badges`). Every file depends only on the DB's
 content, so an unchanged DB gives an identical folder.
 
 Pushing goes through a :class:`hubsurvey.core.hub.HubClient` that the caller passes in (``HF_ENDPOINT`` / ``HF_TOKEN`` from the
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hubsurvey import __version__
+from hubsurvey.analysis.badges import badge_files
 from hubsurvey.analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render_card
 from hubsurvey.analysis.export import (
     CONTAMINATION_CSV_PATH,
@@ -99,10 +101,11 @@ def default_folder(repo_id: str) -> Path:
 OWNED_FILES = frozenset({CARD_PATH, CSV_PATH, LLE_CSV_PATH, REPORT_MD, CROSS_CSV_PATH, FAMILIES_CSV_PATH,
                          CONTAMINATION_CSV_PATH})
 OWNED_DATA = re.compile(r"^data/[^/]+\.parquet$")
+OWNED_BADGES = re.compile(r"^badges/[^/]+\.json$")  # analysis/badges.py: one per dataset
 
 
 def is_owned(path_in_repo: str) -> bool:
-    return path_in_repo in OWNED_FILES or bool(OWNED_DATA.match(path_in_repo))
+    return path_in_repo in OWNED_FILES or bool(OWNED_DATA.match(path_in_repo) or OWNED_BADGES.match(path_in_repo))
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -137,6 +140,10 @@ def build_folder(
     card = render_card(store, repo_id, paths, license=license, pretty_name=pretty_name)
     (folder / CARD_PATH).write_text(card, encoding="utf-8")
     paths.insert(0, CARD_PATH)
+    for path, data in badge_files(store).items():  # after the card, which does not list them
+        (folder / path).parent.mkdir(exist_ok=True)
+        (folder / path).write_bytes(data)
+        paths.append(path)
     write_manifest(folder, paths)
     return [plan_file(folder, p) for p in paths]
 

@@ -54,6 +54,7 @@ Exit codes:
   3  the results DB cannot be used (missing, empty, locked, newer schema)
   4  the Hub cannot be used (unreachable, listing refused, authentication)
   5  internal error: a bug in hubsurvey (-v shows the traceback)
+  6  check failed: a limit of `hubsurvey check` does not hold (all was measured)
 """
 
 app = typer.Typer(
@@ -324,11 +325,11 @@ def audit(
 
 def _commands() -> list[Callable[..., Any]]:
     """Every command, in the order ``hubsurvey --help`` lists them."""
-    from hubsurvey.commands import analysis, contamination, crawl, survey
+    from hubsurvey.commands import analysis, check, contamination, crawl, survey
 
     return [audit, crawl.crawl, survey.run, survey.status, survey.demo,
             analysis.crossleaks, analysis.show, analysis.sql, analysis.report, analysis.export, analysis.publish,
-            contamination.contamination]
+            contamination.contamination, check.check]
 
 
 #: the one place commands are registered, each inside the error handler

@@ -8,7 +8,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hubsurvey.core.errors import (
     BadInputError,
@@ -26,6 +26,9 @@ from hubsurvey.core.store import Store
 from hubsurvey.survey.measure import ConfigResult, measure_config
 from hubsurvey.survey.sources import FolderSource, open_source
 
+if TYPE_CHECKING:
+    from hubsurvey.survey.contamination import BenchmarkIndex
+
 
 @dataclass
 class AuditOutcome:
@@ -35,6 +38,8 @@ class AuditOutcome:
     results: list[ConfigResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     failures: list[HubsurveyError] = field(default_factory=list)
+    #: with ``benchmarks``: the measured configs' contamination rows (one per split and benchmark)
+    contamination: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -74,6 +79,16 @@ def _config_error(exc: Exception, where: str) -> HubsurveyError:
     return error
 
 
+def _contamination(data: Any, result: ConfigResult, benchmarks: BenchmarkIndex | None, recording: Any) -> list[dict[str, Any]]:
+    """A measured config's contamination rows against ``benchmarks`` (none without an index)."""
+    if benchmarks is None:
+        return []
+    from hubsurvey.survey.contamination import config_rows
+
+    return config_rows(data, result.roles.text_columns, benchmarks,
+                       run_id=recording.run_id if recording is not None else None)
+
+
 def audit(
     target: str,
     *,
@@ -84,12 +99,15 @@ def audit(
     roles_file: str | Path | None = None,
     dataset_id: str | None = None,
     client: Any = None,
+    benchmarks: BenchmarkIndex | None = None,
 ) -> AuditOutcome:
     """Measure every config of ``target`` (or just ``config``); write each to ``db`` as it is done.
 
     A config that fails, for any reason, is reported in ``errors`` (one line naming the config)
     and the others go on; only an unreachable Hub or an unusable DB stops the audit. Each config's
     rows are written in one transaction, so a failure never leaves half a config in the DB.
+    With ``benchmarks`` (an index), each measured config is also checked against them, on the
+    same loaded files (``outcome.contamination``, stored in the ``contamination`` table).
     """
     source = open_source(target, client=client, dataset_id=dataset_id)
     overrides = RoleOverrides.load(roles_file)
@@ -109,10 +127,12 @@ def audit(
                                             "errors": len(outcome.errors)}
             for name in [config] if config else configs:
                 try:
+                    data = source.load(name)
                     result = measure_config(
-                        source.load(name), n_configs=len(configs), source=kind, overrides=overrides, examples=examples,
+                        data, n_configs=len(configs), source=kind, overrides=overrides, examples=examples,
                         methods=list(methods_measured(near=near))
                     )
+                    found = _contamination(data, result, benchmarks, recording)
                 except (HubUnreachableError, StoreError, KeyboardInterrupt):
                     raise
                 except Exception as e:
@@ -121,7 +141,12 @@ def audit(
                 if store is not None and recording is not None:
                     store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows,
                                                result.examples, fingerprints=result.fingerprints, run_id=recording.run_id)
+                    if benchmarks is not None:
+                        store.replace_contamination(result.dataset_id, result.revision_sha, result.config,
+                                                    [(b.benchmark.id, b.benchmark.config, b.benchmark.split)
+                                                     for b in benchmarks.benchmarks], found)
                 outcome.results.append(result)
+                outcome.contamination += found
             if recording is not None and outcome.errors and not outcome.results:
                 recording.status = RunStatus.FAILED
     finally:

@@ -22,7 +22,9 @@ from hubsurvey_standin.cards import parse_card
 
 runner = CliRunner()
 TOKEN = "hf_publish_test_token_5f3a9c0e7d1b"
-FILES = {"README.md", "data/train-00000-of-00001.parquet", "results.csv", "lle.csv", "REPORT.md"}
+FILES = {"README.md", "data/train-00000-of-00001.parquet", "results.csv", "lle.csv", "REPORT.md",
+         # one shields.io endpoint badge per dataset of the planted DB (analysis/badges.py)
+         "badges/acme%2Falpha.json", "badges/acme%2Fbeta.json", "badges/acme%2Fgamma.json", "badges/acme%2Fdelta.json"}
 
 
 @pytest.fixture

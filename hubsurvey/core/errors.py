@@ -14,6 +14,8 @@ Exit codes (documented in the README and ``hubsurvey --help``):
 3     the results DB cannot be used (locked, newer schema, not a hubsurvey DuckDB, read-only)
 4     the Hub cannot be used (unreachable, listing refused, authentication)
 5     internal error: a bug in hubsurvey (the traceback is kept with the job or run)
+6     check failed: everything was measured and a limit of ``hubsurvey check`` does not hold
+      (not an error: a verdict, so a CI tells it apart from codes 1-5)
 ====  =====================================================================================
 """
 
@@ -30,6 +32,7 @@ class ExitCode(IntEnum):
     STORE = 3
     HUB = 4
     INTERNAL = 5
+    CHECK_FAILED = 6
 
 
 class HubsurveyError(Exception):
