@@ -54,8 +54,8 @@ def check_benchmarks_file(benchmarks_file: str | Path | None, executor: str = "l
     benchmarks = bench.load_benchmarks(None if benchmarks_file in (None, "default") else benchmarks_file)
     local = [b.id for b in benchmarks if b.is_local]
     if local and executor != "local":
-        raise UsageError(f"{benchmarks_file}: {', '.join(local)} never leave this machine: run them with "
-                         f"--executor local, or `hubsurvey contamination` here after the {executor} run")
+        raise UsageError(f"{benchmarks_file}: local benchmarks ({', '.join(local)}) never leave this machine: run "
+                         f"them with --executor local, or `hubsurvey contamination` here after the {executor} run")
     return benchmarks
 
 

@@ -199,7 +199,7 @@ def test_local_benchmarks_never_go_to_a_cluster(evals):
     from hubsurvey.commands.survey import _run_options
 
     toml = local_toml(evals / "b.toml", ["qa.jsonl"])
-    with pytest.raises(UsageError, match="local:qa never leave this machine"):
+    with pytest.raises(UsageError, match=r"local benchmarks \(local:qa\) never leave this machine"):
         _run_options(executor="dask", dask="tcp://127.0.0.1:1", benchmarks=str(toml))
     assert _run_options(benchmarks=str(toml)).benchmarks == str(toml)
 
@@ -230,6 +230,35 @@ def test_a_benchmark_that_cannot_be_read_fails_alone(evals, shared_datasets):
         messages = " ".join(r[0] for r in store.query("SELECT error_message FROM benchmarks WHERE status = 'failed'")[1])
     assert status == {"local:qa": "indexed", **{f"local:{n}": "failed" for n in ("missing", "broken", "empty", "pipe", "qa-table")}}
     assert checked == [("local:qa",)] and SECRET not in messages and str(evals) not in messages
+    # in the results dataset's manifest, a benchmark that could not be indexed is neither passed nor failed
+    from hubsurvey.analysis.checks_manifest import checks_manifest
+
+    with Store(db, read_only=True) as store:
+        (manifest,) = checks_manifest(store)
+    assert [e["benchmark_id"] for e in manifest["contamination_checks_passed"]] == ["local:qa"]
+    assert manifest["contamination_checks_failed"] == []
+    not_run = {e["benchmark_id"]: e["reason"] for e in manifest["contamination_checks_not_run"]}
+    assert not_run["local:missing"] == "not indexed: benchmark local:missing: no such file missing.parquet"
+    assert set(not_run) == set(status) - {"local:qa"}
+
+
+def test_a_file_swapped_for_a_symlink_after_loading_is_refused(evals, tmp_path):
+    (bench,) = c.load_benchmarks(local_toml(evals / "b.toml", ["qa.jsonl"]))
+    assert c.index_local(bench).items == ["one item of a private eval set", "another item"]
+    (evals / "evals" / "qa.jsonl").unlink()
+    (evals / "evals" / "qa.jsonl").symlink_to(tmp_path / "outside.jsonl")
+    with pytest.raises(BadInputError, match=r"local:qa: qa\.jsonl changed into a symlink"):
+        c.index_local(bench)
+
+
+def test_a_run_prints_each_benchmark_it_could_not_index_and_exits_partial():
+    from hubsurvey.commands.survey import _summary_lines
+    from hubsurvey.pipeline import RunSummary
+
+    line = "benchmark local:qa: no such file qa.jsonl"
+    summary = RunSummary("run-1", "done", steps={"measure": {"done": 1}, "benchmarks": {"not_indexed": [line]}})
+    assert _summary_lines(summary)[-1] == f"error: {line}"
+    assert not any(x.startswith("error:") for x in _summary_lines(RunSummary("run-1", "done", steps={"measure": {}})))
 
 
 # --- a run, the command, every output -------------------------------------------------------------------
