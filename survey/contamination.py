@@ -139,6 +139,8 @@ def load_benchmarks(path: str | Path | None = None) -> list[Benchmark]:
             for k in ("id", "config", "split"):
                 if not isinstance(entry[k], str) or not entry[k] or ".." in entry[k] or entry[k].startswith("/"):
                     raise BadInputError(f"{where}: {k} must be a plain name, not {entry[k]!r}")
+            if entry["id"].startswith(LOCAL_PREFIX):
+                raise BadInputError(f"{where}: {entry['id']!r} names a local benchmark: give its file with path = \"...\"")
             bench = Benchmark(entry["id"], entry["config"], entry["split"], tuple(columns))
         if any(b.key == bench.key for b in out):
             raise BadInputError(f"{where}: {bench.key} is listed twice")

@@ -179,6 +179,8 @@ def evals(tmp_path) -> Path:
     ('path = "evals/qa.txt"', "unknown format '.txt'"),
     ('path = "evals/qa.jsonl"\nname = "a/b"', "'a/b' is not a plain name"),
     ('path = "evals/qa.jsonl"\nid = "x/y"', "takes path, text_columns and name, not id"),
+    ('path = "evals/qa-table.parquet"\nname = "qa"', "local:qa/default/test is listed twice"),
+    ('id = "local:qa"\nconfig = "default"\nsplit = "test"', "'local:qa' names a local benchmark: give its file with path"),
 ])
 def test_a_path_out_of_the_folder_refuses_the_file_before_anything_runs(evals, entry, cause, shared_datasets):
     toml = evals / "b.toml"
