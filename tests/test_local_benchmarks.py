@@ -244,6 +244,21 @@ def test_a_benchmark_that_cannot_be_read_fails_alone(evals, shared_datasets):
     assert set(not_run) == set(status) - {"local:qa"}
 
 
+def test_the_command_exits_partial_when_a_local_benchmark_cannot_be_read(evals):
+    db = evals / "r.duckdb"
+    Store(db).close()
+    toml = local_toml(evals / "b.toml", ["qa.jsonl", "gone.jsonl"])
+    result = CliRunner().invoke(app, ["contamination", "--benchmarks", str(toml), "--db", str(db)],
+                                env={"HF_ENDPOINT": "http://127.0.0.1:9"})  # never asked: both are local
+    assert result.exit_code == 1, result.output
+    assert "local:qa [default/test] @ " in result.output
+    assert [x for x in result.output.splitlines() if x.startswith("error:")] == [
+        "error: benchmark local:gone: no such file gone.jsonl"]
+    with Store(db, read_only=True) as store:
+        (run,) = store.records("SELECT status FROM runs WHERE command = 'contamination'")
+    assert run["status"] == "done"  # the check ran; the benchmark's failure is its own row
+
+
 def test_a_file_swapped_for_a_symlink_after_loading_is_refused(evals, tmp_path):
     (bench,) = c.load_benchmarks(local_toml(evals / "b.toml", ["qa.jsonl"]))
     assert c.index_local(bench).items == ["one item of a private eval set", "another item"]
