@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
+from hubsurvey.analysis.checks_manifest import CHECKS_MANIFEST_PATH
 from hubsurvey.analysis.crossleaks import CROSS_METHOD
 from hubsurvey.analysis.export import (
     CONTAMINATION_CSV_PATH,
@@ -57,6 +58,9 @@ FILE_DESCRIPTIONS = {
     FAMILIES_CSV_PATH: "dataset families: datasets joined by copy relations (mirrors, forks, re-uploads), with their members",
     CONTAMINATION_CSV_PATH: "contamination with benchmarks: per dataset, the benchmarks it was checked against, at "
                             "which revisions, and whether its splits hold their items (clean or contaminated)",
+    CHECKS_MANIFEST_PATH: "the contamination manifest: per dataset, contamination_checks_passed and "
+                          "contamination_checks_failed (any contaminated row fails), each benchmark with its revision, "
+                          "and the benchmarks not run with the reason",
 }
 CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
 

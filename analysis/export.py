@@ -13,7 +13,9 @@ Files written by :func:`export_results` into ``out_dir``:
 
 - ``contamination.csv`` (when datasets were checked against benchmarks): one row per dataset, its
   line "checked against K benchmarks at revisions …: clean | contaminated (which)" and its parts
-  (the view ``findings_contamination``).
+  (the view ``findings_contamination``); and ``contamination_manifest.jsonl``, per dataset the
+  benchmark checks it passed and failed, each with the benchmark's revision
+  (:mod:`hubsurvey.analysis.checks_manifest`).
 
 - ``.hubsurvey-export.json``: the manifest, the list of files hubsurvey wrote into the folder.
 
@@ -43,6 +45,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from hubsurvey.analysis.checks_manifest import CHECKS_MANIFEST_PATH, write_checks_manifest
 from hubsurvey.core import figures
 from hubsurvey.core.errors import OutputExistsError
 from hubsurvey.core.store import Store, quote_ident, result_columns
@@ -266,5 +269,8 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
     contamination = write_contamination_csv(store, out / CONTAMINATION_CSV_PATH)
     if contamination is not None:
         written.append(contamination)
+    checks = write_checks_manifest(store, out / CHECKS_MANIFEST_PATH)
+    if checks is not None:
+        written.append(checks)
     write_manifest(out, [p.relative_to(out).as_posix() for p in written])
     return written

@@ -229,9 +229,10 @@ TABLES: dict[str, dict[str, str]] = {
         "computed_at, run_id": "provenance",
     },
     "benchmarks": {
-        "benchmark_id, benchmark_config, benchmark_split": "the benchmark test set (as the benchmarks file names it)",
+        "benchmark_id, benchmark_config, benchmark_split": "the benchmark test set (as the benchmarks file names it; "
+                                                            "a local file: `local:<name>`, `default`, `test`)",
         "text_columns": "the columns whose text forms an item",
-        "revision_sha": "the benchmark's main revision when it was indexed (NULL: not indexed)",
+        "revision_sha": "the benchmark's main revision when it was indexed (a local file: its sha256; NULL: not indexed)",
         "parquet_sha": "the Parquet-branch commit its items were read from",
         "items, short_items": "items indexed; those shorter than 13 words (matched whole)",
         "status, error_message": "`indexed`, or `failed` and why (one line)",
@@ -314,7 +315,9 @@ TABLE_NOTES: dict[str, str] = {
     "cross_overlaps": "Leaks across datasets, one row per (test split, split of another dataset) that share rows. "
                       "Rewritten whole by each `crossleaks`.",
     "dataset_families": "Datasets joined by copies, one row per member. Rewritten whole by each `crossleaks`.",
-    "benchmarks": "The benchmark test sets as indexed, one row per (id, config, split).",
+    "benchmarks": "The benchmark test sets as indexed, one row per (id, config, split). Of a local benchmark (a "
+                  "private eval set, [local benchmarks](local-benchmarks.md)) nothing of its items is stored, here or "
+                  "in `contamination`: counts, its file's sha256, and examples of the surveyed rows only.",
     "contamination": "One row per (surveyed dataset, revision, config, split, benchmark). A config's rows for the "
                      "benchmarks checked are replaced together, in one transaction (with the job's measurements "
                      "when the run checks them).",

@@ -26,7 +26,7 @@ import click
 import typer
 
 from hubsurvey import __version__
-from hubsurvey.commands.options import Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
+from hubsurvey.commands.options import Benchmarks, Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
 from hubsurvey.core.safety import json_text, visible, visible_output
@@ -279,6 +279,7 @@ def audit(
     as_json: Json = False,
     db: Db = Path(DEFAULT_DB),
     roles: Roles = None,
+    benchmarks: Benchmarks = None,
 ) -> None:
     """Measure a dataset's leaks and duplicates (LLE, exact and near-duplicate methods), store and print them.
 
@@ -286,6 +287,8 @@ def audit(
     near-duplicate figures (--no-near skips them). --format json (or --json) prints only a JSON
     array, one object per row: the LLE keys, the exact figures under "exact" and the near ones
     under "near". The examples behind the counts are stored; `hubsurvey show` prints them.
+    --benchmarks FILE also checks each config for contamination with those benchmarks (stored in
+    the contamination table; the table format prints one line per split and benchmark).
     """
     from hubsurvey.core.hub import HubClient
     from hubsurvey.core.settings import Settings
@@ -301,7 +304,8 @@ def audit(
             typer.echo(f"No target given: auditing the generated sample dataset at {target}\n")
     try:
         outcome = run_audit(target, config=config, examples=examples, near=not no_near, db=db, roles_file=roles,
-                            client=HubClient(Settings.from_env()))  # the settings, read once
+                            client=HubClient(Settings.from_env()),  # the settings, read once
+                            benchmarks_file=benchmarks)
     except _hub_errors() as e:
         raise _hub_refusal(target, e) from None
     if fmt == "json":
@@ -314,6 +318,10 @@ def audit(
             for row in result.rows:
                 typer.echo(render_row(row))
             typer.echo("")
+        for r in outcome.contamination:
+            typer.echo(visible(f"contamination: {r['config']}/{r['split_name']} against {r['benchmark_id']} "
+                               f"[{r['benchmark_config']}/{r['benchmark_split']}] @ {(r['benchmark_revision'] or '?')[:12]}: "
+                               f"{r['contaminated_rows']} of {r['rows_split']} rows", one_line=True))
         if outcome.results:
             shown = f"; examples: hubsurvey show {outcome.dataset_id} --db {db}" if examples else ""
             typer.echo(f"stored {len(outcome.rows)} row(s) in {db}{shown}")

@@ -17,6 +17,7 @@ from hubsurvey.core.errors import (
     HubUnreachableError,
     InternalError,
     StoreError,
+    UsageError,
     scrub,
 )
 from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
@@ -38,7 +39,7 @@ class AuditOutcome:
     results: list[ConfigResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     failures: list[HubsurveyError] = field(default_factory=list)
-    #: with ``benchmarks``: the measured configs' contamination rows (one per split and benchmark)
+    #: with benchmarks (an index, or a benchmarks file): the contamination rows of every config measured
     contamination: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -79,16 +80,6 @@ def _config_error(exc: Exception, where: str) -> HubsurveyError:
     return error
 
 
-def _contamination(data: Any, result: ConfigResult, benchmarks: BenchmarkIndex | None, recording: Any) -> list[dict[str, Any]]:
-    """A measured config's contamination rows against ``benchmarks`` (none without an index)."""
-    if benchmarks is None:
-        return []
-    from hubsurvey.survey.contamination import config_rows
-
-    return config_rows(data, result.roles.text_columns, benchmarks,
-                       run_id=recording.run_id if recording is not None else None)
-
-
 def audit(
     target: str,
     *,
@@ -100,15 +91,24 @@ def audit(
     dataset_id: str | None = None,
     client: Any = None,
     benchmarks: BenchmarkIndex | None = None,
+    benchmarks_file: str | Path | None = None,
 ) -> AuditOutcome:
     """Measure every config of ``target`` (or just ``config``); write each to ``db`` as it is done.
 
     A config that fails, for any reason, is reported in ``errors`` (one line naming the config)
     and the others go on; only an unreachable Hub or an unusable DB stops the audit. Each config's
     rows are written in one transaction, so a failure never leaves half a config in the DB.
-    With ``benchmarks`` (an index), each measured config is also checked against them, on the
-    same loaded files (``outcome.contamination``, stored in the ``contamination`` table).
+
+    ``benchmarks_file`` (a benchmarks TOML; 'default': the shipped one; needs ``db``): each config
+    is also checked for contamination with its benchmarks, its rows stored in the same transaction
+    as its measurements; a benchmark that cannot be indexed is an error line, the others are used.
+    With ``benchmarks`` (an index already built, as ``check`` passes) each measured config is checked
+    against it the same way, stored only with ``db``.
     """
+    if benchmarks_file is not None:  # a bad benchmarks file is refused before anything is measured or stored
+        from hubsurvey.survey.contamination_check import check_benchmarks_file
+
+        check_benchmarks_file(benchmarks_file)
     source = open_source(target, client=client, dataset_id=dataset_id)
     overrides = RoleOverrides.load(roles_file)
     configs = source.configs()
@@ -120,11 +120,16 @@ def audit(
     kind = "folder" if isinstance(source, FolderSource) else "hub"
     store = Store(db) if db is not None else None
     args = {"target": target, "config": config, "roles": str(roles_file) if roles_file else None}
+    if benchmarks_file is not None:
+        if store is None:
+            raise UsageError("an audit against benchmarks stores its contamination rows: it needs a DB")
+        args["benchmarks"] = str(benchmarks_file)
     try:
         with Runs(store).recording("audit", args) if store is not None else nullcontext(None) as recording:
             if recording is not None:
                 recording.counts = lambda: {"configs": len(outcome.results), "rows": len(outcome.rows),
                                             "errors": len(outcome.errors)}
+            index = benchmarks if benchmarks is not None else _benchmark_index(store, client, benchmarks_file, recording, outcome)
             for name in [config] if config else configs:
                 try:
                     data = source.load(name)
@@ -132,24 +137,51 @@ def audit(
                         data, n_configs=len(configs), source=kind, overrides=overrides, examples=examples,
                         methods=list(methods_measured(near=near))
                     )
-                    found = _contamination(data, result, benchmarks, recording)
+                    contamination = (_config_contamination(data, result.roles.text_columns, index,
+                                                           run_id=recording.run_id if recording is not None else None)
+                                     if index is not None else None)
                 except (HubUnreachableError, StoreError, KeyboardInterrupt):
                     raise
                 except Exception as e:
                     outcome.failed(_config_error(e, f"{source.dataset_id} [{name}]"))
                     continue
                 if store is not None and recording is not None:
-                    store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows,
-                                               result.examples, fingerprints=result.fingerprints, run_id=recording.run_id)
-                    if benchmarks is not None:
-                        store.replace_contamination(result.dataset_id, result.revision_sha, result.config,
-                                                    [(b.benchmark.id, b.benchmark.config, b.benchmark.split)
-                                                     for b in benchmarks.benchmarks], found)
+                    with store.transaction():  # a config's measurements and its contamination rows, or neither
+                        store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows,
+                                                   result.examples, fingerprints=result.fingerprints,
+                                                   run_id=recording.run_id)
+                        if index is not None and contamination is not None:
+                            store.replace_contamination(result.dataset_id, result.revision_sha, result.config,
+                                                        [(b.benchmark.id, b.benchmark.config, b.benchmark.split)
+                                                         for b in index.benchmarks], contamination)
                 outcome.results.append(result)
-                outcome.contamination += found
+                if contamination is not None:
+                    outcome.contamination += contamination
             if recording is not None and outcome.errors and not outcome.results:
                 recording.status = RunStatus.FAILED
     finally:
         if store is not None:
             store.close()
     return outcome
+
+
+def _config_contamination(data: Any, text_columns: Any, index: BenchmarkIndex, run_id: str | None) -> list[dict[str, Any]]:
+    from hubsurvey.survey.contamination import config_rows  # the 13-gram scan: only with benchmarks
+
+    return config_rows(data, text_columns, index, run_id=run_id)
+
+
+def _benchmark_index(store: Store | None, client: Any, benchmarks_file: str | Path | None, recording: Any,
+                     outcome: AuditOutcome) -> BenchmarkIndex | None:
+    """The audit's benchmark index (None: no benchmarks file), recorded in the DB; each benchmark
+    that could not be indexed is one error line of the audit."""
+    if benchmarks_file is None or store is None or recording is None:
+        return None
+    from hubsurvey.survey.contamination_check import check_benchmarks_file, index_benchmarks, not_indexed
+
+    if client is None and not all(b.is_local for b in check_benchmarks_file(benchmarks_file)):
+        raise UsageError(f"{benchmarks_file}: its Hub benchmarks need a Hub client")
+    index = index_benchmarks(store, client, benchmarks_file, run_id=recording.run_id)
+    for line in not_indexed(store, recording.run_id):
+        outcome.failed(BadInputError(line))
+    return index

@@ -34,9 +34,12 @@ inside the survey's measuring job, in ``hubsurvey contamination``, and as Dask t
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
+import re
+import stat
 import tomllib
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -48,6 +51,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from hubsurvey.core.errors import BadInputError
@@ -61,6 +66,13 @@ PASSAGE_CHARS = 200  # a stored passage is cut to this many characters
 BATCH_ROWS = 16384  # rows scanned at a time (bounds the scan's memory)
 DEFAULT_BENCHMARKS_FILE = Path(__file__).with_name("benchmarks.toml")
 _P = np.uint64(passages.WINDOW_BASE)  # the polynomial hash's base (odd)
+#: a local benchmark's id: this prefix and its name. A Hub id never holds ':' (owner/name, of letters,
+#: digits, '_', '.', '-'), so a local benchmark can never be taken for a Hub dataset, nor a Hub
+#: dataset's split for a local benchmark's own test set
+LOCAL_PREFIX = "local:"
+LOCAL_CONFIG, LOCAL_SPLIT = "default", "test"  # a local file is one test set
+LOCAL_FORMATS = {".jsonl": "JSONL", ".ndjson": "JSONL", ".csv": "CSV", ".parquet": "Parquet"}
+_LOCAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 # --- the benchmarks file ----------------------------------------------------------------------------
@@ -73,10 +85,17 @@ class Benchmark:
     config: str
     split: str
     text_columns: tuple[str, ...]
+    #: a local benchmark's file (resolved, inside the benchmarks file's folder); None: a Hub dataset
+    path: str | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
         return f"{self.id}/{self.config}/{self.split}"
+
+    @property
+    def is_local(self) -> bool:
+        """A private eval set read from a local file: only its hashes and counts leave the index."""
+        return self.id.startswith(LOCAL_PREFIX)
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "config": self.config, "split": self.split, "text_columns": list(self.text_columns)}
@@ -84,7 +103,12 @@ class Benchmark:
 
 def load_benchmarks(path: str | Path | None = None) -> list[Benchmark]:
     """The benchmarks of a TOML file (default: the shipped ``benchmarks.toml``): a list of
-    ``[[benchmark]]`` tables with ``id``, ``config``, ``split`` and ``text_columns``."""
+    ``[[benchmark]]`` tables, each a Hub test set (``id``, ``config``, ``split``, ``text_columns``)
+    or a local file (``path`` relative to the benchmarks file, ``text_columns``, optional ``name``).
+
+    A local file's path must stay inside the benchmarks file's folder (no absolute path, no
+    ``..``, no symlink leading out) and end in .jsonl, .csv or .parquet: anything else refuses the
+    whole file, in one line naming the entry, before anything is read."""
     path = Path(path) if path is not None else DEFAULT_BENCHMARKS_FILE
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -94,26 +118,117 @@ def load_benchmarks(path: str | Path | None = None) -> list[Benchmark]:
         raise BadInputError(f"{path}: not valid TOML: {e}") from None
     entries = data.get("benchmark")
     if not isinstance(entries, list) or not entries:
-        raise BadInputError(f"{path}: no [[benchmark]] table (each needs id, config, split, text_columns)")
+        raise BadInputError(f"{path}: no [[benchmark]] table (each needs id, config, split, text_columns; "
+                            "or path and text_columns)")
     out: list[Benchmark] = []
     for n, entry in enumerate(entries, start=1):
         where = f"{path}: benchmark {n}"
         if not isinstance(entry, dict):
             raise BadInputError(f"{where}: not a table")
-        missing = [k for k in ("id", "config", "split", "text_columns") if k not in entry]
+        local = "path" in entry
+        missing = [k for k in (("path", "text_columns") if local else ("id", "config", "split", "text_columns"))
+                   if k not in entry]
         if missing:
             raise BadInputError(f"{where}: missing {', '.join(missing)}")
         columns = entry["text_columns"]
         if not (isinstance(columns, list) and columns and all(isinstance(c, str) and c for c in columns)):
             raise BadInputError(f"{where}: text_columns must be a non-empty list of column names")
-        for k in ("id", "config", "split"):
-            if not isinstance(entry[k], str) or not entry[k] or ".." in entry[k] or entry[k].startswith("/"):
-                raise BadInputError(f"{where}: {k} must be a plain name, not {entry[k]!r}")
-        bench = Benchmark(entry["id"], entry["config"], entry["split"], tuple(columns))
+        if local:
+            bench = _local_benchmark(entry, where, path.parent, tuple(columns))
+        else:
+            for k in ("id", "config", "split"):
+                if not isinstance(entry[k], str) or not entry[k] or ".." in entry[k] or entry[k].startswith("/"):
+                    raise BadInputError(f"{where}: {k} must be a plain name, not {entry[k]!r}")
+            if entry["id"].startswith(LOCAL_PREFIX):
+                raise BadInputError(f"{where}: {entry['id']!r} names a local benchmark: give its file with path = \"...\"")
+            bench = Benchmark(entry["id"], entry["config"], entry["split"], tuple(columns))
         if any(b.key == bench.key for b in out):
             raise BadInputError(f"{where}: {bench.key} is listed twice")
         out.append(bench)
     return out
+
+
+def _local_benchmark(entry: Mapping[str, Any], where: str, folder: Path, columns: tuple[str, ...]) -> Benchmark:
+    """One ``path = ...`` entry, its file resolved inside ``folder`` (else refused in one line)."""
+    from pathlib import PurePosixPath
+
+    extra = sorted(set(entry) - {"path", "name", "text_columns"})
+    if extra:
+        raise BadInputError(f"{where}: a local benchmark takes path, text_columns and name, not {', '.join(extra)}")
+    given = entry["path"]
+    if not isinstance(given, str) or not given.strip():
+        raise BadInputError(f"{where}: path must be a file name relative to the benchmarks file")
+    where = f"{where} ({given!r})"
+    relative = PurePosixPath(given)
+    if relative.is_absolute() or Path(given).is_absolute():
+        raise BadInputError(f"{where}: an absolute path; give it relative to the benchmarks file's folder")
+    if ".." in relative.parts:
+        raise BadInputError(f"{where}: the path goes up with '..'; it must stay inside the benchmarks file's folder")
+    root = folder.resolve()
+    target = (root / relative).resolve()
+    if not target.is_relative_to(root) or target == root:
+        raise BadInputError(f"{where}: the path leaves the benchmarks file's folder (through a symlink)")
+    if target.suffix.lower() not in LOCAL_FORMATS:
+        raise BadInputError(f"{where}: unknown format {target.suffix or '(no suffix)'!r}; "
+                            f"a local benchmark is {', '.join(LOCAL_FORMATS)}")
+    name = entry.get("name", PurePosixPath(relative.name).stem)
+    if not isinstance(name, str) or not _LOCAL_NAME.match(name):
+        raise BadInputError(f"{where}: {name!r} is not a plain name (letters, digits, '_', '.', '-'); "
+                            "give the benchmark one with name = \"...\"")
+    return Benchmark(LOCAL_PREFIX + name, LOCAL_CONFIG, LOCAL_SPLIT, columns, path=str(target))
+
+
+def read_local(bench: Benchmark) -> tuple[str, pa.Table]:
+    """(the sha256 of a local benchmark's file, its rows): the bytes hashed are the bytes parsed, by
+    pyarrow's JSON, CSV or Parquet reader (nothing in the file is ever run). Refused in one line
+    naming the benchmark: a missing or non-regular file, a path that changed into a symlink since
+    the benchmarks file was read, bytes the format's reader refuses, no rows, an unknown column.
+    No message quotes the file's content: a private eval set's items never reach a log."""
+    where = f"benchmark {bench.id}"
+    path = Path(bench.path or "")
+    try:
+        if path.resolve() != path:
+            raise BadInputError(f"{where}: {path.name} changed into a symlink since the benchmarks file was read")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # non-blocking: a FIFO never hangs
+    except FileNotFoundError:
+        raise BadInputError(f"{where}: no such file {path.name}") from None
+    except OSError as e:
+        raise BadInputError(f"{where}: cannot open {path.name}: {e.strerror or type(e).__name__}") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise BadInputError(f"{where}: {path.name} is not a regular file")
+        data = f.read()
+    kind = LOCAL_FORMATS[path.suffix.lower()]
+    try:
+        if kind == "JSONL":
+            table = pa_json.read_json(pa.BufferReader(data))
+        elif kind == "CSV":  # text columns as text ("007" stays "007"), the others as pyarrow infers
+            table = pa_csv.read_csv(pa.BufferReader(data), convert_options=pa_csv.ConvertOptions(
+                column_types={c: pa.string() for c in bench.text_columns}))
+        else:
+            table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise BadInputError(f"{where}: {path.name} is not valid {kind} ({_cause(e)})") from None
+    missing = [c for c in bench.text_columns if c not in table.column_names]
+    if missing:
+        names = [n[:40] for n in table.column_names[:20]]
+        raise BadInputError(f"{where}: no column {', '.join(missing)} in {path.name} (has: {', '.join(names)})")
+    if table.num_rows == 0:
+        raise BadInputError(f"{where}: {path.name} holds no items")
+    return hashlib.sha256(data).hexdigest(), table
+
+
+def _cause(e: BaseException) -> str:
+    """A reader's error without the content it quotes: pyarrow ends a CSV error with the offending
+    line ("CSV parse error: Expected 2 columns, got 3: <line>"), so only its first two parts are kept."""
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return ": ".join(first.split(": ")[:2])
+
+
+def index_local(bench: Benchmark) -> IndexedBenchmark:
+    """A local benchmark indexed: its normalized items, its revision the file's sha256."""
+    sha, table = read_local(bench)
+    return IndexedBenchmark(bench, sha, items_from_columns([table.column(c) for c in bench.text_columns]))
 
 
 # --- texts --------------------------------------------------------------------------------------------
@@ -419,7 +534,8 @@ def index_from_tables(tables: Sequence[tuple[Benchmark, str | None, pa.Table]], 
 def index_from_hub(benchmarks: Sequence[Benchmark], client: Any, *, hash_bits: int = 64,
                    log: Any = None) -> tuple[BenchmarkIndex, list[tuple[Benchmark, str]]]:
     """Download and index each benchmark through the Hub client (its Parquet branch, pinned to one
-    commit, like a survey job; the files are deleted once read). Returns the index and the
+    commit, like a survey job; the files are deleted once read); a local benchmark is read from
+    its file (:func:`index_local`), never through the client. Returns the index and the
     benchmarks that could not be indexed, each with its one-line reason: the others are indexed."""
     from hubsurvey.core.errors import HubsurveyError, HubUnreachableError, one_line
     from hubsurvey.core.hub import branch_split, delete_files
@@ -429,6 +545,9 @@ def index_from_hub(benchmarks: Sequence[Benchmark], client: Any, *, hash_bits: i
     for bench in benchmarks:
         paths: list[str] = []
         try:
+            if bench.is_local:
+                indexed.append(index_local(bench))
+                continue
             revision = client.dataset_info(bench.id).sha
             parquet_sha = client.parquet_sha(bench.id)
             files = sorted(f.path for f in client.parquet_tree(bench.id, revision=parquet_sha)

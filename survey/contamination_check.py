@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hubsurvey import __version__
+from hubsurvey.core.errors import UsageError
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobSettings, QueuedJob
 from hubsurvey.core.runs import Runs
@@ -46,18 +47,46 @@ def saved_index(ctx: RunContext) -> str | None:
     return str(ctx.scratch / INDEX_FOLDER)
 
 
+def check_benchmarks_file(benchmarks_file: str | Path | None, executor: str = "local") -> list[bench.Benchmark]:
+    """The benchmarks of a file (None or 'default': the shipped one), checked before a run starts:
+    a bad file is refused in one line (exit 2), and so is a local benchmark on an executor other than
+    ``local``: its jobs would carry the private items to the cluster's machines."""
+    benchmarks = bench.load_benchmarks(None if benchmarks_file in (None, "default") else benchmarks_file)
+    local = [b.id for b in benchmarks if b.is_local]
+    if local and executor != "local":
+        raise UsageError(f"{benchmarks_file}: local benchmarks ({', '.join(local)}) never leave this machine: run "
+                         f"them with --executor local, or `hubsurvey contamination` here after the {executor} run")
+    return benchmarks
+
+
+def not_indexed(store: Store, run_id: str | None) -> list[str]:
+    """One line per benchmark the run could not index (recorded as failed in ``benchmarks``)."""
+    rows = store.records("SELECT benchmark_id, benchmark_config, benchmark_split, error_message FROM benchmarks "
+                         "WHERE status = 'failed' AND run_id IS NOT DISTINCT FROM $r ORDER BY ALL", {"r": run_id})
+    out = []
+    for r in rows:
+        key = f"{r['benchmark_id']}/{r['benchmark_config']}/{r['benchmark_split']}"
+        why = r["error_message"] or "not indexed"
+        out.append(why if key in why or r["benchmark_id"] in why else f"benchmark {key}: {why}")
+    return out
+
+
 @dataclass
 class BenchmarksStep:
-    """Index the run's benchmarks file (``run --benchmarks``) for the jobs; no counts of its own
-    (indexing records each benchmark's revision in the ``benchmarks`` table)."""
+    """Index the run's benchmarks file (``run --benchmarks``) for the jobs (indexing records each
+    benchmark's revision in the ``benchmarks`` table); its counts: the benchmarks it could not
+    index, one line each, when there are any."""
 
     name: str = "benchmarks"
 
     def run(self, ctx: RunContext) -> Counts:
-        if ctx.options.benchmarks and ctx.scratch is not None:
-            index_benchmarks(ctx.store, ctx.client, ctx.options.benchmarks, run_id=ctx.run_id).save(
-                ctx.scratch / INDEX_FOLDER)
-        return {}
+        if not ctx.options.benchmarks or ctx.scratch is None:
+            return {}
+        check_benchmarks_file(ctx.options.benchmarks, ctx.options.executor)
+        index_benchmarks(ctx.store, ctx.client, ctx.options.benchmarks, run_id=ctx.run_id).save(
+            ctx.scratch / INDEX_FOLDER)
+        failed = not_indexed(ctx.store, ctx.run_id)
+        return {"not_indexed": failed} if failed else {}
 
 
 @dataclass
@@ -100,6 +129,7 @@ class ContaminationSummary:
     checked: int = 0  # configs checked
     failed: list[str] = field(default_factory=list)  # one line each
     contaminated: int = 0  # (split, benchmark) rows with contaminated rows
+    not_indexed: list[str] = field(default_factory=list)  # benchmarks that could not be indexed, one line each
 
     def counts(self) -> dict[str, Any]:
         return {"configs_checked": self.checked, "configs_failed": len(self.failed), "contaminated_pairs": self.contaminated}
@@ -183,9 +213,11 @@ def run_contamination(db: str | Path, client: HubClient, benchmarks_file: str | 
     Returns (the index, the summary)."""
     summary = ContaminationSummary()
     args = {"benchmarks": str(benchmarks_file) if benchmarks_file else "default", "recheck": recheck}
+    check_benchmarks_file(benchmarks_file)  # a bad file is refused before the DB is opened
     with Store(db) as store, Runs(store).recording("contamination", args) as recording:
         recording.counts = lambda: summary.counts()
         index = index_benchmarks(store, client, benchmarks_file, run_id=recording.run_id)
         summary = check_contamination(store, client, index, run_id=recording.run_id, only_missing=not recheck,
                                       progress=progress, workers=workers)
+        summary.not_indexed = not_indexed(store, recording.run_id)
     return index, summary

@@ -64,6 +64,7 @@ E2E_TESTS: dict[str, str] = {
     "tests/test_publish.py::test_publish_end_to_end_against_the_standin": "build, push and re-push to the stand-in",
     "tests/test_contamination.py::test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees": "a whole run",
     "tests/test_contamination.py::test_the_13gram_scan_runs_as_dask_tasks": "a Dask LocalCluster",
+    "tests/test_local_benchmarks.py::test_a_run_and_the_command_keep_the_private_items_on_the_machine": "a whole run (105 s)",
     "tests/test_hostile_runs.py": "whole surveys against hostile stand-ins: shared files, removed configs, SIGTERM (60 s)",
 }
 EXHAUSTIVE_TESTS: dict[str, str] = {

@@ -49,7 +49,7 @@ def contamination(
     typer.echo(f"contamination: {summary.checked} config(s) checked, {len(summary.failed)} failed, "
                f"{summary.contaminated} (split, benchmark) pair(s) contaminated; "
                f"hubsurvey sql \"SELECT * FROM findings_contamination\" --db {db}")
-    for line in summary.failed:
+    for line in summary.not_indexed + summary.failed:
         typer.echo(f"error: {line}", err=True)
-    if summary.failed or not described:
+    if summary.failed or summary.not_indexed or not described:
         raise typer.Exit(ExitCode.PARTIAL)

@@ -73,7 +73,8 @@ KeepCache = Annotated[bool, typer.Option("--keep-cache", help="Keep each job's d
 # contamination with benchmarks
 Benchmarks = Annotated[str | None, typer.Option(
     "--benchmarks", metavar="FILE",
-    help="Benchmarks file (TOML: [[benchmark]] id, config, split, text_columns); 'default': the shipped list")]
+    help="Benchmarks file (TOML: [[benchmark]] id, config, split, text_columns, or path to a local "
+         ".jsonl/.csv/.parquet file and text_columns); 'default': the shipped list")]
 
 
 # --- validation: one line and exit 2 ---------------------------------------------------------------

@@ -79,6 +79,7 @@ def _summary_lines(summary) -> list[str]:
         lines.append("contamination: " + json.dumps(summary.contamination, sort_keys=True))
     if summary.report:
         lines.append("report: " + ", ".join(summary.report))
+    lines += [f"error: {line}" for line in (summary.of("benchmarks") or {}).get("not_indexed", [])]
     return lines
 
 
@@ -117,6 +118,10 @@ def _run_options(**options: Any) -> RunOptions:
     positive("--max-cache-gb", options.get("max_cache_gb"))
     at_least("--examples", options.get("examples"), 0)
     copy_threshold_in_range(options.get("copy_threshold"))
+    if options.get("benchmarks"):  # a bad benchmarks file is refused before the DB is touched
+        from hubsurvey.survey.contamination_check import check_benchmarks_file
+
+        check_benchmarks_file(options["benchmarks"], options["executor"])
     return RunOptions(**options)
 
 
@@ -134,7 +139,7 @@ def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]
         summary = run_survey(db, client, filters, options, progress=bar, args=args)
     for line in _summary_lines(summary):
         typer.echo(line)
-    if summary.failed:
+    if summary.failed or summary.of("benchmarks"):  # a job, or a benchmark that could not be indexed
         raise typer.Exit(ExitCode.PARTIAL)
 
 
