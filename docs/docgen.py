@@ -90,6 +90,7 @@ COMMAND_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "export": ("hubsurvey.analysis.export.export_results",),
     "publish": ("hubsurvey.analysis.publish.publish",),
     "contamination": ("hubsurvey.survey.contamination_check.run_contamination",),
+    "notify": ("hubsurvey.analysis.notify.notify",),
 }
 
 
@@ -253,6 +254,19 @@ TABLES: dict[str, dict[str, str]] = {
                                 "(the others were rejected)",
         "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`bench-2026`, 1)",
     },
+    "notifications": {
+        "dataset_id, revision_sha": "the dataset, at the measured revision the message is about",
+        "verdict": "the dataset's verdict (`findings_dataset_verdict`) at that revision",
+        "profile, figure": "the key profile of the headline figure (`notify --profile`) and its column, "
+                           "e.g. `normalized_contaminated_test_pct`",
+        "contaminated_pct": "that figure's worst value over the dataset's configs (%)",
+        "status": "`drafted` (dry run: written for review), `posted`, `skipped` or `failed`",
+        "reason": "why it was skipped or failed, one line (NULL: drafted or posted)",
+        "discussion_num, discussion_url": "the Hub discussion the bot opened, or found already open for this revision",
+        "title": "the discussion's title (the bot recognises its own discussions by it)",
+        "message_path": "the dry run's Markdown file (NULL: none written)",
+        "tool_version, created_at, run_id": "the hubsurvey version, when, and the `notify` run",
+    },
 }
 
 
@@ -313,6 +327,9 @@ TABLE_NOTES: dict[str, str] = {
     "cross_overlaps": "Leaks across datasets, one row per (test split, split of another dataset) that share rows. "
                       "Rewritten whole by each `crossleaks`.",
     "dataset_families": "Datasets joined by copies, one row per member. Rewritten whole by each `crossleaks`.",
+    "notifications": "What the Hub bot (`hubsurvey notify`) did about each dataset revision, one row per decision: "
+                     "drafted, posted, skipped (and why) or failed. It never posts twice for one revision "
+                     "([the bot](notify.md)).",
     "benchmarks": "The benchmark test sets as indexed, one row per (id, config, split).",
     "contamination": "One row per (surveyed dataset, revision, config, split, benchmark). A config's rows for the "
                      "benchmarks checked are replaced together, in one transaction (with the job's measurements "
