@@ -16,8 +16,8 @@ deleted table (or another machine's run) cannot make it post again. A new revisi
 again only when its verdict changed: the same verdict at a new revision repeats what the authors
 were already told, and a dataset committed to daily would otherwise get a discussion a day.
 
-Skipped, and recorded with the reason: datasets in the deny list, not in the allow list (when one
-is given), gated or private (as stored, and as the Hub says at posting time), opted out (the card
+An allow list, when given, narrows the candidates to the datasets it names. Skipped, and recorded
+with the reason (once per revision and reason): datasets in the deny list, gated or private (as stored, and as the Hub says at posting time), opted out (the card
 tag :data:`OPT_OUT_TAG`, or ``hubsurvey: opt-out`` in the card metadata), already notified, or
 measured at a revision the Hub has moved on from.
 
@@ -365,12 +365,10 @@ def message_path(out_dir: Path, dataset_id: str) -> Path:
 
 # --- deciding, drafting, posting ----------------------------------------------------------------------------
 
-def _stored_skip(c: Candidate, allow: Sequence[str] | None, deny: Sequence[str], store: Store) -> str | None:
+def _stored_skip(c: Candidate, deny: Sequence[str], store: Store) -> str | None:
     """Why the stored facts alone rule the candidate out (None: they do not)."""
     if listed(c.dataset_id, deny):
         return "in the deny list"
-    if allow is not None and not listed(c.dataset_id, allow):
-        return "not in the allow list"
     if c.private:
         return "private"
     if c.gated not in (None, "false", "False"):
@@ -452,8 +450,16 @@ def _account(client: DiscussionClient) -> str:
 
 
 def _record(store: Store, notice: Notice, run_id: str | None) -> None:
+    """One row per decision; a skip already recorded for this revision, for this reason, is not
+    recorded again (a gated dataset would otherwise add a row at every run)."""
     c = notice.candidate
     with store.transaction() as con:
+        if notice.status == Status.SKIPPED and con.execute(
+                "SELECT 1 FROM notifications WHERE dataset_id = $d AND revision_sha = $r AND status = $s "
+                "AND reason = $why AND discussion_num IS NOT DISTINCT FROM $n",
+                {"d": c.dataset_id, "r": c.revision_sha, "s": notice.status, "why": notice.reason,
+                 "n": notice.discussion_num}).fetchone():
+            return
         insert(con, "notifications", {
             "dataset_id": c.dataset_id, "revision_sha": c.revision_sha, "verdict": c.verdict, "profile": c.profile,
             "figure": c.figure, "contaminated_pct": c.contaminated_pct, "status": notice.status,
@@ -490,7 +496,8 @@ def notify(
         if client is None:  # analysis reads only the store: the caller brings the Hub client
             raise HubError("posting needs a Hub client (hubsurvey.core.hub.HubClient)")
         result.user = _account(client)
-    found = candidates(store, profile=profile, min_contaminated=min_contaminated)
+    found = [c for c in candidates(store, profile=profile, min_contaminated=min_contaminated)
+             if allow is None or listed(c.dataset_id, allow)]  # the allow list narrows the candidates
     result.candidates = len(found)
     out.mkdir(parents=True, exist_ok=True)
     made = 0
@@ -498,7 +505,7 @@ def notify(
         if made >= max_posts:
             result.left = len(found) - i
             break
-        notice = Notice(c, title(c), Status.SKIPPED, reason=_stored_skip(c, allow, deny, store))
+        notice = Notice(c, title(c), Status.SKIPPED, reason=_stored_skip(c, deny, store))
         if notice.reason is None:
             notice.path = message_path(out, c.dataset_id)
             notice.path.write_text(render_message(c, site_url=site_url), encoding="utf-8")

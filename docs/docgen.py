@@ -192,7 +192,7 @@ TABLES: dict[str, dict[str, str]] = {
     },
     "runs": {
         "run_id": "primary key",
-        "command": "`run` (also `demo`), `crawl`, `audit`, `crossleaks`, `contamination`",
+        "command": "`run` (also `demo`), `crawl`, `audit`, `crossleaks`, `contamination`, `notify`",
         "args": "the arguments (JSON), without secrets",
         "started_at, finished_at": "start and end",
         "status": "running, done, failed, interrupted, timed_out",

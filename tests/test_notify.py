@@ -18,9 +18,9 @@ from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
 try:
-    from leaks import secret_hits
+    from leaks import db_hits, secret_hits
 except ImportError:  # tests/ imported as a package
-    from tests.leaks import secret_hits
+    from tests.leaks import db_hits, secret_hits
 
 from hubsurvey.analysis import notify as bot
 from hubsurvey.cli import app
@@ -112,6 +112,7 @@ DATASETS = {  # id: (leaked test rows, clean test rows, index entry extras)
     "acme/optout": (_texts("opt", 4), 6, {"tags": [*TAGS, "hubsurvey-opt-out"]}),
     "acme/optcard": (_texts("card", 4), 6, {"cardData": {"hubsurvey": "opt-out", "tags": ["x"]}}),
     "acme/gated": (_texts("gate", 4), 6, {"gated": "manual"}),
+    "acme/private": (_texts("priv", 4), 6, {"private": True}),
     "beta/two": (_texts("two", 2), 8, {}),                    # 20%
     "beta/three": (_texts("three", 3), 7, {}),                # 30%
 }
@@ -149,6 +150,7 @@ def hub_db(surveyed, tmp_path, monkeypatch):
     hub, db, _ = surveyed
     hub.discussions.clear()
     hub.set_faults(Faults())
+    hub.reset_stats()
     copy = tmp_path / "results.duckdb"
     shutil.copy(db, copy)
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
@@ -187,6 +189,7 @@ def test_dry_run_drafts_reviews_and_touches_no_hub(hub_db, monkeypatch):
         "acme/optcard": ("drafted", None),  # its card metadata is only read when posting
         "acme/optout": ("skipped", "opted out (card tag hubsurvey-opt-out)"),
         "acme/gated": ("skipped", "gated (manual)"),
+        "acme/private": ("skipped", "private"),
     }  # acme/mild is below the threshold
     files = sorted(p.name for p in (db.parent / "msgs").iterdir())
     assert files == ["acme__leaky.md", "acme__optcard.md", "beta__three.md", "beta__two.md"]
@@ -215,7 +218,8 @@ def test_post_then_never_twice_even_without_the_table(hub_db, monkeypatch):
     assert body == (db.parent / "msgs" / "acme__leaky.md").read_text().strip()  # the library strips it
     statuses = {d: (s, reason) for d, s, reason, _ in _rows(db)}
     assert statuses["acme/optcard"] == ("skipped", "opted out (dataset card)")
-    assert statuses["acme/gated"][0] == "skipped" and statuses["acme/optout"][0] == "skipped"
+    assert statuses["acme/gated"] == ("skipped", "gated (manual)") and statuses["acme/private"] == ("skipped", "private")
+    assert statuses["acme/optout"][0] == "skipped"
     assert {d for d, (s, _) in statuses.items() if s == "posted"} == set(posted)
 
     again = _notify(db, "--post", monkeypatch=monkeypatch)
@@ -262,7 +266,10 @@ def test_opt_out_by_deny_and_allow_lists(hub_db, monkeypatch):
     assert reasons["acme/leaky"] == reasons["beta/two"] == "in the deny list"
     r = _notify(db, "--post", "--allow", str(_list(db, "beta/*")), monkeypatch=monkeypatch)
     assert sorted(_mine(hub)) == ["beta/three", "beta/two"]
-    assert "not in the allow list" in r.output
+    assert "acme/" not in r.output  # the allow list narrows the candidates: the others are not considered
+    # a skip is recorded once per revision and reason, however many runs meet it
+    _notify(db, "--deny", str(_list(db, "acme", "beta/two")), token=None, monkeypatch=monkeypatch)
+    assert [d for d, _s, reason, _ in _rows(db) if reason == "in the deny list"].count("acme/leaky") == 1
 
 
 @pytest.mark.slow
@@ -306,17 +313,23 @@ def test_a_new_revision_is_notified_again_only_when_its_verdict_changed(hub_db, 
     assert sorted(_mine(hub)) == ["acme/mild", "beta/two"]  # acme/mild: 1.6%, caution
     client = HubClient(endpoint=hub.url, token=WRITE, rate=0, file_rate=0, cache_dir=base / "cache2")
     # a new revision of beta/two with the same content (same verdict), and of acme/mild with many leaks
-    before = {d: hub.catalog.get(d).main.sha for d in ("beta/two", "acme/mild")}
+    before = {d: hub.catalog.get(d).main.sha for d in ("beta/two", "beta/three", "acme/mild")}
     hub.set_sha("beta/two", "b" * 40)
     newer = _write(base / "newer", "acme/mild", _texts("mild now", 20), 10)
     hub.set_sha("acme/mild", "c" * 40, parquet_dir=newer)
     try:
+        # not measured again yet: the figures are of a revision the Hub has left, nothing is posted
+        hub.set_sha("beta/three", "d" * 40)
+        stale = _notify(db, "--post", "--allow", str(_list(db, "beta/three")), monkeypatch=monkeypatch)
+        assert stale.exit_code == 0 and "the Hub is at dddddddddddd (measure it again)" in stale.output, stale.output
+        assert "beta/three" not in _mine(hub)
         for dataset_id in ("beta/two", "acme/mild"):
             assert not audit(dataset_id, db=db, client=client, near=False).errors
         r = _notify(db, "--post", "--allow", str(_list(db, "beta/two", "acme/mild")), "--min-contaminated", "1",
                     monkeypatch=monkeypatch)
     finally:  # the module's stand-in serves the original revisions to the other tests
         hub.set_sha("beta/two", before["beta/two"])
+        hub.set_sha("beta/three", before["beta/three"])
         hub.set_sha("acme/mild", before["acme/mild"], parquet_dir=base / "hub" / "acme__mild")
         shutil.rmtree(base / "newer")
     assert r.exit_code == 0, r.output
@@ -324,3 +337,65 @@ def test_a_new_revision_is_notified_again_only_when_its_verdict_changed(hub_db, 
     assert len(titles["beta/two"]) == 1
     assert [bot.parse_title(t)["verdict"] for t in titles["acme/mild"]] == ["caution", "unreliable"]
     assert "already notified at revision" in r.output and "with the same verdict unreliable" in r.output
+
+
+@pytest.mark.slow
+def test_a_post_retried_after_the_hub_created_it_is_not_posted_twice(hub_db, monkeypatch):
+    """The POST's answer is cut after the stand-in created the discussion: the client retries, finds
+    it in the token's own discussions by its title, and does not open a second one."""
+    hub, db = hub_db
+    hub.set_faults(Faults(truncate_every=2, scope=Scope(categories=frozenset({"discussions"}), dataset="beta/two")))
+    r = _notify(db, "--post", "--allow", str(_list(db, "beta/two")), monkeypatch=monkeypatch)
+    assert r.exit_code == 0, r.output
+    assert hub.stats()["faults_injected"] == 1 and hub.stats()["discussions"] == 3  # list, POST, the retry's list
+    assert len(hub.discussions["beta/two"]) == 1
+    assert [(d, s, n) for d, s, _r, n in _rows(db)] == [("beta/two", "posted", 1)]
+
+
+@pytest.mark.slow
+def test_a_failing_dataset_is_recorded_in_one_line_without_the_token_and_the_others_go_on(hub_db, monkeypatch):
+    hub, db = hub_db
+    monkeypatch.setenv("HUBSURVEY_MAX_ATTEMPTS", "1")
+    hub.set_faults(Faults(error_burst_every=1, error_burst_len=1, error_status=500, echo_auth=True,
+                          scope=Scope(categories=frozenset({"info"}), dataset="beta/three")))
+    r = _notify(db, "--post", monkeypatch=monkeypatch)
+    assert r.exit_code == 1, r.output  # partial: one dataset failed, the rest was posted
+    assert sorted(_mine(hub)) == ["acme/leaky", "beta/two"]
+    failed = [(d, reason) for d, s, reason, _ in _rows(db) if s == "failed"]
+    assert len(failed) == 1 and failed[0][0] == "beta/three" and "500" in failed[0][1]
+    assert WRITE not in r.output and not db_hits(db, WRITE)
+    assert not secret_hits(WRITE, texts={"output": r.output}, paths=[db.parent / "msgs"])
+
+
+def test_the_standin_speaks_discussions_as_huggingface_hub_does(tmp_path):
+    import json
+
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    _write(tmp_path, "acme/one", ["x"], 1)
+    (tmp_path / "index.json").write_text(json.dumps([{"id": "acme/one", "tags": TAGS}]))
+    with StandinHub(tmp_path, valid_tokens={WRITE}, read_only_tokens={READ}) as hub:
+        hub.discussions_page_size = 2
+        api = HfApi(endpoint=hub.url, token=WRITE)
+        assert api.whoami()["name"] == "standin-user"
+        made = [api.create_discussion("acme/one", f"title {i}", description=f"body {i}", repo_type="dataset")
+                for i in range(3)]
+        assert [d.num for d in made] == [1, 2, 3] and made[2].events[0].content == "body 2"
+        assert made[0].url == f"{hub.url}/datasets/acme/one/discussions/1"
+        hub.add_discussion("acme/one", "someone's", author="someone", status="closed")
+        every = list(api.get_repo_discussions("acme/one", repo_type="dataset"))  # 4 over 2 pages
+        assert [(d.num, d.author, d.status) for d in every] == [
+            (4, "someone", "closed"), (3, "standin-user", "open"), (2, "standin-user", "open"), (1, "standin-user", "open")]
+        assert [d.num for d in api.get_repo_discussions("acme/one", author="someone", repo_type="dataset")] == [4]
+        assert [d.num for d in api.get_repo_discussions("acme/one", discussion_status="open", repo_type="dataset")] == [3, 2, 1]
+        assert list(api.get_repo_discussions("acme/one", discussion_type="pull_request", repo_type="dataset")) == []
+        assert HfApi(endpoint=hub.url, token=READ).whoami()["auth"]["accessToken"]["role"] == "read"
+        for token, status in ((READ, 403), ("hf_unknown_token_0000", 401), (False, 401)):
+            with pytest.raises(HfHubHTTPError) as refused:
+                HfApi(endpoint=hub.url, token=token).create_discussion("acme/one", "a title", repo_type="dataset")
+            assert refused.value.response.status_code == status
+        with pytest.raises(HfHubHTTPError) as missing:
+            api.create_discussion("acme/none", "a title", repo_type="dataset")
+        assert missing.value.response.status_code == 404
+        assert hub.stats()["discussions"] > 0 and hub.stats()["whoami"] == 2
