@@ -349,6 +349,8 @@ def render_message(c: Candidate, *, site_url: str | None = None) -> str:
         c=c, pct=pct3(c.contaminated_pct), page=site_page(site_url, c.dataset_id) if site_url else None,
         clean=code_block(clean or f"hubsurvey clean {shell_word(c.dataset_id)} --config {shell_word(c.worst_config)}"),
         reproduce=code_block(reproduce), examples=examples, opt_out_tag=OPT_OUT_TAG,
+        has_nr=any(cfg[k] is None for cfg in c.configs for k in ("rows_test", "in_train", "in_validation", "repeated",
+                                                                     "contaminated", "pct")),
         profile_words=next(p.words for p in figures.PROFILES if p.name == c.profile),
         version=__version__,
     )
@@ -365,8 +367,10 @@ def message_path(out_dir: Path, dataset_id: str) -> Path:
 
 # --- deciding, drafting, posting ----------------------------------------------------------------------------
 
-def _stored_skip(c: Candidate, deny: Sequence[str], store: Store) -> str | None:
-    """Why the stored facts alone rule the candidate out (None: they do not)."""
+def _stored_skip(notice: Notice, deny: Sequence[str], store: Store) -> str | None:
+    """Why the stored facts alone rule the candidate out (None: they do not); an earlier discussion
+    that makes this one a repeat is noted on the notice."""
+    c = notice.candidate
     if listed(c.dataset_id, deny):
         return "in the deny list"
     if c.private:
@@ -375,18 +379,23 @@ def _stored_skip(c: Candidate, deny: Sequence[str], store: Store) -> str | None:
         return f"gated ({c.gated})"
     if opted_out(c.tags):
         return f"opted out (card tag {OPT_OUT_TAG})"
-    return _repeat(c, [(r["revision_sha"], r["verdict"], r["discussion_num"]) for r in notified(store, c.dataset_id)],
-                   "recorded")
+    rows = notified(store, c.dataset_id)
+    reason, row = _repeat(c, [(r["revision_sha"], r["verdict"], r["discussion_num"], r) for r in rows], "recorded")
+    if row is not None:
+        notice.discussion_num, notice.discussion_url = row["discussion_num"], row["discussion_url"]
+    return reason
 
 
-def _repeat(c: Candidate, earlier: Iterable[tuple[str, str | None, int | None]], where: str) -> str | None:
-    """Why an earlier discussion makes this one a repeat: the same revision, or the same verdict."""
-    for revision, verdict, num in earlier:
+def _repeat(c: Candidate, earlier: Sequence[tuple[str, str | None, int | None, Any]], where: str) -> tuple[str | None, Any]:
+    """Whether the earlier discussions (newest first) make this one a repeat, and which: one about
+    this revision, or the newest one when it told the same verdict (what the authors last heard)."""
+    for revision, _verdict, num, found in earlier:
         if revision and (revision == c.revision_sha or c.revision_sha.startswith(revision)):
-            return f"already notified for this revision (discussion #{num}, {where})"
-        if verdict == c.verdict:
-            return f"already notified at revision {revision[:12]} with the same verdict {c.verdict} (discussion #{num}, {where})"
-    return None
+            return f"already notified for this revision (discussion #{num}, {where})", found
+    if earlier and earlier[0][1] == c.verdict:
+        revision, verdict, num, found = earlier[0]
+        return f"already notified at revision {revision[:12]} with the same verdict {verdict} (discussion #{num}, {where})", found
+    return None, None
 
 
 def _hub_skip(c: Candidate, client: DiscussionClient, user: str) -> tuple[str | None, Any]:
@@ -403,16 +412,9 @@ def _hub_skip(c: Candidate, client: DiscussionClient, user: str) -> tuple[str | 
     sha = getattr(info, "sha", None)
     if sha and sha != c.revision_sha:
         return f"stale: measured revision {c.revision_sha[:12]}, the Hub is at {sha[:12]} (measure it again)", None
-    mine = []
-    for d in client.discussions(c.dataset_id, author=user):
-        said = parse_title(d.title)
-        if said is not None:
-            mine.append(((said["revision"], said["verdict"], d.num), d))
-    for key, d in mine:
-        reason = _repeat(c, [key], "on the Hub")
-        if reason:
-            return reason, d
-    return None, None
+    mine = sorted(client.discussions(c.dataset_id, author=user), key=lambda d: (d.created_at, d.num), reverse=True)
+    said = [(parsed["revision"], parsed["verdict"], d.num, d) for d in mine if (parsed := parse_title(d.title))]
+    return _repeat(c, said, "on the Hub")
 
 
 def _http_status(exc: BaseException) -> int | None:
@@ -505,7 +507,8 @@ def notify(
         if made >= max_posts:
             result.left = len(found) - i
             break
-        notice = Notice(c, title(c), Status.SKIPPED, reason=_stored_skip(c, deny, store))
+        notice = Notice(c, title(c), Status.SKIPPED)
+        notice.reason = _stored_skip(notice, deny, store)
         if notice.reason is None:
             notice.path = message_path(out, c.dataset_id)
             notice.path.write_text(render_message(c, site_url=site_url), encoding="utf-8")

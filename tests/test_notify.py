@@ -87,6 +87,22 @@ def test_lists_site_urls_and_opt_out(tmp_path):
     assert not bot.opted_out(["hubsurvey"], {"hubsurvey": "yes"})
 
 
+def _candidate(revision: str, verdict: str) -> bot.Candidate:
+    return bot.Candidate("acme/x", revision, verdict, "exact-2026", "normalized", "normalized_contaminated_test_pct",
+                         12.0, [{"config": "default"}], [], [], None, None, None, "0", "")
+
+
+def test_a_repeat_is_the_same_revision_or_the_verdict_the_authors_last_heard():
+    told = [("c" * 40, "caution", 2, "second"), ("a" * 40, "unreliable", 1, "first")]  # newest first
+    assert bot._repeat(_candidate("a" * 40, "clean"), told, "recorded")[1] == "first"  # that revision: never again
+    assert bot._repeat(_candidate("b" * 40, "caution"), told, "recorded") == (
+        "already notified at revision cccccccccccc with the same verdict caution (discussion #2, recorded)", "second")
+    # unreliable, then caution, now unreliable again: the verdict changed since the last message
+    assert bot._repeat(_candidate("b" * 40, "unreliable"), told, "recorded") == (None, None)
+    assert bot._repeat(_candidate("b" * 40, "unreliable"), [], "recorded") == (None, None)
+    assert bot._repeat(_candidate("abcdef0123456789" + "0" * 24, "x"), [("abcdef012345", "y", 3, "short")], "on the Hub")[1] == "short"
+
+
 # --- through the stand-in ---------------------------------------------------------------------------------
 
 def _texts(prefix: str, n: int) -> list[str]:
@@ -225,6 +241,7 @@ def test_post_then_never_twice_even_without_the_table(hub_db, monkeypatch):
     again = _notify(db, "--post", monkeypatch=monkeypatch)
     assert again.exit_code == 0 and _mine(hub) == posted
     assert "already notified for this revision (discussion #1, recorded)" in again.output
+    assert ("acme/leaky", "skipped", "already notified for this revision (discussion #1, recorded)", 1) in _rows(db)
 
     with duckdb.connect(str(db)) as con:
         con.execute("DELETE FROM notifications")
