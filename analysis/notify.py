@@ -17,9 +17,10 @@ again only when its verdict changed: the same verdict at a new revision repeats 
 were already told, and a dataset committed to daily would otherwise get a discussion a day.
 
 An allow list, when given, narrows the candidates to the datasets it names. Skipped, and recorded
-with the reason (once per revision and reason): datasets in the deny list, gated or private (as stored, and as the Hub says at posting time), opted out (the card
-tag :data:`OPT_OUT_TAG`, or ``hubsurvey: opt-out`` in the card metadata), already notified, or
-measured at a revision the Hub has moved on from.
+with the reason (once per revision and reason): datasets in the deny list, gated or private (as
+stored, and as the Hub says at posting time), opted out (the card tag :data:`OPT_OUT_TAG`, or
+``hubsurvey: opt-out`` in the card metadata), already notified, or measured at a revision the Hub
+has moved on from.
 
 Every value from the data reaches the message through :func:`inline_code` or :func:`shell_word`:
 control characters made visible, ``@`` replaced so nobody is mentioned, and put in a code span, so
@@ -182,7 +183,7 @@ def check_site_url(url: str | None) -> str | None:
     if url is None:
         return None
     url = url.rstrip("/")
-    if not re.fullmatch(r"https?://[A-Za-z0-9._~:/%?#\[\]@!$&'*+,;=-]+", url) or re.search(r"[()<>\[\]\s`]", url):
+    if not re.fullmatch(r"https?://[A-Za-z0-9._~:/%?#!$&'*+,;=-]+", url) or re.search(r"[()<>\[\]\s`]", url):
         raise UsageError(f"--site-url must be an http(s) URL without spaces, brackets or parentheses, not {url!r}")
     return url
 
@@ -398,20 +399,25 @@ def _repeat(c: Candidate, earlier: Sequence[tuple[str, str | None, int | None, A
     return None, None
 
 
-def _hub_skip(c: Candidate, client: DiscussionClient, user: str) -> tuple[str | None, Any]:
-    """Why the Hub's current state rules the candidate out; (reason, the bot's discussion found)."""
-    info = client.dataset_info(c.dataset_id)
+def _hub_skip(c: Candidate, info: Any) -> str | None:
+    """Why the dataset as the Hub shows it now (``dataset_info``) rules the candidate out."""
     if getattr(info, "private", False):
-        return "private", None
+        return "private"
     if getattr(info, "gated", False) not in (False, None, "false"):
-        return f"gated ({info.gated})", None
+        return f"gated ({info.gated})"
     if getattr(info, "disabled", False):
-        return "disabled", None
-    if opted_out(getattr(info, "tags", None), getattr(info, "card_data", None) and info.card_data.to_dict()):
-        return "opted out (dataset card)", None
+        return "disabled"
+    card = getattr(info, "card_data", None)
+    if opted_out(getattr(info, "tags", None), card.to_dict() if card is not None else None):
+        return "opted out (dataset card)"
     sha = getattr(info, "sha", None)
     if sha and sha != c.revision_sha:
-        return f"stale: measured revision {c.revision_sha[:12]}, the Hub is at {sha[:12]} (measure it again)", None
+        return f"stale: measured revision {c.revision_sha[:12]}, the Hub is at {sha[:12]} (measure it again)"
+    return None
+
+
+def _on_the_hub(c: Candidate, client: DiscussionClient, user: str) -> tuple[str | None, Any]:
+    """Whether the token's own discussions on the dataset make this one a repeat, and which."""
     mine = sorted(client.discussions(c.dataset_id, author=user), key=lambda d: (d.created_at, d.num), reverse=True)
     said = [(parsed["revision"], parsed["verdict"], d.num, d) for d in mine if (parsed := parse_title(d.title))]
     return _repeat(c, said, "on the Hub")
@@ -525,20 +531,30 @@ def notify(
 
 
 def _post(notice: Notice, client: DiscussionClient, user: str) -> None:
-    """Check the Hub, then post one drafted message; the notice says what happened."""
+    """Check the Hub, then post one drafted message; the notice says what happened.
+
+    A failure of this dataset (missing, disabled, failing after every retry) is recorded and the
+    others go on; a 401/403 on the token's discussions (the list or the post) refuses the token
+    itself, which :func:`notify` turns into exit 4."""
     c = notice.candidate
+    mine, step = None, "info"
     try:
-        reason, mine = _hub_skip(c, client, user)
+        reason = _hub_skip(c, client.dataset_info(c.dataset_id))
+        if reason is None:
+            step = "discussions"
+            reason, mine = _on_the_hub(c, client, user)
         if reason is None:
             assert notice.path is not None
             made = client.create_discussion(c.dataset_id, notice.title, notice.path.read_text(encoding="utf-8"),
                                             author=user)
     except (HubUnreachableError, HubStoppedAnsweringError):
         raise
-    except (HubError, OSError) as e:  # this dataset's answer (missing, disabled, failing): the others go on
-        refused = _refused(e)
+    except (HubError, OSError) as e:
         notice.status = Status.FAILED
-        notice.reason = f"the Hub refused the token (HTTP {_http_status(e)})" if refused else client.scrub(one_line(e))
+        if step == "discussions" and _refused(e):
+            notice.reason = f"the Hub refused the token (HTTP {_http_status(e)})"
+        else:
+            notice.reason = client.scrub(one_line(e))
         return
     if reason is not None:
         notice.status, notice.reason = Status.SKIPPED, reason

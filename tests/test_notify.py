@@ -79,7 +79,8 @@ def test_lists_site_urls_and_opt_out(tmp_path):
     (tmp_path / "l.txt").write_text("# reviewed\nacme  # all of it\n\nbeta/one\n")
     assert bot.read_list(tmp_path / "l.txt") == ["acme", "beta/one"]
     assert bot.check_site_url("https://s.example/") == "https://s.example"
-    for bad in ("javascript:alert(1)", "https://s.example/a b", "https://s.example/)](x", "ftp://s.example"):
+    for bad in ("javascript:alert(1)", "https://s.example/a b", "https://s.example/)](x", "ftp://s.example",
+                "https://someone@s.example"):
         with pytest.raises(UsageError):
             bot.check_site_url(bad)
     assert bot.site_page("https://s.example", "acme/x y") == "https://s.example/d/acme%252Fx%2520y.html"
