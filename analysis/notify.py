@@ -234,10 +234,17 @@ def candidates(store: Store, *, profile: str = DEFAULT_PROFILE,
     """Every Hub dataset of ``current_measurements`` whose worst ``<profile>_contaminated_test_pct``
     (published rounding, 3 decimals) is at least ``min_contaminated``: worst first, then by id.
     Datasets not measured by the exact method have no such figure and are never candidates."""
+    return [c for row in candidate_rows(store, profile=profile, min_contaminated=min_contaminated)
+            if (c := candidate(store, row, profile)) is not None]
+
+
+def candidate_rows(store: Store, *, profile: str = DEFAULT_PROFILE,
+                   min_contaminated: float = DEFAULT_MIN_CONTAMINATED) -> list[dict[str, Any]]:
+    """The candidates' ids, verdicts and headline values, in :func:`candidates`' order: one query,
+    so a run that stops at its cap reads the details of only the candidates it considers."""
     figure = headline_figure(profile)
     create_views(store)
-    crawled = bool(store.query("SELECT count(*) FROM information_schema.tables WHERE table_name = 'datasets'")[1][0][0])
-    rows = store.records(
+    return store.records(
         f"""
         SELECT v.dataset_id, v.verdict, v.verdict_basis, v.{quote_ident(f'worst_{figure}')} AS pct
         FROM findings_dataset_verdict v
@@ -247,24 +254,25 @@ def candidates(store: Store, *, profile: str = DEFAULT_PROFILE,
         """,
         {"min": float(min_contaminated)},
     )
-    out = []
-    for row in rows:
-        dataset_id = row["dataset_id"]
-        configs = _configs(store, dataset_id, profile)
-        if not configs:
-            continue
-        latest = max(configs, key=lambda c: c["measured_at"])
-        meta = store.records("SELECT tags, gated, private FROM datasets WHERE dataset_id = $d", {"d": dataset_id}) \
-            if crawled else []
-        out.append(Candidate(
-            dataset_id=dataset_id, revision_sha=latest["revision_sha"], verdict=row["verdict"],
-            verdict_basis=row["verdict_basis"], profile=profile, figure=figure, contaminated_pct=float(row["pct"]),
-            configs=configs, examples=_examples(store, dataset_id, profile),
-            tags=list((meta[0]["tags"] if meta else None) or []), gated=meta[0]["gated"] if meta else None,
-            private=meta[0]["private"] if meta else None, measured_at=latest["measured_at"],
-            tool_version=latest["tool_version"], methods=latest["methods"] or "",
-        ))
-    return out
+
+
+def candidate(store: Store, row: Mapping[str, Any], profile: str) -> Candidate | None:
+    """One candidate of :func:`candidate_rows` with what its message says (None: no config of it
+    was measured from the Hub by the exact method)."""
+    dataset_id = row["dataset_id"]
+    configs = _configs(store, dataset_id, profile)
+    if not configs:
+        return None
+    latest = max(configs, key=lambda c: c["measured_at"])
+    meta = store.records("SELECT tags, gated, private FROM datasets WHERE dataset_id = $d", {"d": dataset_id})
+    return Candidate(
+        dataset_id=dataset_id, revision_sha=latest["revision_sha"], verdict=row["verdict"],
+        verdict_basis=row["verdict_basis"], profile=profile, figure=headline_figure(profile),
+        contaminated_pct=float(row["pct"]), configs=configs, examples=_examples(store, dataset_id, profile),
+        tags=list((meta[0]["tags"] if meta else None) or []), gated=meta[0]["gated"] if meta else None,
+        private=meta[0]["private"] if meta else None, measured_at=latest["measured_at"],
+        tool_version=latest["tool_version"], methods=latest["methods"] or "",
+    )
 
 
 def _configs(store: Store, dataset_id: str, profile: str) -> list[dict[str, Any]]:
@@ -470,7 +478,8 @@ def _record(store: Store, notice: Notice, run_id: str | None) -> None:
             return
         insert(con, "notifications", {
             "dataset_id": c.dataset_id, "revision_sha": c.revision_sha, "verdict": c.verdict, "profile": c.profile,
-            "figure": c.figure, "contaminated_pct": c.contaminated_pct, "status": notice.status,
+            "figure": c.figure, "method": figures.EXACT_METHOD, "method_version": figures.EXACT_METHOD_VERSION,
+            "contaminated_pct": c.contaminated_pct, "status": notice.status,
             "reason": notice.reason, "discussion_num": notice.discussion_num, "discussion_url": notice.discussion_url,
             "title": notice.title, "message_path": str(notice.path) if notice.path else None,
             "tool_version": __version__, "created_at": now(), "run_id": run_id,
@@ -504,15 +513,18 @@ def notify(
         if client is None:  # analysis reads only the store: the caller brings the Hub client
             raise HubError("posting needs a Hub client (hubsurvey.core.hub.HubClient)")
         result.user = _account(client)
-    found = [c for c in candidates(store, profile=profile, min_contaminated=min_contaminated)
-             if allow is None or listed(c.dataset_id, allow)]  # the allow list narrows the candidates
+    found = [row for row in candidate_rows(store, profile=profile, min_contaminated=min_contaminated)
+             if allow is None or listed(row["dataset_id"], allow)]  # the allow list narrows the candidates
     result.candidates = len(found)
     out.mkdir(parents=True, exist_ok=True)
     made = 0
-    for i, c in enumerate(found):
+    for i, row in enumerate(found):
         if made >= max_posts:
             result.left = len(found) - i
             break
+        c = candidate(store, row, profile)
+        if c is None:
+            continue
         notice = Notice(c, title(c), Status.SKIPPED)
         notice.reason = _stored_skip(notice, deny, store)
         if notice.reason is None:

@@ -259,6 +259,7 @@ TABLES: dict[str, dict[str, str]] = {
         "verdict": "the dataset's verdict (`findings_dataset_verdict`) at that revision",
         "profile, figure": "the key profile of the headline figure (`notify --profile`) and its column, "
                            "e.g. `normalized_contaminated_test_pct`",
+        "method, method_version": "the figure's method (`exact-2026`) and its version",
         "contaminated_pct": "that figure's worst value over the dataset's configs (%)",
         "status": "`drafted` (dry run: written for review), `posted`, `skipped` or `failed`",
         "reason": "why it was skipped or failed, one line (NULL: drafted or posted)",

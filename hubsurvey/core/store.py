@@ -290,6 +290,8 @@ MIGRATIONS: list[str] = [
         verdict           VARCHAR,            -- findings_dataset_verdict's verdict at that revision
         profile           VARCHAR NOT NULL,   -- key profile of the headline figure: raw or normalized
         figure            VARCHAR NOT NULL,   -- the headline figure's column, e.g. normalized_contaminated_test_pct
+        method            VARCHAR NOT NULL,   -- the figure's method: 'exact-2026'
+        method_version    INTEGER NOT NULL,
         contaminated_pct  DOUBLE,             -- its worst value over the dataset's configs (%)
         status            VARCHAR NOT NULL,   -- drafted (dry run), posted, skipped or failed
         reason            VARCHAR,            -- why skipped or failed (NULL: drafted or posted)
