@@ -91,6 +91,7 @@ COMMAND_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "publish": ("hubsurvey.analysis.publish.publish",),
     "contamination": ("hubsurvey.survey.contamination_check.run_contamination",),
     "check": ("hubsurvey.survey.check.check",),
+    "notify": ("hubsurvey.analysis.notify.notify",),
 }
 
 
@@ -192,7 +193,7 @@ TABLES: dict[str, dict[str, str]] = {
     },
     "runs": {
         "run_id": "primary key",
-        "command": "`run` (also `demo`), `crawl`, `audit`, `crossleaks`, `contamination`",
+        "command": "`run` (also `demo`), `crawl`, `audit`, `crossleaks`, `contamination`, `notify`",
         "args": "the arguments (JSON), without secrets",
         "started_at, finished_at": "start and end",
         "status": "running, done, failed, interrupted, timed_out",
@@ -255,6 +256,20 @@ TABLES: dict[str, dict[str, str]] = {
                                 "(the others were rejected)",
         "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`bench-2026`, 1)",
     },
+    "notifications": {
+        "dataset_id, revision_sha": "the dataset, at the measured revision the message is about",
+        "verdict": "the dataset's verdict (`findings_dataset_verdict`) at that revision",
+        "profile, figure": "the key profile of the headline figure (`notify --profile`) and its column, "
+                           "e.g. `normalized_contaminated_test_pct`",
+        "method, method_version": "the figure's method (`exact-2026`) and its version",
+        "contaminated_pct": "that figure's worst value over the dataset's configs (%)",
+        "status": "`drafted` (dry run: written for review), `posted`, `skipped` or `failed`",
+        "reason": "why it was skipped or failed, one line (NULL: drafted or posted)",
+        "discussion_num, discussion_url": "the Hub discussion the bot opened, or found already open for this revision",
+        "title": "the discussion's title (the bot recognises its own discussions by it)",
+        "message_path": "the dry run's Markdown file (NULL: none written)",
+        "tool_version, created_at, run_id": "the hubsurvey version, when, and the `notify` run",
+    },
 }
 
 
@@ -315,6 +330,9 @@ TABLE_NOTES: dict[str, str] = {
     "cross_overlaps": "Leaks across datasets, one row per (test split, split of another dataset) that share rows. "
                       "Rewritten whole by each `crossleaks`.",
     "dataset_families": "Datasets joined by copies, one row per member. Rewritten whole by each `crossleaks`.",
+    "notifications": "What the Hub bot (`hubsurvey notify`) did about each dataset revision, one row per decision: "
+                     "drafted, posted, skipped (and why) or failed. It never posts twice for one revision "
+                     "([the bot](notify.md)).",
     "benchmarks": "The benchmark test sets as indexed, one row per (id, config, split). Of a local benchmark (a "
                   "private eval set, [local benchmarks](local-benchmarks.md)) nothing of its items is stored, here or "
                   "in `contamination`: counts, its file's sha256, and examples of the surveyed rows only.",

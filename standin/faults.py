@@ -54,6 +54,8 @@ CATEGORIES = (
     "validate_yaml",
     "preupload",
     "commit",
+    "discussions",
+    "whoami",
     "other",
 )
 SWITCHES = ("hang", "reset", "rate_limit", "error_burst", "truncate", "slow", "drip", "hostile")

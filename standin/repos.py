@@ -256,6 +256,11 @@ class Repo:
         self.history[sha] = self.main
         self.meta["lastModified"] = now_iso()
 
+    def replace_parquet(self, files: Mapping[str, Blob]) -> None:
+        """New Parquet export files (a new revision with other content); call with set_main."""
+        self._parquet_files = dict(files)
+        self._parquet = None
+
     def props(self, branch: Branch | None = None, *, blobs: bool = False) -> dict[str, Any]:
         """Every API property of the repo as seen at ``branch`` (default: main)."""
         branch = branch or self.main

@@ -40,7 +40,19 @@ from . import cards
 from .catalog import SORT_FIELDS, Catalog
 from .faults import CATEGORIES, Decision, FaultInjector, Faults, Quota
 from .parquetio import garble_footer
-from .repos import DEFAULT_LIST_PROPS, EXPANDABLE, PARQUET_REF, Blob, BytesBlob, Repo, parquet_sha, select
+from .repos import (
+    DEFAULT_LIST_PROPS,
+    EXPANDABLE,
+    PARQUET_REF,
+    Blob,
+    BytesBlob,
+    FileBlob,
+    Repo,
+    now_iso,
+    parquet_sha,
+    select,
+    sha1_hex,
+)
 
 log = logging.getLogger("hubsurvey_standin")
 
@@ -195,6 +207,8 @@ class _App:
                 route = self._repo_route(req, repo_id, seg[4:])
                 if route is not None:
                     return route
+        elif seg == ["api", "whoami-v2"] and read:
+            return _Route("whoami", None, lambda: self.whoami(req))
         elif seg == ["api", "repos", "create"] and m == "POST":
             return _Route("create", None, lambda: self.create_repo(req))
         elif seg == ["api", "validate-yaml"] and m == "POST":
@@ -224,6 +238,11 @@ class _App:
             return _Route("tree", repo_id, lambda: self.paths_info(req, repo_id, rev))
         if kind == "auth-check" and read and rest[1:] in ([], ["write"]):
             return _Route("info", repo_id, lambda: self.auth_check(req, repo_id, write=rest[1:] == ["write"]))
+        if kind == "discussions" and len(rest) == 1 and req.method in ("GET", "HEAD", "POST"):
+            run = self.create_discussion if req.method == "POST" else self.list_discussions
+            return _Route("discussions", repo_id, lambda: run(req, repo_id))
+        if kind == "discussions" and len(rest) == 2 and read:
+            return _Route("discussions", repo_id, lambda: self.discussion_details(req, repo_id, unquote(rest[1])))
         if kind == "parquet" and read:
             parts = [unquote(s) for s in rest[1:]]
             return _Route("parquet_api", repo_id, lambda: self.parquet_api(req, repo_id, parts))
@@ -491,6 +510,86 @@ class _App:
         if bad is None:
             bad = self._corrupted[blob] = BytesBlob(garble_footer(blob.read()), lfs=True)
         return bad
+
+    # ---------------------------------------------------------------- account and discussions
+
+    def _user(self, req: _Request) -> tuple[str | None, _Response | None]:
+        """The account a request's token belongs to (every accepted token is ``DEFAULT_USER``'s)."""
+        known = self.hub.valid_tokens | self.hub.read_only_tokens
+        if req.token is None or (known and req.token not in known):
+            return None, _error(401, "Invalid credentials in Authorization header")
+        return DEFAULT_USER, None
+
+    def whoami(self, req: _Request) -> _Response:
+        """``/api/whoami-v2``: the token's user, and its role (``read`` for ``read_only_tokens``)."""
+        user, err = self._user(req)
+        if err:
+            return err
+        role = "read" if req.token in self.hub.read_only_tokens else "write"
+        return _json({"type": "user", "id": sha1_hex("user", user)[:24], "name": user, "fullname": user,
+                      "orgs": [], "auth": {"type": "access_token",
+                                           "accessToken": {"displayName": "stand-in token", "role": role}}})
+
+    def list_discussions(self, req: _Request, repo_id: str) -> _Response:
+        """``GET /api/datasets/{id}/discussions``: ``type`` (all, discussion, pull_request),
+        ``status`` (all, open, closed), ``author`` and the page ``p``, as the Hub pages them:
+        ``{"discussions": [...], "count": total, "start": offset, "numClosedDiscussions": n}``."""
+        _, err = self._access(req, repo_id, files=False)
+        if err:
+            return err
+        kind, status, author = req.param("type") or "all", req.param("status") or "all", req.param("author")
+        if kind not in ("all", "discussion", "pull_request") or status not in ("all", "open", "closed"):
+            return _error(400, '"type" must be all, discussion or pull_request; "status" all, open or closed')
+        try:
+            page = int(req.param("p") or 0)
+        except ValueError:
+            return _error(400, '"p" must be a page number')
+        with self.catalog.lock:
+            every = [dict(d) for d in self.hub.discussions.get(repo_id, [])]
+        chosen = [
+            d for d in reversed(every)  # newest first, as the Hub lists them
+            if (kind == "all" or d["isPullRequest"] == (kind == "pull_request"))
+            and (status == "all" or d["status"] == status)
+            and (author is None or d["author"]["name"] == author)
+        ]
+        size = self.hub.discussions_page_size
+        start = max(0, page) * size
+        return _json({"discussions": [{k: v for k, v in d.items() if k != "events"} for d in chosen[start:start + size]],
+                      "count": len(chosen), "start": start,
+                      "numClosedDiscussions": sum(d["status"] == "closed" for d in every)})
+
+    def create_discussion(self, req: _Request, repo_id: str) -> _Response:
+        """``POST /api/datasets/{id}/discussions`` ``{"title", "description", "pullRequest"}``: 401
+        without an accepted token, 403 with a read-only one, 404 for a repo the token cannot see."""
+        user, err = self._user(req)
+        if err:
+            return err
+        _, err = self._access(req, repo_id, files=False)
+        if err:
+            return err
+        if req.token in self.hub.read_only_tokens:
+            return _error(403, "You don't have the rights to create a discussion on this repo: the token is read-only")
+        try:
+            body = req.json()
+            title, description = str(body["title"]).strip(), str(body.get("description") or "")
+        except (ValueError, KeyError, TypeError):
+            return _error(400, 'The body must be JSON with a "title"')
+        if body.get("pullRequest"):
+            return _error(400, "The stand-in does not support pull requests")
+        if not 3 <= len(title) <= 200:
+            return _error(400, "The title must be between 3 and 200 characters long")
+        assert user is not None
+        return _json(self.hub.add_discussion(repo_id, title, description, author=user))
+
+    def discussion_details(self, req: _Request, repo_id: str, num: str) -> _Response:
+        _, err = self._access(req, repo_id, files=False)
+        if err:
+            return err
+        with self.catalog.lock:
+            found = [dict(d) for d in self.hub.discussions.get(repo_id, []) if str(d["num"]) == num]
+        if not found:
+            return _error(404, f"Discussion {num} not found")
+        return _json(found[0])
 
     # ---------------------------------------------------------------- publish endpoints
 
@@ -808,6 +907,7 @@ class StandinHub:
         valid_tokens: Iterable[str] = frozenset(),
         page_size: int = 1000,
         host: str = HOST,
+        read_only_tokens: Iterable[str] = frozenset(),
     ) -> None:
         if host != HOST:
             raise ValueError(f"the stand-in only binds to {HOST}, not {host!r}")
@@ -816,6 +916,9 @@ class StandinHub:
         roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
         self.catalog = Catalog(roots)
         self.valid_tokens = frozenset(valid_tokens)
+        self.read_only_tokens = frozenset(read_only_tokens)  # known to whoami, refused any write (403)
+        self.discussions: dict[str, list[dict[str, Any]]] = {}  # repo id -> its discussions, oldest first
+        self.discussions_page_size = 50  # discussions per page, as the Hub pages them
         self.page_size = page_size
         self._port = port
         self._injector = FaultInjector(faults)
@@ -890,9 +993,10 @@ class StandinHub:
         """Switch faults (``Faults()`` switches them off); request counters restart."""
         self._injector.set(faults)
 
-    def set_sha(self, dataset_id: str, sha: str) -> None:
-        """Simulate a new revision: main moves to ``sha``, the Parquet export moves with it, and
-        ``lastModified`` becomes now. Earlier shas stay resolvable."""
+    def set_sha(self, dataset_id: str, sha: str, parquet_dir: Path | None = None) -> None:
+        """Simulate a new revision: main moves to ``sha``, the Parquet export moves with it (with the
+        files under ``parquet_dir`` instead, when given), and ``lastModified`` becomes now. Earlier
+        shas stay resolvable."""
         if not _SHA.fullmatch(sha):
             raise ValueError("sha must be 40 lowercase hex digits")
         repo = self.catalog.get(dataset_id)
@@ -900,8 +1004,29 @@ class StandinHub:
             raise KeyError(dataset_id)
         with self.catalog.lock:
             repo.set_main(sha)
+            if parquet_dir is not None:
+                repo.replace_parquet({p.relative_to(parquet_dir).as_posix(): FileBlob(p)
+                                      for p in sorted(Path(parquet_dir).rglob("*.parquet"))})
             self.catalog.pin(repo)
             self.catalog.touched()
+
+    def add_discussion(self, repo_id: str, title: str, description: str = "", *, author: str = DEFAULT_USER,
+                       status: str = "open") -> dict[str, Any]:
+        """Open a discussion on ``repo_id`` as ``author`` (what a POST does; tests seed others' too)."""
+        with self.catalog.lock:
+            found = self.discussions.setdefault(repo_id, [])
+            created = now_iso()
+            who = {"name": author, "type": "user"}
+            discussion = {
+                "num": len(found) + 1, "title": title, "status": status, "createdAt": created, "author": who,
+                "isPullRequest": False, "repo": {"name": repo_id, "type": "dataset"}, "numComments": 1, "pinned": False,
+                "events": [{"id": sha1_hex("event", repo_id, str(len(found) + 1))[:24], "type": "comment",
+                            "createdAt": created, "author": who,
+                            "data": {"edited": False, "hidden": False, "numEdits": 0,
+                                     "latest": {"raw": description, "html": "", "updatedAt": created, "author": who}}}],
+            }
+            found.append(discussion)
+            return dict(discussion)
 
     def commits(self, repo_id: str) -> list[dict[str, Any]]:
         """Commits pushed to ``repo_id`` through this server, oldest first."""

@@ -73,12 +73,15 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
             "export": ["export", "--db", str(db), "--out", str(tmp_path / "export")],
             "export-lle": ["export", "--db", str(db), "--out", str(tmp_path / "export-lle"), "--lle-compat"],
             "publish": ["publish", "--db", str(db), "--repo", "me/survey-results", "--push", "--out", str(tmp_path / "publish")],
+            "notify": ["notify", "--db", str(db), "--post", "--max", "3", "--out", str(tmp_path / "notify")],
         }
         for name, args in steps.items():
             if name == "run":
                 hub.set_faults(echo("mini-nlp/[in]*", "resolve_get"))
             elif name == "report":
                 hub.set_faults(Faults())
+            elif name == "notify":  # one dataset's info refused, with the header echoed: recorded, scrubbed
+                hub.set_faults(echo("mini-lab/messy_text", "info"))
             result = _cli(args, env, tmp_path)
             outputs[f"{name} stdout"], outputs[f"{name} stderr"] = result.stdout, result.stderr
             assert result.returncode in (0, 1), (name, result.returncode, result.stderr[-3000:])
@@ -87,6 +90,9 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
         repo = hub.catalog.get("me/survey-results")
         received = {path: blob.read() for path, blob in repo.main.files.items()}
         received |= {f"commit {i}": repr(c).encode() for i, c in enumerate(hub.commits("me/survey-results"))}
+        received |= {f"discussions of {repo}": repr(found).encode() for repo, found in hub.discussions.items()}
+    assert sum(len(found) for found in hub.discussions.values()) == 3  # notify posted 3, one dataset failed
+    assert "failed   mini-lab/messy_text" in outputs["notify stdout"]
     assert any(p.endswith(".parquet") for p in received) and "README.md" in received
 
     # the DB is one that a raw-bytes grep could not vouch for
@@ -97,7 +103,7 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
     assert db_hits(db, "Authorization: Bearer ***")  # the echoed header was stored, scrubbed
     hits = secret_hits(SECRET, db=db, texts=outputs,
                        paths=[tmp_path / "run-report", tmp_path / "report", tmp_path / "export",
-                              tmp_path / "export-lle", tmp_path / "publish"],
+                              tmp_path / "export-lle", tmp_path / "publish", tmp_path / "notify"],
                        blobs=received)
     assert not hits, hits
     # and the scan does see the files it vouches for
