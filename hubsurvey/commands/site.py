@@ -1,0 +1,34 @@
+"""``hubsurvey site``: a thin layer over :func:`hubsurvey.analysis.site.build_site`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hubsurvey.commands.options import ReadDb
+from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.store import DEFAULT_DB
+
+SiteOut = Annotated[Path, typer.Option("--out", help="Folder of the site (replaced whole if it is a site built before)")]
+
+
+def site(out: SiteOut = Path("site"), db: ReadDb = Path(DEFAULT_DB)) -> None:
+    """Build a static site of the results: an index of every dataset and one page per dataset.
+
+    Self-contained (no server, no CDN): open <out>/index.html from disk, or serve the folder as a
+    static Space (`publish --site`). The searchable table needs JavaScript; without it the index
+    shows the headline figures and links to a plain list of every dataset page.
+    """
+    from hubsurvey.analysis.site import build_site
+    from hubsurvey.commands.analysis import open_results
+
+    store = open_results(db)
+    try:
+        summary = build_site(store, out, progress=lambda done, total: typer.echo(f"pages: {done} of {total}", err=True))
+    except OSError as e:
+        raise BadInputError(f"{out}: {e.strerror or e}") from None
+    finally:
+        store.close()
+    typer.echo(summary.line())
