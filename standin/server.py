@@ -367,7 +367,10 @@ class _App:
         if err:
             return err
         props = repo.props(branch, blobs=req.flag("blobs"))
-        return _json(select(props, expand or sorted(EXPANDABLE)))
+        info = select(props, expand or sorted(EXPANDABLE))
+        if req.repo_type == "space":
+            info["sdk"] = repo.meta.get("sdk")
+        return _json(info)
 
     def refs(self, req: _Request, repo_id: str) -> _Response:
         repo, err = self._access(req, repo_id, files=False)
