@@ -87,6 +87,7 @@
       th.scope = "row";
       a.href = r[C.href];  // d/<shard>/<safe name>.html, built by the site: never a scheme
       a.textContent = r[C.id];
+      a.title = r[C.id];  // the whole id, where the cell cuts it
       th.appendChild(a);
       tr.appendChild(th);
       ["verdict", "contaminated_pct", "near_pct", "benchmarks", "family", "tasks"].forEach(function (name) {
