@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import math
 import os
 import shlex
@@ -52,6 +53,8 @@ from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.safety import json_text, visible
 from hubsurvey.core.store import Store, safe_name
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SITE_DIR = Path("site")
 #: The file that marks a folder as a site hubsurvey built (and may replace).
@@ -264,8 +267,14 @@ def history_rows(store: Store, dataset_ids: Sequence[str]) -> dict[str, tuple[li
                          {"v": HISTORY_VIEW})[1][0][0]
     if not exists:
         return {}
-    names, rows = store.query(f'SELECT * FROM "{HISTORY_VIEW}" WHERE dataset_id IN (SELECT dataset_id FROM site_ids)') \
-        if "dataset_id" in _view_columns(store, HISTORY_VIEW) else ([], [])
+    import duckdb
+
+    try:
+        names, rows = store.query(f'SELECT * FROM "{HISTORY_VIEW}" WHERE dataset_id IN (SELECT dataset_id FROM site_ids)') \
+            if "dataset_id" in _view_columns(store, HISTORY_VIEW) else ([], [])
+    except duckdb.Error as e:  # a view of another hubsurvey version: the pages go without it
+        log.warning("site: the %s view cannot be read, the pages omit it: %s", HISTORY_VIEW, str(e).splitlines()[0])
+        return {}
     out: dict[str, tuple[list[str], list[tuple]]] = {}
     if not names:
         return out

@@ -213,9 +213,9 @@ def test_the_headline_figures_equal_the_db(planted):
         assert page_of(site, r["id"]).value("data-verdict", r["verdict"]) == [r["verdict"]]
 
 
-@pytest.mark.slow
-def test_every_figure_of_every_page_equals_the_db_and_has_its_definition(planted):
-    db, site, _ = planted
+def assert_pages_equal_the_db(db: Path, site: Path) -> int:
+    """Every figure of every dataset page is the DB's value, published, beside its definition; every
+    current example is a row of its page. Returns the pages checked."""
     with Store(db, read_only=True) as store:
         measured = store.records("SELECT * FROM current_measurements ORDER BY dataset_id, config, label_column NULLS FIRST")
         examples = dict(store.query(
@@ -234,17 +234,24 @@ def test_every_figure_of_every_page_equals_the_db_and_has_its_definition(planted
         for column in figures.figure_columns():
             expected = []  # a config's table shows a method measured in each of its label columns' rows
             for config_rows in configs.values():
-                measured = set.intersection(*(set(json.loads(r["methods"] or "{}")) for r in config_rows))
-                if column.method == figures.LLE_METHOD or column.method in measured:
+                measured_by = set.intersection(*(set(json.loads(r["methods"] or "{}")) for r in config_rows))
+                if column.method == figures.LLE_METHOD or column.method in measured_by:
                     expected += [figures.published(r[column.name], column.fmt) for r in config_rows]
             assert page.value("data-column", column.name) == expected, (dataset_id, column.name)
             if expected:
                 assert definitions[column.name] in text
         for r in rows:
-            assert r["revision_sha"] in text
+            assert r["revision_sha"] in text and (r["parquet_sha"] is None or r["parquet_sha"] in text)
         # every stored example of the current revision is a row of the page's examples tables
         html = (site / dataset_page_path(dataset_id)).read_text()
         assert html.count('<td class="example-key">') == examples.get(dataset_id, 0)
+    return len(by_dataset)
+
+
+@pytest.mark.slow
+def test_every_figure_of_every_page_equals_the_db_and_has_its_definition(planted):
+    db, site, _ = planted
+    assert assert_pages_equal_the_db(db, site) == 4
 
 
 @pytest.mark.slow
@@ -407,3 +414,46 @@ def test_publish_site_is_a_dry_run_first_then_one_commit_to_a_static_space(plant
         assert "unchanged" in second.stdout and len(hub.commits(repo, "space")) == 1
     assert TOKEN not in first.output + second.output + dry.output
     assert not any(TOKEN in p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+
+
+# --- a whole survey of the mini-hub (contamination, leaks across datasets, families) ----------------------
+
+
+@pytest.fixture(scope="module")
+def surveyed(tmp_path_factory):
+    """The DB `hubsurvey demo` writes: a whole survey of the mini-hub, with its benchmarks."""
+    tmp = tmp_path_factory.mktemp("site-demo")
+    result = runner.invoke(app, ["demo", "--db", str(tmp / "demo.duckdb"), "--report-dir", str(tmp / "report"),
+                                 "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    return tmp / "demo.duckdb"
+
+
+def test_the_demo_db_builds_a_site_whose_figures_equal_the_db(surveyed, tmp_path):
+    site = tmp_path / "site"
+    with Store(surveyed, read_only=True) as store:
+        build_site(store, site)
+        plain = {
+            "families": dict(store.query("SELECT dataset_id, family_id FROM dataset_families")[1]),
+            "out": dict(store.query("SELECT test_dataset, count(*) FROM cross_overlaps GROUP BY ALL")[1]),
+            "contamination": dict(store.query(
+                "SELECT k.dataset_id, count(*) FROM contamination k WHERE EXISTS (SELECT 1 FROM current_measurements m "
+                "WHERE m.dataset_id = k.dataset_id AND m.revision_sha = k.revision_sha AND m.config = k.config) "
+                "GROUP BY ALL")[1]),
+            "tested": store.query("SELECT count(DISTINCT dataset_id) FROM contamination")[1][0][0],
+        }
+    assert assert_pages_equal_the_db(surveyed, site) == 13
+    assert broken_links(site) == []
+    assert plain["families"] and plain["out"] and plain["contamination"]  # the mini-hub plants all three
+    rows = {r["id"]: r for r in index_data(site)}
+    for dataset_id, row in rows.items():
+        assert row["family"] == plain["families"].get(dataset_id)
+        html = (site / dataset_page_path(dataset_id)).read_text()
+        contamination = html.split('id="contamination"')[1].split("</section>")[0]
+        assert contamination.count("<tr><td>") == plain["contamination"].get(dataset_id, 0)
+        cross = html.split('id="cross"')[1].split("</section>")[0]
+        assert cross.count("<tr><td>this dataset [") == plain["out"].get(dataset_id, 0)
+        assert ("on the Hub</a>" in html) and "hubsurvey audit " in html  # Hub datasets: a link and a command
+    index = read_page(site / "index.html")
+    assert index.value("data-figure", "datasets") == ["13"]
+    assert int(re.search(r"(\d+) of (\d+) datasets checked", "".join(index.text)).group(2)) == plain["tested"]
