@@ -430,10 +430,27 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
             **common, rows=part, number=number, pages=pages, up="../", first=(number - 1) * LIST_PAGE_ROWS + 1),
             encoding="utf-8")
     summary.list_pages = pages
-    # the dataset pages, a batch of datasets at a time
+    # the dataset pages, a batch of datasets at a time, from the views computed once (TEMP tables:
+    # each view is over every dataset, and a batch's join would compute it again)
+    for table, view in _MATERIALIZED.items():
+        store.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {view}")
+    try:
+        _write_dataset_pages(store, env, root, [r["dataset_id"] for r in rows], ids, common, summary, progress)
+    finally:
+        for table in _MATERIALIZED:
+            store.con.execute(f"DROP TABLE IF EXISTS {table}")
+    return summary
+
+
+#: The TEMP tables the dataset pages read, and the view each is computed from once per build.
+_MATERIALIZED = {"site_current": "current_measurements", "site_verdict": "findings_dataset_verdict",
+                 "site_pairs": "findings_contamination_pairs", "site_lines": "findings_contamination"}
+
+
+def _write_dataset_pages(store: Store, env: Any, root: Path, ordered: Sequence[str], ids: set[str],
+                         common: Mapping[str, Any], summary: SiteSummary,
+                         progress: Callable[[int, int], None] | None) -> None:
     template = env.get_template("site_dataset.html.j2")
-    ordered = [r["dataset_id"] for r in rows]
-    verdicts = {r["dataset_id"]: r for r in rows}
     shards: set[str] = set()
     for start in range(0, len(ordered), BATCH_DATASETS):
         batch = ordered[start:start + BATCH_DATASETS]
@@ -443,12 +460,10 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
             if folder not in shards:
                 (root / folder).mkdir(parents=True, exist_ok=True)
                 shards.add(folder)
-            (root / path).write_text(template.render(**common, **page, index=verdicts[dataset_id], up="../../"),
-                                     encoding="utf-8")
+            (root / path).write_text(template.render(**common, **page, up="../../"), encoding="utf-8")
             summary.dataset_pages += 1
         if progress is not None:
             progress(min(start + BATCH_DATASETS, len(ordered)), len(ordered))
-    return summary
 
 
 def _js_json(value: Any) -> str:
@@ -465,7 +480,7 @@ def _grouped(store: Store, sql: str, key: str = "dataset_id") -> dict[str, list[
 
 
 #: The current (dataset, revision, config) triples of the batch: what examples and contamination join on.
-_CURRENT = ("(SELECT DISTINCT dataset_id, revision_sha, config FROM current_measurements "
+_CURRENT = ("(SELECT DISTINCT dataset_id, revision_sha, config FROM site_current "
             "JOIN site_ids USING (dataset_id))")
 
 
@@ -475,16 +490,16 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str]) -> It
 
     store.con.register("site_ids", pa.table({"dataset_id": pa.array(list(batch), pa.string())}))
     try:
-        measured = _grouped(store, "SELECT * FROM current_measurements JOIN site_ids USING (dataset_id) "
+        measured = _grouped(store, "SELECT * FROM site_current JOIN site_ids USING (dataset_id) "
                                    "ORDER BY dataset_id, config, label_column NULLS FIRST")
         verdict = {r["dataset_id"]: r for r in store.records(
-            "SELECT * FROM findings_dataset_verdict JOIN site_ids USING (dataset_id)")}
+            "SELECT * FROM site_verdict JOIN site_ids USING (dataset_id)")}
         examples = _grouped(store, f"SELECT e.* FROM examples e JOIN {_CURRENT} USING (dataset_id, revision_sha, config) "
                                    "ORDER BY dataset_id, config, kind, profile, label_column NULLS FIRST, rank")
-        pairs = _grouped(store, "SELECT p.* FROM findings_contamination_pairs p JOIN site_ids USING (dataset_id) "
+        pairs = _grouped(store, "SELECT p.* FROM site_pairs p JOIN site_ids USING (dataset_id) "
                                 "ORDER BY dataset_id, config, split, benchmark_id, benchmark_config, benchmark_split")
         lines = {r["dataset_id"]: r for r in store.records(
-            "SELECT * FROM findings_contamination JOIN site_ids USING (dataset_id)")}
+            "SELECT * FROM site_lines JOIN site_ids USING (dataset_id)")}
         cross_out = _grouped(store, "SELECT * FROM cross_overlaps WHERE test_dataset IN (SELECT dataset_id FROM site_ids) "
                                     "ORDER BY test_dataset, rows DESC, source_dataset, source_config, source_split",
                              "test_dataset")
