@@ -73,6 +73,9 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
             "export": ["export", "--db", str(db), "--out", str(tmp_path / "export")],
             "export-lle": ["export", "--db", str(db), "--out", str(tmp_path / "export-lle"), "--lle-compat"],
             "publish": ["publish", "--db", str(db), "--repo", "me/survey-results", "--push", "--out", str(tmp_path / "publish")],
+            "site": ["site", "--db", str(db), "--out", str(tmp_path / "site")],
+            "publish-site": ["publish", "--site", "--db", str(db), "--repo", "me/survey-site", "--push",
+                             "--out", str(tmp_path / "space")],
         }
         for name, args in steps.items():
             if name == "run":
@@ -87,6 +90,8 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
         repo = hub.catalog.get("me/survey-results")
         received = {path: blob.read() for path, blob in repo.main.files.items()}
         received |= {f"commit {i}": repr(c).encode() for i, c in enumerate(hub.commits("me/survey-results"))}
+        space = hub.catalog.get("me/survey-site", "space")
+        received |= {f"space {path}": blob.read() for path, blob in space.main.files.items()}
     assert any(p.endswith(".parquet") for p in received) and "README.md" in received
 
     # the DB is one that a raw-bytes grep could not vouch for
@@ -97,7 +102,7 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
     assert db_hits(db, "Authorization: Bearer ***")  # the echoed header was stored, scrubbed
     hits = secret_hits(SECRET, db=db, texts=outputs,
                        paths=[tmp_path / "run-report", tmp_path / "report", tmp_path / "export",
-                              tmp_path / "export-lle", tmp_path / "publish"],
+                              tmp_path / "export-lle", tmp_path / "publish", tmp_path / "site", tmp_path / "space"],
                        blobs=received)
     assert not hits, hits
     # and the scan does see the files it vouches for
