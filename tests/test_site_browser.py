@@ -5,23 +5,18 @@ or playwright."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 try:
+    from site_data import dataset_ids, synthetic_db
+    from test_analysis_fixtures import audit_folder, build_planted_db, write_folder
     from test_site import HOSTILE_CONFIG, HOSTILE_ID
 except ImportError:  # tests/ imported as a package
-    from tests.test_site import HOSTILE_CONFIG, HOSTILE_ID
-
-sys.path.insert(0, str(Path(__file__).parent))
-from site_data import dataset_ids, synthetic_db
-
-try:
-    from test_analysis_fixtures import audit_folder, build_planted_db, write_folder
-except ImportError:
+    from tests.site_data import dataset_ids, synthetic_db
     from tests.test_analysis_fixtures import audit_folder, build_planted_db, write_folder
+    from tests.test_site import HOSTILE_CONFIG, HOSTILE_ID
 
 from hubsurvey.analysis.site import build_site
 from hubsurvey.core.store import Store
