@@ -28,7 +28,7 @@ import hashlib
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,13 +149,13 @@ def build_folder(
     return [plan_file(folder, p) for p in paths]
 
 
-def remote_files(client: Any, repo_id: str) -> dict[str, Any]:
+def remote_files(client: Any, repo_id: str, repo_type: str = "dataset") -> dict[str, Any]:
     """``{path: RepoFile}`` of the repo's main branch; empty when the repo has no commit yet."""
     from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
 
     api = client.api
     try:
-        items = client.call(lambda: list(api.list_repo_tree(repo_id, repo_type="dataset", recursive=True)))
+        items = client.call(lambda: list(api.list_repo_tree(repo_id, repo_type=repo_type, recursive=True)))
     except (RevisionNotFoundError, EntryNotFoundError):
         return {}
     return {it.path: it for it in items if hasattr(it, "blob_id")}
@@ -179,8 +179,15 @@ def push_folder(
     private: bool = False,
     client: Any = None,
     commit_message: str | None = None,
+    repo_type: str = "dataset",
+    space_sdk: str | None = None,
+    owned: Callable[[str], bool] = is_owned,
 ) -> PublishResult:
-    """Create the repo if needed and upload ``files`` in one commit, unless the remote is identical."""
+    """Create the repo if needed and upload ``files`` in one commit, unless the remote is identical.
+
+    ``repo_type="space"`` (with its ``space_sdk``) pushes a Space the same way (``publish --site``);
+    ``owned`` says which remote files this build produces, so that a stale one is deleted.
+    """
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     check_repo_id(repo_id)
@@ -189,12 +196,13 @@ def push_folder(
     api = client.api
     result = PublishResult(repo_id, folder, list(files))
     try:
-        url = client.call(api.create_repo, repo_id, repo_type="dataset", exist_ok=True, private=private)
+        space = {"space_sdk": space_sdk} if space_sdk else {}
+        url = client.call(api.create_repo, repo_id, repo_type=repo_type, exist_ok=True, private=private, **space)
         result.repo_url = str(url)
-        remote = remote_files(client, repo_id)
+        remote = remote_files(client, repo_id, repo_type)
         result.changed = [f.path_in_repo for f in files if not is_same(f, remote.get(f.path_in_repo))]
         produced = {f.path_in_repo for f in files}
-        result.deleted = sorted(p for p in remote if is_owned(p) and p not in produced)
+        result.deleted = sorted(p for p in remote if owned(p) and p not in produced)
         if not result.changed and not result.deleted:
             result.unchanged = True
             return result
@@ -209,7 +217,7 @@ def push_folder(
             operations,
             commit_message=commit_message or f"hubsurvey {__version__}: publish survey results",
             commit_description=description,
-            repo_type="dataset",
+            repo_type=repo_type,
         )
     except PublishError:
         raise

@@ -92,6 +92,7 @@ COMMAND_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "contamination": ("hubsurvey.survey.contamination_check.run_contamination",),
     "check": ("hubsurvey.survey.check.check",),
     "notify": ("hubsurvey.analysis.notify.notify",),
+    "site": ("hubsurvey.analysis.site.build_site",),
 }
 
 

@@ -106,6 +106,7 @@ class Catalog:
     def __init__(self, roots: Sequence[Path]) -> None:
         self.lock = threading.RLock()
         self._repos: dict[str, Repo] = {}  # served and created repos
+        self._spaces: dict[str, Repo] = {}  # created spaces: never listed among the datasets
         self._listed: list[str] = []  # their ids, in listing order
         self._pinned: dict[int, Repo] = {}  # filler repos that were changed (new sha): kept, not rebuilt
         self.filler: Filler | HubScale | None = None
@@ -131,7 +132,9 @@ class Catalog:
                     raise ValueError("only one hub root may declare filler or hubscale datasets")
                 self.filler = kind(int(spec["count"]), int(spec.get("seed", 0)))
 
-    def get(self, repo_id: str) -> Repo | None:
+    def get(self, repo_id: str, repo_type: str = "dataset") -> Repo | None:
+        if repo_type == "space":
+            return self._spaces.get(repo_id)
         repo = self._repos.get(repo_id)
         if repo is None and self.filler is not None:
             index = self.filler.index_of(repo_id)
@@ -146,14 +149,20 @@ class Catalog:
             with self.lock:
                 self._pinned.setdefault(index, repo)
 
-    def create(self, repo_id: str, *, private: bool) -> Repo:
-        """A new, writable, empty dataset repo (one ``.gitattributes``), listed after the served ones."""
+    def create(self, repo_id: str, *, private: bool, repo_type: str = "dataset", sdk: str | None = None) -> Repo:
+        """A new, writable, empty repo (one ``.gitattributes``): a dataset, listed after the served
+        ones, or a space (``sdk``: its SDK, e.g. static), never listed."""
         now = now_iso()
         meta = _entry_meta({"id": repo_id, "private": private, "downloads": 0, "likes": 0,
                             "createdAt": now, "lastModified": now})
         meta["usedStorage"] = len(GITATTRIBUTES)
         repo = Repo(repo_id, meta, main_files={".gitattributes": BytesBlob(GITATTRIBUTES)},
                     main_sha=sha1_hex("create", repo_id), read_only=False)
+        if repo_type == "space":
+            repo.meta["sdk"] = sdk
+            with self.lock:
+                self._spaces[repo_id] = repo
+            return repo
         with self.lock:
             self._repos[repo_id] = repo
             self._listed.append(repo_id)

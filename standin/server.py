@@ -61,6 +61,7 @@ DEFAULT_USER = "standin-user"  # namespace of repos created without an organizat
 _SHA = re.compile(r"[0-9a-f]{40}")
 _REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+SPACE_SDKS = ("static", "gradio", "docker")
 
 
 @dataclass
@@ -136,6 +137,7 @@ class _Request:
     headers: Any
     body: bytes
     token: str | None
+    repo_type: str = "dataset"  # "space" for /api/spaces/... and /spaces/.../resolve/...
 
     def params(self, *names: str) -> list[str]:
         return [v for k, v in self.query if k in names]
@@ -209,11 +211,17 @@ class _App:
                     return route
         elif seg == ["api", "whoami-v2"] and read:
             return _Route("whoami", None, lambda: self.whoami(req))
+        elif seg[:2] == ["api", "spaces"] and len(seg) >= 4:
+            req.repo_type = "space"  # a static Space: info, tree, preupload and commit, as for datasets
+            route = self._repo_route(req, f"{unquote(seg[2])}/{unquote(seg[3])}", seg[4:])
+            if route is not None:
+                return route
         elif seg == ["api", "repos", "create"] and m == "POST":
             return _Route("create", None, lambda: self.create_repo(req))
         elif seg == ["api", "validate-yaml"] and m == "POST":
             return _Route("validate_yaml", None, lambda: self.validate_yaml(req))
-        elif len(seg) >= 6 and seg[0] == "datasets" and seg[3] == "resolve" and read:
+        elif len(seg) >= 6 and seg[0] in ("datasets", "spaces") and seg[3] == "resolve" and read:
+            req.repo_type = "space" if seg[0] == "spaces" else "dataset"
             repo_id = f"{unquote(seg[1])}/{unquote(seg[2])}"
             rev, path = _split_rev(seg[4:])
             category = "resolve_head" if m == "HEAD" else "resolve_get"
@@ -266,7 +274,7 @@ class _App:
         404 with one. Disabled repos answer 403. Gated repos gate their files only: 401
         GatedRepo without a token, 403 with a token that is not in ``valid_tokens``.
         """
-        repo = self.catalog.get(repo_id)
+        repo = self.catalog.get(repo_id, req.repo_type)
         if repo is None or (repo.meta["private"] and not self._valid(req)):
             status = 401 if req.token is None else 404
             return None, _error(status, "Repository not found", "RepoNotFound")
@@ -378,7 +386,10 @@ class _App:
         if err:
             return err
         props = repo.props(branch, blobs=req.flag("blobs"))
-        return _json(select(props, expand or sorted(EXPANDABLE)))
+        info = select(props, expand or sorted(EXPANDABLE))
+        if req.repo_type == "space":
+            info["sdk"] = repo.meta.get("sdk")
+        return _json(info)
 
     def refs(self, req: _Request, repo_id: str) -> _Response:
         repo, err = self._access(req, repo_id, files=False)
@@ -602,19 +613,22 @@ class _App:
             name, org = body["name"], body.get("organization")
         except (ValueError, KeyError, TypeError):
             return _error(400, 'The body must be JSON with a "name"')
-        if body.get("type", "model") != "dataset":
-            return _error(400, "The stand-in only hosts dataset repos")
+        repo_type = body.get("type", "model")
+        if repo_type not in ("dataset", "space"):
+            return _error(400, "The stand-in only hosts dataset and space repos")
+        if repo_type == "space" and body.get("sdk") not in SPACE_SDKS:
+            return _error(400, f"A space needs an sdk, one of {list(SPACE_SDKS)}")
         if not isinstance(name, str) or not _REPO_NAME.fullmatch(name) or (org and not _REPO_NAME.fullmatch(org)):
             return _error(400, f"Invalid repo name: {org}/{name}")
         repo_id = f"{org or DEFAULT_USER}/{name}"
-        url = f"{self.hub.url}/datasets/{repo_id}"
+        url = f"{self.hub.url}/{repo_type}s/{repo_id}"
         with self.catalog.lock:
-            if self.catalog.get(repo_id) is not None:
-                return _json({"error": "You already created this dataset repo", "url": url}, 409,
-                             {"X-Error-Message": "You already created this dataset repo"})
+            if self.catalog.get(repo_id, repo_type) is not None:
+                return _json({"error": f"You already created this {repo_type} repo", "url": url}, 409,
+                             {"X-Error-Message": f"You already created this {repo_type} repo"})
             # huggingface_hub 2.x sends {"visibility": "private"}; older clients {"private": true}.
             private = body.get("visibility") == "private" or bool(body.get("private"))
-            repo = self.catalog.create(repo_id, private=private)
+            repo = self.catalog.create(repo_id, private=private, repo_type=repo_type, sdk=body.get("sdk"))
         return _json({"url": url, "name": repo_id, "id": repo.props()["_id"]})
 
     def validate_yaml(self, req: _Request) -> _Response:
@@ -682,7 +696,7 @@ class _App:
                     return _error(404, f"A file with this name doesn't exist: {path}", "EntryNotFound")
             record = repo.commit(header.get("summary", ""), header.get("description", ""), adds, deletes)
             self.catalog.touched()
-        url = f"{self.hub.url}/datasets/{repo_id}/commit/{record['oid']}"
+        url = f"{self.hub.url}/{req.repo_type}s/{repo_id}/commit/{record['oid']}"
         return _json({"success": True, "commitOid": record["oid"], "commitUrl": url})
 
     # ---------------------------------------------------------------- controls
@@ -706,7 +720,7 @@ class _App:
                 hub.set_sha(body["dataset_id"], body["sha"])
                 return _json({"ok": True})
             if action == ["commits"] and req.method == "GET":
-                return _json(hub.commits(req.param("repo_id") or ""))
+                return _json(hub.commits(req.param("repo_id") or "", req.param("repo_type") or "dataset"))
         except KeyError as exc:
             return _error(404, f"Unknown dataset: {exc}")
         except (ValueError, TypeError) as exc:
@@ -1028,7 +1042,7 @@ class StandinHub:
             found.append(discussion)
             return dict(discussion)
 
-    def commits(self, repo_id: str) -> list[dict[str, Any]]:
-        """Commits pushed to ``repo_id`` through this server, oldest first."""
-        repo = self.catalog.get(repo_id)
+    def commits(self, repo_id: str, repo_type: str = "dataset") -> list[dict[str, Any]]:
+        """Commits pushed to ``repo_id`` (a dataset, or a ``space``) through this server, oldest first."""
+        repo = self.catalog.get(repo_id, repo_type)
         return [dict(c) for c in repo.commits] if repo is not None else []

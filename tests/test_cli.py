@@ -133,7 +133,7 @@ def test_a_folder_typo_is_one_line_and_never_goes_to_the_hub(tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("command", [["sql", "SELECT 1"], ["report", "--out", "rep"], ["export", "--out", "exp"],
-                                     ["status"]])
+                                     ["site", "--out", "st"], ["status"]])
 @pytest.mark.parametrize("kind", ["missing", "zero bytes", "empty duckdb"])
 @pytest.mark.slow
 def test_an_empty_or_missing_db_is_one_line_exit_3(tmp_path, monkeypatch, command, kind):

@@ -74,6 +74,9 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
             "export-lle": ["export", "--db", str(db), "--out", str(tmp_path / "export-lle"), "--lle-compat"],
             "publish": ["publish", "--db", str(db), "--repo", "me/survey-results", "--push", "--out", str(tmp_path / "publish")],
             "notify": ["notify", "--db", str(db), "--post", "--max", "3", "--out", str(tmp_path / "notify")],
+            "site": ["site", "--db", str(db), "--out", str(tmp_path / "site")],
+            "publish-site": ["publish", "--site", "--db", str(db), "--repo", "me/survey-site", "--push",
+                             "--out", str(tmp_path / "space")],
         }
         for name, args in steps.items():
             if name == "run":
@@ -91,6 +94,8 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
         received = {path: blob.read() for path, blob in repo.main.files.items()}
         received |= {f"commit {i}": repr(c).encode() for i, c in enumerate(hub.commits("me/survey-results"))}
         received |= {f"discussions of {repo}": repr(found).encode() for repo, found in hub.discussions.items()}
+        space = hub.catalog.get("me/survey-site", "space")
+        received |= {f"space {path}": blob.read() for path, blob in space.main.files.items()}
     assert sum(len(found) for found in hub.discussions.values()) == 3  # notify posted 3, one dataset failed
     assert "failed   mini-lab/messy_text" in outputs["notify stdout"]
     assert any(p.endswith(".parquet") for p in received) and "README.md" in received
@@ -103,7 +108,8 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
     assert db_hits(db, "Authorization: Bearer ***")  # the echoed header was stored, scrubbed
     hits = secret_hits(SECRET, db=db, texts=outputs,
                        paths=[tmp_path / "run-report", tmp_path / "report", tmp_path / "export",
-                              tmp_path / "export-lle", tmp_path / "publish", tmp_path / "notify"],
+                              tmp_path / "export-lle", tmp_path / "publish", tmp_path / "notify", tmp_path / "site",
+                              tmp_path / "space"],
                        blobs=received)
     assert not hits, hits
     # and the scan does see the files it vouches for

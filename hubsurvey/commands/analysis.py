@@ -321,10 +321,18 @@ def publish(
     with_report: Annotated[bool, typer.Option("--report/--no-report", help="Include REPORT.md")] = True,
     license: Annotated[str | None, typer.Option("--license", help="License of the results in the card [default: cc-by-4.0]")] = None,
     pretty_name: Annotated[str | None, typer.Option("--pretty-name", help="Title of the results dataset in the card")] = None,
+    site: Annotated[bool, typer.Option(
+        "--site", help="Publish the static site (`hubsurvey site`) to the static Space --repo instead")] = False,
 ) -> None:
     """Build the results dataset (Parquet, CSV, card) and, with --push, upload it in one commit."""
     from hubsurvey.analysis.publish import PublishError
     from hubsurvey.analysis.publish import publish as run_publish
+
+    if site:
+        from hubsurvey.commands.site import publish_site
+
+        publish_site(repo, push=push, private=private, db=db, out=out)
+        return
 
     store = open_results(db)
     try:

@@ -1,0 +1,617 @@
+"""A static site of the survey: an index of every surveyed dataset and one page per dataset.
+
+``hubsurvey site`` is a thin layer over :func:`build_site`. The site is built from the DB alone and
+needs no server, no CDN and no build step: it opens from ``file://`` and is served as it is by a
+static Hugging Face Space (``publish --site``, :func:`publish_site`).
+
+- ``index.html``: the headline figures and charts (inline SVG) in the static HTML, and one table of
+  every surveyed dataset. The table's rows are JavaScript files (``data/index-N.js``, each calling
+  ``hubsurvey.add([...])``: fetch() of a local file is blocked under ``file://``), loaded after the
+  page has rendered, and only the rows in view are drawn (``site.js``), so the page stays fast at
+  Hub scale. Without JavaScript the index links to plain list pages (``list/N.html``).
+- ``d/<shard>/<safe>.html``: one page per dataset (:func:`dataset_page_path`): its verdict, every
+  figure per config and label column with its definition from the registry, the stored examples,
+  the near-duplicate curve, contamination with benchmarks, leaks across datasets and its family,
+  the revisions measured and how to reproduce them. Two sections show data another part of the
+  survey may add (:func:`history_rows`, :func:`fingerprint_values`): a page omits them when the DB
+  has neither the ``history`` view nor the ``fingerprint_*`` columns.
+
+Every value from the DB is escaped (Jinja autoescape in the pages; ``textContent`` in site.js). A
+Hub name becomes a file name through :func:`hubsurvey.core.store.safe_name`, so it never leaves its
+folder, and a link to it percent-encodes that name once more (its ``%`` included). The site is
+written into a temporary folder beside ``out_dir`` and swapped in whole: a failed build leaves the
+previous site as it was, and a folder that is not a site hubsurvey built is never overwritten.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import math
+import os
+import shlex
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from markupsafe import Markup, escape
+
+from hubsurvey import __version__
+from hubsurvey.analysis.examples import KIND_WORDS
+from hubsurvey.analysis.findings import create_views
+from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
+from hubsurvey.core import figures
+from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.safety import json_text, visible
+from hubsurvey.core.store import Store, safe_name
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SITE_DIR = Path("site")
+#: The file that marks a folder as a site hubsurvey built (and may replace).
+MARKER = ".hubsurvey-site"
+#: Where the Hub shows a dataset; only Hub-measured datasets link there.
+HUB_DATASETS_URL = "https://huggingface.co/datasets/"
+#: Rows per ``data/index-N.js`` chunk: the first chunk draws the table while the rest load.
+CHUNK_ROWS = 10_000
+#: Datasets per plain list page (the no-JavaScript way to every dataset page).
+LIST_PAGE_ROWS = 1_000
+#: Datasets whose pages are built from one round of queries (bounded memory at Hub scale).
+BATCH_DATASETS = 2_000
+#: Files the site copies as they are from the templates package.
+ASSETS = ("site.js", "site.css")
+#: The verdicts, in the order the index shows them (findings_verdict_rules).
+VERDICTS = ("clean", "minor", "caution", "unreliable")
+#: The columns of one index row, as site.js reads them (``data/index-N.js``).
+INDEX_COLUMNS = ("id", "href", "verdict", "contaminated_pct", "near_pct", "benchmarks", "family", "tasks")
+#: The methods whose figures a dataset page lists, in order, with their heading.
+METHOD_TITLES = ((figures.LLE_METHOD, "LLE figures"), (figures.EXACT_METHOD, "Exact figures (raw and normalized key profiles)"),
+                 (figures.NEAR_METHOD, "Near-duplicate figures"))
+#: The split fingerprint columns another part of the survey adds to measurements (shown when present).
+FINGERPRINT_COLUMNS = ("fingerprint_train", "fingerprint_validation", "fingerprint_test")
+#: The view of every revision measured, per (dataset, config, label column), that another part adds.
+HISTORY_VIEW = "history"
+
+
+@dataclass
+class SiteSummary:
+    """What :func:`build_site` wrote."""
+
+    out_dir: Path
+    datasets: int = 0
+    dataset_pages: int = 0
+    list_pages: int = 0
+    index_chunks: int = 0
+    files: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        return (f"site: {self.out_dir}/index.html: {self.datasets} dataset(s), {self.dataset_pages} dataset page(s), "
+                f"{self.list_pages} list page(s), {self.files} files, {self.bytes / 1e6:.1f} MB in {self.seconds:.1f} s")
+
+
+# --- paths -----------------------------------------------------------------------------------------
+
+
+def dataset_page_path(dataset_id: str) -> str:
+    """A dataset's page, relative to the site: ``d/<shard>/<safe>.html``.
+
+    ``safe`` is :func:`safe_name` (one path component that cannot leave its folder); ``shard`` is
+    the first two hex digits of the id's sha256, so that no folder holds more than a few hundred
+    pages at Hub scale (the Hub advises fewer than 10,000 files per folder).
+    """
+    shard = hashlib.sha256(dataset_id.encode()).hexdigest()[:2]
+    return f"d/{shard}/{safe_name(dataset_id)}.html"
+
+
+def href(path: str) -> str:
+    """A site path as a relative URL: each component percent-encoded, so ``%2F`` in a file name
+    stays the file's name instead of becoming a ``/``."""
+    return "/".join(quote(part, safe="") for part in path.split("/"))
+
+
+def list_page_path(number: int) -> str:
+    return f"list/{number}.html"
+
+
+# --- figures ---------------------------------------------------------------------------------------
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.2f}%"
+
+
+def _share(n: int | None, d: int | None) -> float | None:
+    return None if not d else round(100.0 * (n or 0) / d, 2)
+
+
+#: Per dataset: leaks into test (text key, LLE, summed over configs; NR when no config has a train
+#: or validation split) and duplicates in test, from findings_dataset_verdict.
+HEADLINE_SQL = """
+SELECT count(*)                                                                   AS datasets,
+       count(*) FILTER (WHERE coalesce(text_leaks_train_wrt_test, 0) + coalesce(text_leaks_validation_wrt_test, 0) > 0)
+                                                                                  AS with_leaks,
+       count(*) FILTER (WHERE text_leaks_train_wrt_test IS NOT NULL OR text_leaks_validation_wrt_test IS NOT NULL)
+                                                                                  AS leaks_denominator,
+       count(*) FILTER (WHERE text_duplication_test > 0)                          AS with_test_duplicates,
+       count(text_duplication_test)                                               AS duplicates_denominator
+FROM findings_dataset_verdict
+"""
+
+
+def headline(store: Store) -> dict[str, Any]:
+    """The index's headline figures, each with its numerator and denominator.
+
+    ``datasets``; ``with_leaks`` of ``leaks_denominator`` (a text of test also in train or
+    validation, LLE text key; a dataset with neither split is NR and left out); ``with_test_duplicates``
+    of ``duplicates_denominator``; ``verdicts`` (count and share per verdict); ``contamination``
+    (findings_contamination_overview) and ``cross`` (findings_cross_overview).
+    """
+    create_views(store)
+    h = store.records(HEADLINE_SQL)[0]
+    h["pct_with_leaks"] = _share(h["with_leaks"], h["leaks_denominator"])
+    h["pct_with_test_duplicates"] = _share(h["with_test_duplicates"], h["duplicates_denominator"])
+    counts = dict(store.query("SELECT verdict, count(*) FROM findings_dataset_verdict GROUP BY verdict")[1])
+    h["verdicts"] = [{"verdict": v, "count": counts.get(v, 0), "pct": _share(counts.get(v, 0), h["datasets"])}
+                     for v in VERDICTS]
+    h["contamination"] = store.records("SELECT * FROM findings_contamination_overview")[0]
+    h["cross"] = store.records("SELECT * FROM findings_cross_overview")[0]
+    return h
+
+
+#: One index row per surveyed dataset: its verdict, worst contaminated % (normalized key profile)
+#: and near %, the benchmarks that contaminate it, its family and its task categories.
+INDEX_SQL = """
+WITH tasks AS (
+    SELECT dataset_id, list(DISTINCT regexp_extract(tag, '^task_categories:(.+)$', 1) ORDER BY 1) AS tasks
+    FROM (SELECT dataset_id, unnest(tags) AS tag FROM datasets)
+    WHERE tag LIKE 'task_categories:%'
+    GROUP BY dataset_id
+), hits AS (
+    SELECT dataset_id, list(DISTINCT benchmark_id ORDER BY benchmark_id) AS benchmarks
+    FROM findings_contamination_pairs
+    WHERE contaminated_rows > 0 AND NOT benchmark_copy
+    GROUP BY dataset_id
+)
+SELECT v.dataset_id, v.verdict, v.worst_normalized_contaminated_test_pct AS contaminated_pct,
+       v.worst_near_contaminated_test_pct AS near_pct, coalesce(h.benchmarks, []) AS benchmarks,
+       f.family_id AS family, coalesce(t.tasks, []) AS tasks
+FROM findings_dataset_verdict v
+LEFT JOIN hits h USING (dataset_id)
+LEFT JOIN dataset_families f USING (dataset_id)
+LEFT JOIN tasks t USING (dataset_id)
+ORDER BY v.dataset_id
+"""
+
+
+def index_rows(store: Store) -> list[dict[str, Any]]:
+    """Every surveyed dataset's index row (see :data:`INDEX_SQL`), by dataset id."""
+    create_views(store)
+    rows = store.records(INDEX_SQL)
+    for row in rows:
+        row["href"] = href(dataset_page_path(row["dataset_id"]))
+        row["benchmarks"] = list(row["benchmarks"])
+        row["tasks"] = list(row["tasks"])
+    return rows
+
+
+def figure_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One config's figures, one table per method: a row per figure (its name, its value in each
+    label column's measurement row, its one-line definition from the registry).
+
+    ``[{method, title, labels, html}]``: the LLE figures always; the exact and near figures when the
+    config's rows name their method in ``methods`` (else they were not measured, and are not shown as
+    NR). ``html`` is the table's body, built from cells escaped once per process (the registry's names
+    and definitions) and each value escaped, so that 100,000 pages render in minutes.
+    """
+    measured = set.intersection(*(set(_methods(r.get("methods"))) for r in rows)) if rows else set()
+    out = []
+    for method, title in METHOD_TITLES:
+        if method != figures.LLE_METHOD and method not in measured:
+            continue
+        body = []
+        for column, (head, tail) in _figure_cells(method):
+            # a published figure is a number, a percentage or NR: nothing to escape
+            values = "".join(f'<td data-column="{column.name}">{figures.published(r.get(column.name), column.fmt)}</td>'
+                             for r in rows)
+            body.append(f"{head}{values}{tail}")
+        out.append({"method": method, "title": title, "html": Markup("\n".join(body))})
+    return out
+
+
+@functools.cache
+def _figure_cells(method: str) -> tuple[tuple[figures.Column, tuple[str, str]], ...]:
+    """Each figure column of ``method`` with the escaped cells around its values: its name, its definition."""
+    return tuple((c, (f'<tr><th scope="row"><code>{escape(c.name)}</code></th>', f"<td>{escape(c.definition)}</td></tr>"))
+                 for c in figures.figure_columns(method))
+
+
+def _methods(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def fingerprint_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The split fingerprints of one measurement row (``fingerprint_<split>``), when the DB has
+    those columns; empty otherwise (the page then omits the section)."""
+    return {c.removeprefix("fingerprint_"): row[c] for c in FINGERPRINT_COLUMNS if c in row}
+
+
+def history_rows(store: Store, dataset_ids: Sequence[str]) -> dict[str, tuple[list[str], list[tuple]]]:
+    """The ``history`` view's rows of these datasets (its columns, its rows), by dataset id; empty
+    when the DB has no such view or it has no ``dataset_id`` column (the pages omit the section)."""
+    exists = store.query("SELECT count(*) FROM duckdb_views() WHERE view_name = $v AND NOT internal",
+                         {"v": HISTORY_VIEW})[1][0][0]
+    if not exists:
+        return {}
+    import duckdb
+
+    try:
+        names, rows = store.query(f'SELECT * FROM "{HISTORY_VIEW}" WHERE dataset_id IN (SELECT dataset_id FROM site_ids)') \
+            if "dataset_id" in _view_columns(store, HISTORY_VIEW) else ([], [])
+    except duckdb.Error as e:  # a view of another hubsurvey version: the pages go without it
+        log.warning("site: the %s view cannot be read, the pages omit it: %s", HISTORY_VIEW, str(e).splitlines()[0])
+        return {}
+    out: dict[str, tuple[list[str], list[tuple]]] = {}
+    if not names:
+        return out
+    at = names.index("dataset_id")
+    for r in rows:
+        out.setdefault(r[at], (names, []))[1].append(r)
+    return out
+
+
+def _view_columns(store: Store, view: str) -> list[str]:
+    return [r[0] for r in store.query(f'DESCRIBE "{view}"')[1]]
+
+
+# --- charts (inline SVG) ------------------------------------------------------------------------------
+
+
+def bar_chart(bars: Sequence[tuple[str, float | None, str]], *, width: int = 520, row: int = 26,
+              label_width: int = 130) -> dict[str, Any]:
+    """A horizontal bar chart's geometry: ``bars`` are (label, percent, caption); the template draws it."""
+    scale = (width - label_width - 90) / 100
+    out = []
+    for i, (label, value, caption) in enumerate(bars):
+        out.append({"label": label, "caption": caption, "y": 8 + i * row, "w": round((value or 0) * scale, 1),
+                    "text_x": round(label_width + (value or 0) * scale + 6, 1)})
+    return {"bars": out, "width": width, "height": 16 + len(bars) * row, "label_width": label_width, "row": row}
+
+
+def curve_chart(points: Sequence[Mapping[str, Any]], rows_test: int | None, *, width: int = 420,
+                height: int = 200) -> dict[str, Any] | None:
+    """The near-duplicate curve (test rows near train at each threshold) as polyline geometry, or None."""
+    pts = sorted((float(p["threshold"]), p.get("test_rows_near_train")) for p in points if p.get("threshold") is not None)
+    if not pts:
+        return None
+    pcts = [(t, None if n is None or not rows_test else 100.0 * n / rows_test, n) for t, n in pts]
+    top = max([p for _, p, _ in pcts if p is not None] + [1.0])
+    top = 10 ** math.ceil(math.log10(top)) if top > 1 else 1.0
+    left, bottom, right, up = 50, height - 30, width - 16, 14
+    lo, hi = min(t for t, _, _ in pcts), max(t for t, _, _ in pcts)
+    span = (hi - lo) or 1.0
+
+    def x(t: float) -> float:
+        return round(left + (t - lo) / span * (right - left), 1)
+
+    def y(p: float) -> float:
+        return round(bottom - p / top * (bottom - up), 1)
+
+    marks = [{"x": x(t), "y": y(p or 0), "threshold": f"{t:g}", "rows": n, "pct": _pct(p)} for t, p, n in pcts]
+    return {"width": width, "height": height, "left": left, "bottom": bottom, "right": right, "up": up,
+            "top": f"{top:g}", "marks": marks, "points": " ".join(f"{m['x']},{m['y']}" for m in marks)}
+
+
+# --- the build -------------------------------------------------------------------------------------------
+
+
+def _environment() -> Any:
+    env = environment()
+    env.filters["json_text"] = lambda v: visible(json_text(_json(v))) if v is not None else ""
+    return env
+
+
+def _check_out_dir(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
+        raise BadInputError(f"{out}: exists and is not a site hubsurvey built (no {MARKER}); give another --out")
+
+
+def _swap_in(tmp: Path, out: Path) -> None:
+    """Replace ``out`` by the finished ``tmp`` (each a whole site): a reader sees one or the other."""
+    old = None
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def build_site(store: Store, out_dir: str | Path = DEFAULT_SITE_DIR, *,
+               progress: Callable[[int, int], None] | None = None) -> SiteSummary:
+    """Write the static site of the DB's results into ``out_dir``; return what was written.
+
+    ``out_dir`` may be missing, empty or a site built before (it is replaced whole); anything else is
+    refused with one line. ``progress(done, total)`` is called after each batch of dataset pages.
+    """
+    started = time.perf_counter()
+    out = Path(out_dir)
+    _check_out_dir(out)
+    create_views(store)
+    if not store.query("SELECT count(*) FROM current_measurements")[1][0][0]:
+        raise BadInputError(f"{store.path}: no measurements to build a site from (run `hubsurvey run` or `hubsurvey audit` first)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
+    try:
+        summary = _write_site(store, tmp, progress)
+        (tmp / MARKER).write_text(f"hubsurvey {__version__}\n", encoding="utf-8")
+        _swap_in(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    summary.out_dir = out
+    files = [p for p in out.rglob("*") if p.is_file()]
+    summary.files, summary.bytes = len(files), sum(p.stat().st_size for p in files)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _provenance(store: Store) -> dict[str, Any]:
+    return store.records(
+        "SELECT string_agg(DISTINCT tool_version, ', ' ORDER BY tool_version) AS tool_versions, "
+        "max(measured_at) AS last_measured_at, min(measured_at) AS first_measured_at FROM current_measurements")[0]
+
+
+def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] | None) -> SiteSummary:
+    env = _environment()
+    summary = SiteSummary(root)
+    head = headline(store)
+    rows = index_rows(store)
+    ids = {r["dataset_id"] for r in rows}
+    summary.datasets = len(rows)
+    common = {"version": __version__, "provenance": _provenance(store)}
+    for name in ASSETS:
+        (root / name).write_bytes(resources.files(TEMPLATES_PACKAGE).joinpath(name).read_bytes())
+    # the table's data, in chunks
+    (root / "data").mkdir()
+    chunks = [rows[i:i + CHUNK_ROWS] for i in range(0, len(rows), CHUNK_ROWS)] or [[]]
+    for n, chunk in enumerate(chunks):
+        payload = [[r[c] if c != "id" else r["dataset_id"] for c in INDEX_COLUMNS] for r in chunk]
+        (root / "data" / f"index-{n}.js").write_text(
+            f"hubsurvey.add({n}, {len(chunks)}, {_js_json(payload)});\n", encoding="utf-8")
+    summary.index_chunks = len(chunks)
+    tasks = sorted({t for r in rows for t in r["tasks"]})
+    pages = max(1, math.ceil(len(rows) / LIST_PAGE_ROWS))
+    charts = {
+        "verdicts": bar_chart([(v["verdict"], v["pct"], f"{v['count']} ({_pct(v['pct'])})") for v in head["verdicts"]]),
+        "shares": bar_chart([
+            ("leaks into test", head["pct_with_leaks"], f"{head['with_leaks']} of {head['leaks_denominator']}"),
+            ("duplicates in test", head["pct_with_test_duplicates"],
+             f"{head['with_test_duplicates']} of {head['duplicates_denominator']}"),
+            ("benchmark contamination", head["contamination"]["pct_datasets_contaminated"],
+             f"{head['contamination']['datasets_contaminated']} of {head['contamination']['datasets_checked']}"),
+            ("leaks across datasets", head["cross"]["pct_leaking"],
+             f"{head['cross']['leaking_test_splits']} of {head['cross']['test_splits']} test splits"),
+        ], label_width=180),
+    }
+    (root / "index.html").write_text(env.get_template("site_index.html.j2").render(
+        **common, h=head, charts=charts, chunks=len(chunks), tasks=tasks, verdicts=VERDICTS, list_pages=pages,
+        first_list=href(list_page_path(1)), columns=INDEX_COLUMNS), encoding="utf-8")
+    # the plain list pages
+    (root / "list").mkdir()
+    list_template = env.get_template("site_list.html.j2")
+    for number in range(1, pages + 1):
+        part = rows[(number - 1) * LIST_PAGE_ROWS:number * LIST_PAGE_ROWS]
+        (root / list_page_path(number)).write_text(list_template.render(
+            **common, rows=part, number=number, pages=pages, up="../", first=(number - 1) * LIST_PAGE_ROWS + 1),
+            encoding="utf-8")
+    summary.list_pages = pages
+    # the dataset pages, a batch of datasets at a time, from the views computed once (TEMP tables:
+    # each view is over every dataset, and a batch's join would compute it again)
+    for table, view in _MATERIALIZED.items():
+        store.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {view}")
+    try:
+        _write_dataset_pages(store, env, root, [r["dataset_id"] for r in rows], ids, common, summary, progress)
+    finally:
+        for table in _MATERIALIZED:
+            store.con.execute(f"DROP TABLE IF EXISTS {table}")
+    return summary
+
+
+#: The TEMP tables the dataset pages read, and the view each is computed from once per build.
+_MATERIALIZED = {"site_current": "current_measurements", "site_verdict": "findings_dataset_verdict",
+                 "site_pairs": "findings_contamination_pairs", "site_lines": "findings_contamination"}
+
+
+def _write_dataset_pages(store: Store, env: Any, root: Path, ordered: Sequence[str], ids: set[str],
+                         common: Mapping[str, Any], summary: SiteSummary,
+                         progress: Callable[[int, int], None] | None) -> None:
+    template = env.get_template("site_dataset.html.j2")
+    shards: set[str] = set()
+    for start in range(0, len(ordered), BATCH_DATASETS):
+        batch = ordered[start:start + BATCH_DATASETS]
+        for dataset_id, page in _dataset_pages(store, batch, ids):
+            path = dataset_page_path(dataset_id)
+            folder = path.rsplit("/", 1)[0]
+            if folder not in shards:
+                (root / folder).mkdir(parents=True, exist_ok=True)
+                shards.add(folder)
+            (root / path).write_text(template.render(**common, **page, up="../../"), encoding="utf-8")
+            summary.dataset_pages += 1
+        if progress is not None:
+            progress(min(start + BATCH_DATASETS, len(ordered)), len(ordered))
+
+
+def _js_json(value: Any) -> str:
+    """JSON for a script file: ``<``, ``>`` and ``&`` as \\u escapes, so no value can close a tag."""
+    text = json_text(value)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _grouped(store: Store, sql: str, key: str = "dataset_id") -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in store.records(sql):
+        out[r[key]].append(r)
+    return out
+
+
+#: The current (dataset, revision, config) triples of the batch: what examples and contamination join on.
+_CURRENT = ("(SELECT DISTINCT dataset_id, revision_sha, config FROM site_current "
+            "JOIN site_ids USING (dataset_id))")
+
+
+def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str]) -> Iterable[tuple[str, dict[str, Any]]]:
+    """Each dataset page's context, for one batch of dataset ids (a few queries for the whole batch)."""
+    import pyarrow as pa
+
+    store.con.register("site_ids", pa.table({"dataset_id": pa.array(list(batch), pa.string())}))
+    try:
+        measured = _grouped(store, "SELECT * FROM site_current JOIN site_ids USING (dataset_id) "
+                                   "ORDER BY dataset_id, config, label_column NULLS FIRST")
+        verdict = {r["dataset_id"]: r for r in store.records(
+            "SELECT * FROM site_verdict JOIN site_ids USING (dataset_id)")}
+        examples = _grouped(store, f"SELECT e.* FROM examples e JOIN {_CURRENT} USING (dataset_id, revision_sha, config) "
+                                   "ORDER BY dataset_id, config, kind, profile, label_column NULLS FIRST, rank")
+        pairs = _grouped(store, "SELECT p.* FROM site_pairs p JOIN site_ids USING (dataset_id) "
+                                "ORDER BY dataset_id, config, split, benchmark_id, benchmark_config, benchmark_split")
+        lines = {r["dataset_id"]: r for r in store.records(
+            "SELECT * FROM site_lines JOIN site_ids USING (dataset_id)")}
+        cross_out = _grouped(store, "SELECT * FROM cross_overlaps WHERE test_dataset IN (SELECT dataset_id FROM site_ids) "
+                                    "ORDER BY test_dataset, rows DESC, source_dataset, source_config, source_split",
+                             "test_dataset")
+        cross_in = _grouped(store, "SELECT * FROM cross_overlaps WHERE source_dataset IN (SELECT dataset_id FROM site_ids) "
+                                   "ORDER BY source_dataset, rows DESC, test_dataset, test_config", "source_dataset")
+        family = {r["dataset_id"]: r for r in store.records(
+            "SELECT * FROM dataset_families JOIN site_ids USING (dataset_id)")}
+        crawl = {r["dataset_id"]: r for r in store.records(
+            "SELECT dataset_id, sha, parquet_sha, tags, downloads, likes FROM datasets JOIN site_ids USING (dataset_id)")}
+        history = history_rows(store, batch)
+    finally:
+        store.con.unregister("site_ids")
+
+    def link(other: str) -> dict[str, Any]:
+        return {"id": other, "href": href(dataset_page_path(other)) if other in surveyed else None}
+
+    for dataset_id in batch:
+        rows = measured.get(dataset_id, [])
+        configs: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            c = configs.setdefault(r["config"], {"config": r["config"], "rows": [], "examples": [], "curve": None,
+                                                 "reproduce": _reproduce(dataset_id, r["config"], r["source"])})
+            c["rows"].append({"measurement": r, "fingerprints": fingerprint_values(r), "methods": _methods(r.get("methods"))})
+            if c["curve"] is None and r.get("near_curve"):
+                c["curve"] = curve_chart(_json(r["near_curve"]) or [], r["rows_test"])
+        for c in configs.values():
+            c["tables"] = figure_tables([row["measurement"] for row in c["rows"]])
+        for e in examples.get(dataset_id, []):
+            if e["config"] in configs:
+                configs[e["config"]]["examples"].append({**e, "words": KIND_WORDS.get(e["kind"], e["kind"]),
+                                                         "key": _json(e["key"]), "partner": _json(e.get("partner"))})
+        fam = family.get(dataset_id)
+        yield dataset_id, {
+            "dataset_id": dataset_id,
+            "verdict": verdict.get(dataset_id),
+            "configs": list(configs.values()),
+            "hub_url": HUB_DATASETS_URL + quote(dataset_id, safe="/") if rows and rows[0]["source"] == "hub" else None,
+            "crawl": crawl.get(dataset_id),
+            "contamination_line": lines.get(dataset_id),
+            "contamination": pairs.get(dataset_id, []),
+            "cross_out": [{**o, "other": link(o["source_dataset"])} for o in cross_out.get(dataset_id, [])],
+            "cross_in": [{**o, "other": link(o["test_dataset"])} for o in cross_in.get(dataset_id, [])],
+            "family": {"family_id": fam["family_id"], "members": [link(m) for m in fam["members"] if m != dataset_id]}
+                      if fam else None,
+            "history": history.get(dataset_id),
+            "has_fingerprints": any(any(v is not None for v in row["fingerprints"].values())
+                                    for c in configs.values() for row in c["rows"]),
+        }
+
+
+def _reproduce(dataset_id: str, config: str, source: str) -> str | None:
+    """The command that measures this config again (a Hub dataset only: a folder's path is not stored)."""
+    if source != "hub":
+        return None
+    return f"hubsurvey audit {shlex.quote(dataset_id)} --config {shlex.quote(config)}"
+
+
+# --- publish as a static Space ------------------------------------------------------------------------
+
+
+SPACE_CARD = "README.md"
+#: Paths of a Space that a site build writes: a remote file among them that the build no longer
+#: produces is deleted by the push; anything else in the Space is its owner's.
+OWNED_SITE_FILES = frozenset({SPACE_CARD, "index.html", MARKER, *ASSETS})
+OWNED_SITE_FOLDERS = ("d/", "list/", "data/")
+
+
+def is_site_file(path_in_repo: str) -> bool:
+    return path_in_repo in OWNED_SITE_FILES or path_in_repo.startswith(OWNED_SITE_FOLDERS)
+
+
+def space_card(repo_id: str, summary: SiteSummary) -> str:
+    """The Space's README.md: the front matter a static Space needs (``sdk: static``), then a line."""
+    title = repo_id.split("/", 1)[-1][:60]
+    return ("---\n" + f"title: {json_text(title)}\nsdk: static\napp_file: index.html\npinned: false\n"
+            f"tags:\n- hubsurvey\n---\n\n# {title}\n\nThe survey's results, {summary.datasets} datasets, "
+            f"as a static site built by hubsurvey {__version__} (`hubsurvey site`).\n")
+
+
+@dataclass
+class SitePublishResult:
+    repo_id: str
+    summary: SiteSummary
+    files: list[Any] = field(default_factory=list)
+    pushed: bool = False
+    unchanged: bool = False
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    commit_url: str | None = None
+
+
+def publish_site(store: Store, repo_id: str, out_dir: str | Path, *, push: bool = False, private: bool = False,
+                 client: Any = None) -> SitePublishResult:
+    """Build the site into ``out_dir`` with a Space card, and, when ``push``, upload it to the static
+    Space ``repo_id`` in one commit through ``client`` (a :class:`hubsurvey.core.hub.HubClient`), as
+    :func:`hubsurvey.analysis.publish.push_folder` pushes a results dataset: nothing is committed when
+    the Space already holds exactly these files. Without ``push`` it is a dry run."""
+    from hubsurvey.analysis.publish import check_repo_id, plan_file, push_folder
+
+    check_repo_id(repo_id)
+    summary = build_site(store, out_dir)
+    folder = Path(out_dir)
+    (folder / SPACE_CARD).write_text(space_card(repo_id, summary), encoding="utf-8")
+    paths = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    files = [plan_file(folder, p) for p in paths]
+    result = SitePublishResult(repo_id, summary, files)
+    if not push:
+        return result
+    pushed = push_folder(files, repo_id, folder=folder, private=private, client=client, repo_type="space",
+                         space_sdk="static", owned=is_site_file,
+                         commit_message=f"hubsurvey {__version__}: site of {summary.datasets} datasets")
+    result.pushed, result.unchanged = pushed.pushed, pushed.unchanged
+    result.changed, result.deleted, result.commit_url = pushed.changed, pushed.deleted, pushed.commit_url
+    return result
+

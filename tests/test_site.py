@@ -1,0 +1,459 @@
+"""hubsurvey site: the static site's figures equal the DB's, every link resolves, hostile names stay
+text, the sections another part adds appear only when the DB has them, and publish --site pushes it
+as a static Space to the stand-in. The browser's side is tests/test_site_browser.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from typer.testing import CliRunner
+
+try:
+    from test_analysis_fixtures import T0, audit_folder, build_planted_db, write_folder
+except ImportError:  # tests/ imported as a package
+    from tests.test_analysis_fixtures import T0, audit_folder, build_planted_db, write_folder
+
+from hubsurvey.analysis.site import (
+    INDEX_COLUMNS,
+    MARKER,
+    _js_json,
+    build_site,
+    dataset_page_path,
+    href,
+    is_site_file,
+)
+from hubsurvey.cli import app
+from hubsurvey.core import figures
+from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.store import Store, insert
+
+runner = CliRunner()
+#: A name that would break out of an attribute, a cell or a script if it were not escaped.
+HOSTILE_ID = "evil/<script>alert('x')</script>\"</td><td>"
+HOSTILE_CONFIG = "cfg</td><script>alert(\"c\")</script>'"
+
+
+# --- the pages, as a browser's parser reads them ----------------------------------------------------
+
+
+class Page(HTMLParser):
+    """What a test reads from one page: its links, its scripts, the text of every element with a
+    ``data-*`` marker, and all of its text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[str] = []
+        self.scripts: list[dict[str, str | None]] = []
+        self.marked: dict[tuple[str, str], list[str]] = {}
+        self.text: list[str] = []
+        self._open: list[tuple[str, str] | None] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        for name in ("href", "src"):
+            if a.get(name):
+                self.links.append(a[name])  # type: ignore[arg-type]
+        if tag == "script":
+            self.scripts.append(a)
+        marker = next(((k, v or "") for k, v in attrs if k in ("data-column", "data-figure", "data-verdict-count",
+                                                               "data-verdict", "data-fingerprint", "data-field")), None)
+        if tag not in ("br", "meta", "link", "input", "img"):
+            self._open.append(marker)
+            if marker:
+                self.marked.setdefault(marker, []).append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in ("br", "meta", "link", "input", "img") and self._open:
+            self._open.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        for marker in self._open:
+            if marker:
+                self.marked[marker][-1] += data
+
+    def value(self, attr: str, name: str) -> list[str]:
+        return [v.strip() for v in self.marked.get((attr, name), [])]
+
+
+def read_page(path: Path) -> Page:
+    return Page(path.read_text(encoding="utf-8"))
+
+
+def index_data(site: Path) -> list[dict]:
+    """Every row of the index's data files, as site.js receives them."""
+    rows = []
+    for path in sorted((site / "data").glob("index-*.js"), key=lambda p: int(p.stem.split("-")[1])):
+        match = re.fullmatch(r"hubsurvey\.add\((\d+), (\d+), (.*)\);\n", path.read_text(encoding="utf-8"), re.DOTALL)
+        assert match, path
+        rows += [dict(zip(INDEX_COLUMNS, r)) for r in json.loads(match.group(3))]
+    return rows
+
+
+def page_of(site: Path, dataset_id: str) -> Page:
+    return read_page(site / dataset_page_path(dataset_id))
+
+
+def broken_links(site: Path) -> list[str]:
+    """Every local link of every page that names no file of the site (or leaves the site)."""
+    broken = []
+    root = site.resolve()
+    for page in site.rglob("*.html"):
+        for link in read_page(page).links:
+            url = urlsplit(link)
+            if url.scheme in ("http", "https"):
+                continue
+            assert not url.scheme, f"{page}: {link}"  # no javascript:, data: or file: links
+            target = (page.parent / unquote(url.path)).resolve()
+            if not target.is_relative_to(root) or not target.is_file():
+                broken.append(f"{page.relative_to(site)} -> {link}")
+    return broken
+
+
+# --- paths and the data file (no DB) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["..", "../../etc/passwd", "owner/name", "a/../../b", "%2e%2e/x", "x" * 600,
+                                  HOSTILE_ID, "ü/名前", "/abs"])
+def test_a_dataset_page_never_leaves_its_folder_and_its_link_names_it(tmp_path, name):
+    path = dataset_page_path(name)
+    assert re.fullmatch(r"d/[0-9a-f]{2}/[^/]+\.html", path)
+    target = (tmp_path / path).resolve()
+    assert target.is_relative_to((tmp_path / "d").resolve()) and target.parent.parent == (tmp_path / "d").resolve()
+    assert len(target.name.encode()) < 255
+    assert unquote(href(path)) == path  # a browser decodes the link to exactly the file's name
+    assert dataset_page_path(name) != dataset_page_path(name + "x")
+
+
+def test_the_data_file_cannot_close_a_tag():
+    text = _js_json([["</script><script>alert(1)</script>", "a&b>c"]])
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == [["</script><script>alert(1)</script>", "a&b>c"]]
+
+
+def test_a_folder_that_is_not_a_site_is_never_overwritten(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("precious")
+    with Store(tmp_path / "r.duckdb") as store, pytest.raises(BadInputError, match="not a site hubsurvey built"):
+        build_site(store, out)
+    assert (out / "thesis.tex").read_text() == "precious"
+    with Store(tmp_path / "r.duckdb") as store, pytest.raises(BadInputError, match="no measurements"):
+        build_site(store, tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+
+
+def test_the_space_owns_only_what_the_site_writes():
+    assert all(is_site_file(p) for p in ("index.html", "README.md", "d/ab/x.html", "list/1.html", "data/index-0.js",
+                                         "site.js", "site.css", MARKER))
+    assert not any(is_site_file(p) for p in ("app.py", "notes/d/x.html", "LICENSE", "dx.html"))
+
+
+# --- a site of the planted DB ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site-planted")
+    db = build_planted_db(root / "db")
+    with Store(db, read_only=True) as store:
+        summary = build_site(store, root / "site")
+    return db, root / "site", summary
+
+
+def _plain_per_dataset(db: Path) -> dict[str, dict]:
+    """Per dataset, from current_measurements alone, in Python: the LLE text leaks and test
+    duplicates summed over configs (a config's text figures once), for the headline."""
+    with Store(db, read_only=True) as store:
+        rows = store.records("SELECT dataset_id, config, text_leaks_train_wrt_test AS lt, "
+                             "text_leaks_validation_wrt_test AS lv, text_duplication_test AS dt FROM current_measurements")
+    configs: dict[tuple[str, str], dict] = {}
+    for r in rows:
+        configs[(r["dataset_id"], r["config"])] = r
+    out: dict[str, dict] = {}
+    for (dataset_id, _), r in configs.items():
+        d = out.setdefault(dataset_id, {"leaks": None, "dups": None})
+        for key, value in (("leaks", r["lt"]), ("leaks", r["lv"]), ("dups", r["dt"])):
+            if value is not None:
+                d[key] = (d[key] or 0) + value
+    return out
+
+
+@pytest.mark.slow
+def test_the_headline_figures_equal_the_db(planted):
+    db, site, summary = planted
+    index = read_page(site / "index.html")
+    per_dataset = _plain_per_dataset(db)
+    n = len(per_dataset)
+    assert summary.datasets == summary.dataset_pages == n == 4
+    assert index.value("data-figure", "datasets") == [str(n)]
+    leaks = [d for d in per_dataset.values() if d["leaks"] is not None]
+    dups = [d for d in per_dataset.values() if d["dups"] is not None]
+    assert index.value("data-figure", "pct_with_leaks") == [f"{100 * sum(d['leaks'] > 0 for d in leaks) / len(leaks):.2f}%"]
+    assert index.value("data-figure", "pct_with_test_duplicates") == [
+        f"{100 * sum(d['dups'] > 0 for d in dups) / len(dups):.2f}%"]
+    with Store(db, read_only=True) as store:
+        from hubsurvey.analysis.findings import create_views
+
+        create_views(store)
+        verdicts = dict(store.query("SELECT dataset_id, verdict FROM findings_dataset_verdict")[1])
+    for verdict in ("clean", "minor", "caution", "unreliable"):
+        assert index.value("data-verdict-count", verdict) == [str(sum(v == verdict for v in verdicts.values()))]
+    # the table's data: one row per dataset, its verdict, linked to its page
+    rows = index_data(site)
+    assert {r["id"]: r["verdict"] for r in rows} == verdicts
+    for r in rows:
+        assert (site / unquote(r["href"])).is_file()
+        assert page_of(site, r["id"]).value("data-verdict", r["verdict"]) == [r["verdict"]]
+
+
+def assert_pages_equal_the_db(db: Path, site: Path) -> int:
+    """Every figure of every dataset page is the DB's value, published, beside its definition; every
+    current example is a row of its page. Returns the pages checked."""
+    with Store(db, read_only=True) as store:
+        measured = store.records("SELECT * FROM current_measurements ORDER BY dataset_id, config, label_column NULLS FIRST")
+        examples = dict(store.query(
+            "SELECT dataset_id, count(*) FROM examples e JOIN (SELECT DISTINCT dataset_id, revision_sha, config "
+            "FROM current_measurements) USING (dataset_id, revision_sha, config) GROUP BY ALL")[1])
+    by_dataset: dict[str, list[dict]] = {}
+    for row in measured:
+        by_dataset.setdefault(row["dataset_id"], []).append(row)
+    definitions = {c.name: c.definition for c in figures.figure_columns()}
+    for dataset_id, rows in by_dataset.items():
+        page = page_of(site, dataset_id)
+        text = "".join(page.text)
+        configs: dict[str, list[dict]] = {}
+        for r in rows:
+            configs.setdefault(r["config"], []).append(r)
+        for column in figures.figure_columns():
+            expected = []  # a config's table shows a method measured in each of its label columns' rows
+            for config_rows in configs.values():
+                measured_by = set.intersection(*(set(json.loads(r["methods"] or "{}")) for r in config_rows))
+                if column.method == figures.LLE_METHOD or column.method in measured_by:
+                    expected += [figures.published(r[column.name], column.fmt) for r in config_rows]
+            assert page.value("data-column", column.name) == expected, (dataset_id, column.name)
+            if expected:
+                assert definitions[column.name] in text
+        for r in rows:
+            assert r["revision_sha"] in text and (r["parquet_sha"] is None or r["parquet_sha"] in text)
+        # every stored example of the current revision is a row of the page's examples tables
+        html = (site / dataset_page_path(dataset_id)).read_text()
+        assert html.count('<td class="example-key">') == examples.get(dataset_id, 0)
+    return len(by_dataset)
+
+
+@pytest.mark.slow
+def test_every_figure_of_every_page_equals_the_db_and_has_its_definition(planted):
+    db, site, _ = planted
+    assert assert_pages_equal_the_db(db, site) == 4
+
+
+@pytest.mark.slow
+def test_every_local_link_resolves_and_every_page_is_reachable_without_script(planted):
+    _, site, _ = planted
+    assert broken_links(site) == []
+    # the plain list pages link every dataset page (the way in without JavaScript)
+    listed = set()
+    for page in (site / "list").glob("*.html"):
+        listed |= {(page.parent / unquote(link)).resolve() for link in read_page(page).links if "/d/" in f"/{link}"}
+    pages = {p.resolve() for p in (site / "d").rglob("*.html")}
+    assert listed == pages and len(pages) == 4
+    index = (site / "index.html").read_text()
+    assert 'href="list/1.html"' in index and "<noscript>" in index
+    # no external script, style or font: nothing but the site's own files is loaded
+    for page in site.rglob("*.html"):
+        assert not re.search(r'(src|href)="(https?:)?//[^"]*\.(js|css|woff2?)"', page.read_text())
+
+
+@pytest.mark.slow
+def test_a_rebuild_replaces_the_site_whole_and_a_failed_one_keeps_it(planted, tmp_path, monkeypatch):
+    db, _, _ = planted
+    out = tmp_path / "site"
+    with Store(db, read_only=True) as store:
+        build_site(store, out)
+        (out / "d" / "stale.html").write_text("old")
+        build_site(store, out)
+        assert not (out / "d" / "stale.html").exists()
+        before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+        import hubsurvey.analysis.site as site_module
+
+        def fail(*args, **kwargs):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(site_module, "_write_site", fail)
+        with pytest.raises(OSError, match="No space left"):
+            build_site(store, out)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["site"]  # no build folder left behind
+
+
+# --- hostile names, and what another part of the survey adds ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A DB whose dataset id and config name hold a script tag, quotes and ``</td>``, with a task
+    category that is an HTML tag, and a second DB that also has the history view and fingerprints."""
+    root = tmp_path_factory.mktemp("site-hostile")
+    db = root / "results.duckdb"
+    audit_folder(write_folder(root, "acme/alpha", {"train": [("a", 0), ("b", 1)], "test": [("a", 0), ("a", 0)]}), db,
+                 dataset_id=HOSTILE_ID)
+    audit_folder(write_folder(root, "acme/plain", {"train": [("x", 0)], "test": [("y", 0)]}), db)
+    with Store(db) as store:
+        for table in ("measurements", "examples"):
+            store.con.execute(f"UPDATE {table} SET config = $c WHERE dataset_id = $d", {"c": HOSTILE_CONFIG, "d": HOSTILE_ID})
+        insert(store.con, "datasets", {"dataset_id": HOSTILE_ID, "tags": ["task_categories:<img src=x onerror=alert(2)>"],
+                                       "status": "eligible", "first_seen": T0, "last_seen": T0})
+    return db
+
+
+@pytest.mark.slow
+def test_hostile_names_stay_text(hostile, tmp_path):
+    out = tmp_path / "site"
+    result = runner.invoke(app, ["site", "--db", str(hostile), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "2 dataset(s), 2 dataset page(s)" in result.stdout
+    for path in [out / "index.html", *out.glob("list/*.html"), *out.glob("d/*/*.html")]:
+        html = path.read_text()
+        page = read_page(path)
+        assert all(s.get("src") for s in page.scripts), path  # only the site's own script files
+        assert "<script>alert" not in html and "<img src=x" not in html and "<td><td>" not in html
+    page = page_of(out, HOSTILE_ID)
+    text = "".join(page.text)
+    assert HOSTILE_ID in text and HOSTILE_CONFIG in text  # shown as text, exactly
+    assert "hubsurvey audit" not in text  # an audited folder: no Hub command to reproduce it
+    index = "".join(read_page(out / "index.html").text)
+    assert "<img src=x onerror=alert(2)>" in index  # the task filter's option, as text
+    assert [r["id"] for r in index_data(out)] == sorted(["acme/plain", HOSTILE_ID])
+    assert broken_links(out) == []
+
+
+@pytest.mark.slow
+def test_history_and_fingerprints_appear_only_when_the_db_has_them(hostile, tmp_path):
+    import shutil
+
+    plain = tmp_path / "plain"
+    with Store(hostile, read_only=True) as store:
+        build_site(store, plain)
+    html = (plain / dataset_page_path("acme/plain")).read_text()
+    assert 'id="history"' not in html and "Split fingerprints" not in html
+
+    db = tmp_path / "more.duckdb"
+    shutil.copy(hostile, db)
+    with Store(db) as store:
+        for split in ("train", "validation", "test"):
+            store.con.execute(f"ALTER TABLE measurements ADD COLUMN fingerprint_{split} VARCHAR")
+        store.con.execute("UPDATE measurements SET fingerprint_train = 'hs1:' || left(revision_sha, 8), "
+                          "fingerprint_test = 'hs1:<b>t</b>'")
+        store.con.execute("CREATE VIEW history AS SELECT dataset_id, config, label_column, revision_sha, measured_at "
+                          "FROM measurements")
+    with Store(db, read_only=True) as store:
+        build_site(store, tmp_path / "site")
+        revision = store.query("SELECT revision_sha FROM measurements WHERE dataset_id = 'acme/plain'")[1][0][0]
+    page = page_of(tmp_path / "site", "acme/plain")
+    assert page.value("data-fingerprint", "train") == [f"hs1:{revision[:8]}"]
+    assert page.value("data-fingerprint", "test") == ["hs1:<b>t</b>"]  # escaped text
+    assert page.value("data-fingerprint", "validation") == ["NR"]
+    html = (tmp_path / "site" / dataset_page_path("acme/plain")).read_text()
+    assert 'id="history"' in html and revision in html.split('id="history"')[1]
+
+
+# --- publish --site: a static Space on the stand-in -------------------------------------------------------
+
+
+TOKEN = "hf_site_test_token_0c9e2b7a41d5"
+
+
+@pytest.mark.slow
+def test_publish_site_is_a_dry_run_first_then_one_commit_to_a_static_space(planted, tmp_path, monkeypatch):
+    from huggingface_hub import HfApi
+
+    from hubsurvey_standin import StandinHub
+
+    db, _, _ = planted
+    root = tmp_path / "hubroot"
+    root.mkdir()
+    (root / "index.json").write_text("[]")
+    out = tmp_path / "space"
+    repo = "me/survey-site"
+    with StandinHub(root, valid_tokens={TOKEN}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        dry = runner.invoke(app, ["publish", "--site", "--repo", repo, "--db", str(db), "--out", str(out)])
+        assert dry.exit_code == 0, dry.output
+        assert "dry run: nothing uploaded" in dry.stdout
+        assert hub.stats()["create"] == 0 and hub.commits(repo, "space") == []
+        assert "sdk: static" in (out / "README.md").read_text()
+
+        args = ["publish", "--site", "--repo", repo, "--db", str(db), "--out", str(out), "--push"]
+        first = runner.invoke(app, args)
+        assert first.exit_code == 0, first.output
+        assert "pushed: one commit" in first.stdout
+        commits = hub.commits(repo, "space")
+        assert len(commits) == 1
+        local = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+        assert {op["path"] for op in commits[0]["operations"]} == local
+        api = HfApi(endpoint=hub.url, token=TOKEN)
+        assert api.space_info(repo).sdk == "static"
+        assert hub.commits(repo) == [] and api.list_datasets(search="survey-site") is not None
+        assert not [d.id for d in api.list_datasets() if d.id == repo]  # a space is not listed as a dataset
+        # the Space serves the files as built: the index, and a page whose file name holds a %
+        page = dataset_page_path("acme/alpha")
+        assert Path(api.hf_hub_download(repo, page, repo_type="space", cache_dir=tmp_path / "dl")).read_bytes() == \
+            (out / page).read_bytes()
+
+        second = runner.invoke(app, args)
+        assert second.exit_code == 0, second.output
+        assert "unchanged" in second.stdout and len(hub.commits(repo, "space")) == 1
+    assert TOKEN not in first.output + second.output + dry.output
+    assert not any(TOKEN in p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+
+
+# --- a whole survey of the mini-hub (contamination, leaks across datasets, families) ----------------------
+
+
+@pytest.fixture(scope="module")
+def surveyed(tmp_path_factory):
+    """The DB `hubsurvey demo` writes: a whole survey of the mini-hub, with its benchmarks."""
+    tmp = tmp_path_factory.mktemp("site-demo")
+    result = runner.invoke(app, ["demo", "--db", str(tmp / "demo.duckdb"), "--report-dir", str(tmp / "report"),
+                                 "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    return tmp / "demo.duckdb"
+
+
+def test_the_demo_db_builds_a_site_whose_figures_equal_the_db(surveyed, tmp_path):
+    site = tmp_path / "site"
+    with Store(surveyed, read_only=True) as store:
+        build_site(store, site)
+        plain = {
+            "families": dict(store.query("SELECT dataset_id, family_id FROM dataset_families")[1]),
+            "out": dict(store.query("SELECT test_dataset, count(*) FROM cross_overlaps GROUP BY ALL")[1]),
+            "contamination": dict(store.query(
+                "SELECT k.dataset_id, count(*) FROM contamination k WHERE EXISTS (SELECT 1 FROM current_measurements m "
+                "WHERE m.dataset_id = k.dataset_id AND m.revision_sha = k.revision_sha AND m.config = k.config) "
+                "GROUP BY ALL")[1]),
+            "tested": store.query("SELECT count(DISTINCT dataset_id) FROM contamination")[1][0][0],
+        }
+    assert assert_pages_equal_the_db(surveyed, site) == 13
+    assert broken_links(site) == []
+    assert plain["families"] and plain["out"] and plain["contamination"]  # the mini-hub plants all three
+    rows = {r["id"]: r for r in index_data(site)}
+    for dataset_id, row in rows.items():
+        assert row["family"] == plain["families"].get(dataset_id)
+        html = (site / dataset_page_path(dataset_id)).read_text()
+        contamination = html.split('id="contamination"')[1].split("</section>")[0]
+        assert contamination.count("<tr><td>") == plain["contamination"].get(dataset_id, 0)
+        cross = html.split('id="cross"')[1].split("</section>")[0]
+        assert cross.count("<tr><td>this dataset [") == plain["out"].get(dataset_id, 0)
+        assert ("on the Hub</a>" in html) and "hubsurvey audit " in html  # Hub datasets: a link and a command
+    index = read_page(site / "index.html")
+    assert index.value("data-figure", "datasets") == ["13"]
+    assert int(re.search(r"(\d+) of (\d+) datasets checked", "".join(index.text)).group(2)) == plain["tested"]
