@@ -378,3 +378,48 @@ def test_the_view_the_report_and_the_results_dataset(minihub, tmp_path):
     assert pq.read_table(tmp_path / "export" / EXPOSURE_PARQUET_PATH).num_rows == len(view)
     assert "config_name: model_exposure" in card and f"`{EXPOSURE_CSV_PATH}`" in card
 
+
+
+# --- the whole run ------------------------------------------------------------------------------------------
+
+def benchmarks_file(path: Path, benchmarks: list[dict]) -> Path:
+    path.write_text("".join(f"[[benchmark]]\nid = {json.dumps(b['id'])}\nconfig = {json.dumps(b['config'])}\n"
+                            f"split = {json.dumps(b['split'])}\ntext_columns = {json.dumps(b['text_columns'])}\n\n"
+                            for b in benchmarks))
+    return path
+
+
+@pytest.mark.slow
+def test_runs_list_the_models_once_and_again_when_a_revision_changes(minihub, tmp_path):
+    from hubsurvey.pipeline import run_survey
+
+    truth = truth_of(minihub)
+    options = RunOptions(workers=2, benchmarks=str(benchmarks_file(tmp_path / "b.toml", truth["benchmarks"])),
+                         crossleaks=False)
+    db = tmp_path / "r.duckdb"
+    with StandinHub(minihub, page_size=2) as hub:
+        client = client_for(hub, tmp_path / "cache")
+        first = run_survey(db, client, None, options)
+        listed = hub.stats()["models"]
+        with Store(db) as store:
+            stored = declared(store)
+        hub.reset_stats()
+        second = run_survey(db, client, None, options)
+        assert hub.stats()["models"] == 0  # nothing changed: no listing call
+        # a new revision of one contaminated dataset: measured and checked again, then listed again alone
+        hub.set_sha("mini-nlp/intents_dev", "cd" * 20)
+        hub.reset_stats()
+        third = run_survey(db, client, None, options)
+        relisted = hub.stats()["models"]
+        with Store(db) as store:
+            revisions = store.query("SELECT DISTINCT revision_sha FROM model_exposure WHERE dataset_id = 'mini-nlp/intents_dev'")[1]
+            runs = [json.loads(c) for (c,) in store.query("SELECT counts FROM runs WHERE command = 'run' ORDER BY started_at")[1]]
+    assert first.status == second.status == third.status == "done"
+    assert stored == {d: sorted(m) for d, m in truth["exposure"].items() if m}
+    assert listed == len(truth["exposure"]) + 2  # sentiment's five models take three pages of two
+    assert first.steps["exposure"]["datasets_looked_up"] == len(truth["exposure"])
+    assert second.steps["exposure"] == {**first.steps["exposure"], "datasets_looked_up": 0, "models": 0,
+                                        "datasets_unchanged": len(truth["exposure"])}
+    assert (third.steps["exposure"]["datasets_looked_up"], relisted) == (1, 1)
+    assert revisions == [("cd" * 20,)]
+    assert [r["exposure"]["datasets_looked_up"] for r in runs] == [len(truth["exposure"]), 0, 1]  # recorded with each run
