@@ -164,6 +164,7 @@ def lookup_exposure(store: Store, client: HubClient, *, max_models: int = DEFAUL
                 summary.stopped, summary.left = error, len(todo) - n - 1
                 break
             continue
+        models = list({m.id: m for m in reversed(models)}.values())[::-1]  # a model listed twice counts once
         capped = len(models) > max_models
         models = models[:max_models]
         exposure = [{"model_id": m.id, "model_sha": m.sha, "declared_by": declared_by(m, dataset_id),

@@ -423,3 +423,36 @@ def test_runs_list_the_models_once_and_again_when_a_revision_changes(minihub, tm
     assert (third.steps["exposure"]["datasets_looked_up"], relisted) == (1, 1)
     assert revisions == [("cd" * 20,)]
     assert [r["exposure"]["datasets_looked_up"] for r in runs] == [len(truth["exposure"]), 0, 1]  # recorded with each run
+
+
+def test_a_model_the_hub_lists_twice_counts_once(minihub, tmp_path):
+    class Repeating(HubClient):
+        """The stand-in's listings, each model given twice (pages that moved while being read)."""
+
+        def list_models_declaring(self, dataset_id: str, *, limit: int) -> list:
+            models = super().list_models_declaring(dataset_id, limit=limit)
+            return [m for m in models for _ in range(2)][:limit]
+
+    with StandinHub(minihub) as hub:
+        db = survey_db(tmp_path / "r.duckdb", minihub, hub)
+        client = Repeating(endpoint=hub.url, token=False, rate=0, cache_dir=tmp_path / "cache")
+        with Store(db) as store:
+            ex.lookup_exposure(store, client, max_models=4)
+            rows = store.records("SELECT model_id, count(*) AS n FROM model_exposure "
+                                 "WHERE dataset_id = 'mini-nlp/reviews_valid' GROUP BY ALL")
+            lookup = store.records("SELECT models FROM exposure_lookups WHERE dataset_id = 'mini-nlp/reviews_valid'")
+    assert rows == [{"model_id": "mini-models/review-sentiment", "n": 2}]  # its two (split, benchmark) rows, once
+    assert lookup == [{"models": 1}]
+
+
+@pytest.mark.parametrize("kind", ["html", "malformed_json", "truncated_json", "json_object", "redirect_loop"])
+def test_a_hostile_answer_to_the_models_listing_is_a_hub_fault(minihub, tmp_path, kind):
+    from hubsurvey.core.errors import HubFaultError
+
+    faults = Faults(hostile_every=1, hostile=kind, scope=Scope(frozenset({"models"}), "mini-nlp/intents_dev"))
+    with StandinHub(minihub, faults=faults) as hub:
+        client = client_for(hub, tmp_path / "cache", max_attempts=1)
+        with pytest.raises(HubFaultError, match="listing the models that declare mini-nlp/intents_dev"):
+            client.list_models_declaring("mini-nlp/intents_dev", limit=10)
+        # the fault aims at one dataset's listing: the others are answered
+        assert [m.id for m in client.list_models_declaring("mini-nlp/nli_pairs", limit=10)] == ["mini-models/nli-base"]
