@@ -406,10 +406,16 @@ def test_runs_list_the_models_once_and_again_when_a_revision_changes(minihub, tm
         hub.reset_stats()
         second = run_survey(db, client, None, options)
         assert hub.stats()["models"] == 0  # nothing changed: no listing call
-        # a new revision of one contaminated dataset: measured and checked again, then listed again alone
+        # a new revision of one contaminated dataset, measured and checked again; the Hub answers its
+        # listing with an HTML page: a Hub fault, and the run goes on to the end
         hub.set_sha("mini-nlp/intents_dev", "cd" * 20)
+        hub.set_faults(Faults(hostile_every=1, hostile="html", scope=Scope(frozenset({"models"}), "mini-nlp/intents_dev")))
+        faulty = run_survey(db, client, None, options)
+        with Store(db) as store:
+            (failed,) = store.records("SELECT status, error_class FROM exposure_lookups WHERE dataset_id = 'mini-nlp/intents_dev'")
+        hub.set_faults(Faults())
         hub.reset_stats()
-        third = run_survey(db, client, None, options)
+        third = run_survey(db, client, None, options)  # listed again alone
         relisted = hub.stats()["models"]
         with Store(db) as store:
             revisions = store.query("SELECT DISTINCT revision_sha FROM model_exposure WHERE dataset_id = 'mini-nlp/intents_dev'")[1]
@@ -420,9 +426,14 @@ def test_runs_list_the_models_once_and_again_when_a_revision_changes(minihub, tm
     assert first.steps["exposure"]["datasets_looked_up"] == len(truth["exposure"])
     assert second.steps["exposure"] == {**first.steps["exposure"], "datasets_looked_up": 0, "models": 0,
                                         "datasets_unchanged": len(truth["exposure"])}
-    assert (third.steps["exposure"]["datasets_looked_up"], relisted) == (1, 1)
+    assert faulty.status == "done" and (faulty.failed, faulty.done) == (0, 1)
+    assert faulty.steps["exposure"]["datasets_failed"] == 1 and faulty.steps["exposure"]["datasets_looked_up"] == 0
+    assert failed == {"status": "failed", "error_class": "hub_fault"}
+    assert (third.steps["exposure"]["datasets_looked_up"], third.steps["exposure"]["datasets_failed"], relisted) == (1, 0, 1)
     assert revisions == [("cd" * 20,)]
-    assert [r["exposure"]["datasets_looked_up"] for r in runs] == [len(truth["exposure"]), 0, 1]  # recorded with each run
+    # recorded with each run
+    assert [(r["exposure"]["datasets_looked_up"], r["exposure"]["datasets_failed"]) for r in runs] == \
+        [(len(truth["exposure"]), 0), (0, 0), (0, 1), (1, 0)]
 
 
 def test_a_model_the_hub_lists_twice_counts_once(minihub, tmp_path):
