@@ -34,7 +34,8 @@ def truth_of(minihub: Path) -> dict:
 
 
 def client_for(hub: StandinHub, cache: Path, **overrides) -> HubClient:
-    return HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=cache, max_wait=0.05, **overrides)
+    return HubClient(**{"endpoint": hub.url, "token": False, "rate": 0, "file_rate": 0, "cache_dir": cache,
+                        "max_wait": 0.05, **overrides})
 
 
 def sha_of(hub: StandinHub, dataset_id: str) -> str:
@@ -122,6 +123,16 @@ def test_the_standin_lists_models_as_huggingface_hub_asks_for_them(minihub):
     assert default.card_data is None and default.sha is None and "dataset:mini-nlp/nli_pairs" in default.tags
 
 
+def test_the_client_sends_its_token_with_the_listing(minihub, tmp_path):
+    with StandinHub(minihub, valid_tokens={"hf_approved"}) as hub:
+        approved = client_for(hub, tmp_path / "cache", token="hf_approved")
+        anonymous = client_for(hub, tmp_path / "cache")
+        seen = [m.id for m in approved.list_models_declaring("mini-nlp/intents_dev", limit=10)]
+        public = [m.id for m in anonymous.list_models_declaring("mini-nlp/intents_dev", limit=10)]
+    assert seen == ["mini-models/intent-classifier", "mini-models/private-tuned"]
+    assert public == ["mini-models/intent-classifier"]
+
+
 # --- the lookup -------------------------------------------------------------------------------------------
 
 def test_the_planted_models_appear_for_the_contaminated_datasets_only(minihub, tmp_path):
@@ -134,6 +145,7 @@ def test_the_planted_models_appear_for_the_contaminated_datasets_only(minihub, t
             stored, rows = declared(store), store.records("SELECT * FROM model_exposure")
             lookups = {r["dataset_id"]: r for r in store.records("SELECT * FROM exposure_lookups")}
         requests = hub.stats()["models"]
+        paced = (client.calls, client.file_calls)
         # the library's own listing, against the same stand-in, is the reference
         api = HfApi(endpoint=hub.url, token=False)
         reference = {d: [m.id for m in api.list_models(filter=f"dataset:{d}")] for d in truth["exposure"]}
@@ -142,6 +154,7 @@ def test_the_planted_models_appear_for_the_contaminated_datasets_only(minihub, t
     assert stored == expected == {d: sorted(m) for d, m in reference.items() if m}
     assert set(lookups) == set(truth["exposure"])  # every contaminated dataset, and only those, was listed
     assert requests == len(truth["exposure"]) == summary.looked_up == summary.contaminated
+    assert paced == (requests, 0)  # every listing went through the client's API bucket
     assert summary.counts() == {"datasets_contaminated": 8, "datasets_looked_up": 8, "datasets_unchanged": 0,
                                 "datasets_capped": 0, "models": 10, "datasets_failed": 0, "datasets_left": 0}
     flat = {m for models in stored.values() for m in models}
