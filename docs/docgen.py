@@ -263,7 +263,8 @@ TABLES: dict[str, dict[str, str]] = {
         "max_models": "the cap: models kept per dataset (`--max-models`)",
         "models": "models kept (NULL: the listing failed)",
         "capped": "the Hub listed more models than the cap (NULL: the listing failed)",
-        "status": "'listed', or 'failed' (the next lookup lists it again)",
+        "status": "'listed', 'failed' (the next lookup lists it again), or 'clean' (listed before, a new check found "
+                  "it clean: its model rows were removed, with no call)",
         "error_class, error_message": "why the listing failed: the error class (`hub_fault`, `hub`, `offline` ...) "
                                       "and one line",
         "method, method_version, tool_version, looked_up_at, run_id": _PROVENANCE + " (`exposure-2026`, 1)",

@@ -12,7 +12,8 @@ contaminated (config, split, benchmark) rows beside it (table ``model_exposure``
   (:func:`contamination_digest`: the revision, each contaminated and clean (config, split,
   benchmark) with its benchmark revision and counts). A dataset is listed again only when that
   digest changes (a new revision, a new check, a benchmark at a new revision), when the cap
-  changes, or when its last listing failed.
+  changes, or when its last listing failed. A dataset listed before that a new check finds clean
+  loses its model rows (its lookup row says ``clean``), without a call.
 - **Faults**: a listing that fails is one line naming the dataset and the cause, recorded with its
   error class (a Hub fault is a ``hub_fault``); the model rows of an earlier listing stay, and the
   next lookup lists it again. An unreachable Hub, or one that stopped answering, ends the lookup
@@ -67,13 +68,18 @@ _DIGESTED = ("revision_sha", "config", "split", "split_name", "benchmark_id", "b
              "benchmark_revision", "contaminated_rows", "rows_split", "method_version")
 
 
-def contaminated_datasets(store: Store) -> dict[str, list[dict[str, Any]]]:
-    """The Hub datasets with at least one contaminated row at their current revision, each with
-    every contamination row of that revision (clean ones included: they are part of the digest)."""
+def checked_datasets(store: Store) -> dict[str, list[dict[str, Any]]]:
+    """The Hub datasets checked against benchmarks at their current revision, each with every
+    contamination row of that revision (clean ones included: they are part of the digest)."""
     by_dataset: dict[str, list[dict[str, Any]]] = {}
     for row in store.records(_CONTAMINATION):
         by_dataset.setdefault(row["dataset_id"], []).append(row)
-    return {d: rows for d, rows in by_dataset.items() if any(r["contaminated_rows"] for r in rows)}
+    return by_dataset
+
+
+def is_contaminated(rows: list[dict[str, Any]]) -> bool:
+    """A dataset is contaminated when one of its checked splits holds a benchmark's items."""
+    return any(r["contaminated_rows"] for r in rows)
 
 
 def contamination_digest(rows: list[dict[str, Any]]) -> str:
@@ -101,12 +107,13 @@ class ExposureSummary:
     models: set[str] = field(default_factory=set)  # the models this lookup's listings found
     failed: list[str] = field(default_factory=list)  # one line each
     left: int = 0  # not listed: the Hub became unreachable or stopped answering
+    cleared: int = 0  # listed before, found clean by a new check since: their model rows removed
     stopped: BaseException | None = None  # that error
 
     def counts(self) -> dict[str, Any]:
         return {"datasets_contaminated": self.contaminated, "datasets_looked_up": self.looked_up,
                 "datasets_unchanged": self.unchanged, "datasets_capped": self.capped, "models": len(self.models),
-                "datasets_failed": len(self.failed), "datasets_left": self.left}
+                "datasets_failed": len(self.failed), "datasets_left": self.left, "datasets_cleared": self.cleared}
 
     def line(self) -> str:
         return counts_line(self.counts())
@@ -117,7 +124,15 @@ def counts_line(counts: Mapping[str, Any]) -> str:
     return (f"exposure: {counts['datasets_contaminated']} contaminated dataset(s), {counts['datasets_looked_up']} "
             f"listed on the Hub ({counts['datasets_capped']} at the cap), {counts['datasets_unchanged']} unchanged "
             f"since their last listing, {counts['models']} model(s) found, {counts['datasets_failed']} failed"
-            + (f", {counts['datasets_left']} left for the next lookup" if counts["datasets_left"] else ""))
+            + (f", {counts['datasets_left']} left for the next lookup" if counts["datasets_left"] else "")
+            + (f", {counts['datasets_cleared']} found clean since" if counts.get("datasets_cleared") else ""))
+
+
+def _lookup(dataset_id: str, rows: list[dict[str, Any]], max_models: int, run_id: str | None) -> dict[str, Any]:
+    """The parts of a dataset's lookup row every outcome shares (which revision, cap, provenance)."""
+    return {"dataset_id": dataset_id, "revision_sha": rows[0]["revision_sha"], "max_models": max_models,
+            "method": METHOD, "method_version": METHOD_VERSION, "tool_version": __version__, "looked_up_at": now(),
+            "run_id": run_id}
 
 
 def _due(stored: dict[str, Any] | None, digest: str, max_models: int) -> bool:
@@ -135,12 +150,20 @@ def lookup_exposure(store: Store, client: HubClient, *, max_models: int = DEFAUL
     if max_models < 1:
         raise ValueError("max_models must be at least 1")
     summary = ExposureSummary()
-    datasets = contaminated_datasets(store)
-    summary.contaminated = len(datasets)
     stored = {r["dataset_id"]: r for r in store.records("SELECT * FROM exposure_lookups")}
     todo = []
-    for dataset_id, rows in datasets.items():
+    for dataset_id, rows in checked_datasets(store).items():
         digest = contamination_digest(rows)
+        if not is_contaminated(rows):
+            earlier = stored.get(dataset_id)
+            if earlier is not None and earlier["contamination_digest"] != digest:
+                # checked again and found clean: its models are no longer exposed through it (no call)
+                store.replace_exposure(_lookup(dataset_id, rows, max_models, run_id) | {
+                    "contamination_digest": digest, "models": 0, "capped": False, "status": "clean",
+                    "error_class": None, "error_message": None}, [])
+                summary.cleared += 1
+            continue
+        summary.contaminated += 1
         if relookup or _due(stored.get(dataset_id), digest, max_models):
             todo.append((dataset_id, rows, digest))
         else:
@@ -148,9 +171,8 @@ def lookup_exposure(store: Store, client: HubClient, *, max_models: int = DEFAUL
     for n, (dataset_id, rows, digest) in enumerate(todo):
         if progress:
             progress(dataset_id)
-        common = {"method": METHOD, "method_version": METHOD_VERSION, "tool_version": __version__,
-                  "looked_up_at": now(), "run_id": run_id}
-        lookup = {"dataset_id": dataset_id, "revision_sha": rows[0]["revision_sha"], "max_models": max_models, **common}
+        lookup = _lookup(dataset_id, rows, max_models, run_id)
+        common = {k: lookup[k] for k in ("method", "method_version", "tool_version", "looked_up_at", "run_id")}
         try:
             models = client.list_models_declaring(dataset_id, limit=max_models + 1)
         except Exception as e:  # one dataset's listing never stops the others
@@ -196,7 +218,7 @@ class ExposureStep:
             return {}
         ctx.phase("exposure")
         summary = lookup_exposure(ctx.store, ctx.client, max_models=ctx.options.max_models, run_id=ctx.run_id)
-        if not summary.contaminated:
+        if not (summary.contaminated or summary.cleared):
             return {}
         ctx.snapshot()
         return summary.counts()

@@ -156,7 +156,8 @@ def test_the_planted_models_appear_for_the_contaminated_datasets_only(minihub, t
     assert requests == len(truth["exposure"]) == summary.looked_up == summary.contaminated
     assert paced == (requests, 0)  # every listing went through the client's API bucket
     assert summary.counts() == {"datasets_contaminated": 8, "datasets_looked_up": 8, "datasets_unchanged": 0,
-                                "datasets_capped": 0, "models": 10, "datasets_failed": 0, "datasets_left": 0}
+                                "datasets_capped": 0, "models": 10, "datasets_failed": 0, "datasets_left": 0,
+                                "datasets_cleared": 0}
     flat = {m for models in stored.values() for m in models}
     assert "mini-models/clean-lm" not in flat  # it declares clean datasets only
     assert "mini-models/private-tuned" not in flat  # private: not listed without a token
@@ -235,11 +236,15 @@ def test_a_lookup_lists_again_only_what_changed(minihub, tmp_path):
             assert store.query("SELECT revision_sha FROM exposure_lookups "
                                "WHERE dataset_id = 'mini-nlp/topics_no_val'")[1] == [(new_sha,)]
 
-            # a dataset whose new check finds nothing is no longer listed, and lists nothing
+            # a dataset whose new check finds nothing is not listed, and loses the models it had
             hub.reset_stats()
             check(store, minihub, hub, "mini-nlp/toy_ner", "default", sha_of(hub, "mini-nlp/toy_ner"), {})
             cleaned = ex.lookup_exposure(store, client)
-            assert hub.stats()["models"] == 0 and cleaned.contaminated == 7
+            assert hub.stats()["models"] == 0 and (cleaned.contaminated, cleaned.cleared) == (7, 1)
+            assert store.records("SELECT count(*) AS n FROM model_exposure WHERE dataset_id = 'mini-nlp/toy_ner'") == [{"n": 0}]
+            assert store.records("SELECT status, models FROM exposure_lookups WHERE dataset_id = 'mini-nlp/toy_ner'") == \
+                [{"status": "clean", "models": 0}]
+            assert ex.lookup_exposure(store, client).cleared == 0  # once
             hub.reset_stats()
             assert ex.lookup_exposure(store, client, relookup=True).looked_up == 7 and hub.stats()["models"] == 7
 

@@ -293,7 +293,8 @@ MIGRATIONS: list[str] = [
         max_models           INTEGER NOT NULL,    -- the cap: models kept per dataset (--max-models)
         models               INTEGER,             -- models kept (NULL: the listing failed)
         capped               BOOLEAN,             -- the Hub listed more than max_models (NULL: failed)
-        status               VARCHAR NOT NULL,    -- 'listed', or 'failed' (error_class, error_message)
+        status               VARCHAR NOT NULL,    -- 'listed', 'failed' (error_class, error_message), or 'clean'
+                                                  -- (checked again, no longer contaminated: no model rows)
         error_class          VARCHAR,
         error_message        VARCHAR,
         method               VARCHAR NOT NULL,    -- 'exposure-2026'
