@@ -20,6 +20,8 @@ from hubsurvey.analysis.export import (
     CROSS_CSV_PATH,
     CROSS_PARQUET_PATH,
     CSV_PATH,
+    EXPOSURE_CSV_PATH,
+    EXPOSURE_PARQUET_PATH,
     FAMILIES_CSV_PATH,
     LLE_CSV_PATH,
     PARQUET_PATH,
@@ -61,8 +63,13 @@ FILE_DESCRIPTIONS = {
     CHECKS_MANIFEST_PATH: "the contamination manifest: per dataset, contamination_checks_passed and "
                           "contamination_checks_failed (any contaminated row fails), each benchmark with its revision, "
                           "and the benchmarks not run with the reason",
+    EXPOSURE_PARQUET_PATH: "models that declare contaminated training data (config model_exposure): per benchmark and "
+                           "Hub model, the datasets its card declares that hold the benchmark's items, with their rows "
+                           "(a declaration, not proof of what the model saw)",
+    EXPOSURE_CSV_PATH: "the same model_exposure rows as CSV",
 }
 CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
+EXPOSURE_PARQUET_GLOB = "data/model_exposure-*.parquet"
 
 
 #: Run arguments that name local files or folders: never shown in the public card.
@@ -180,6 +187,7 @@ def render_card(
         "citations": CITATIONS,
         "parquet_glob": PARQUET_GLOB,
         "cross_parquet_glob": CROSS_PARQUET_GLOB if CROSS_PARQUET_PATH in files else None,
+        "exposure_parquet_glob": EXPOSURE_PARQUET_GLOB if EXPOSURE_PARQUET_PATH in files else None,
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,

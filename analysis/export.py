@@ -17,6 +17,10 @@ Files written by :func:`export_results` into ``out_dir``:
   benchmark checks it passed and failed, each with the benchmark's revision
   (:mod:`hubsurvey.analysis.checks_manifest`).
 
+- when models declaring contaminated datasets were listed (``hubsurvey exposure``):
+  ``data/model_exposure-00000-of-00001.parquet`` and ``model_exposure.csv``: per (benchmark, model),
+  the declared datasets holding the benchmark's items (the view ``findings_model_exposure``).
+
 - ``.hubsurvey-export.json``: the manifest, the list of files hubsurvey wrote into the folder.
 
 The output depends only on the DB's content (rows sorted, timestamps in UTC), so exporting an
@@ -64,6 +68,8 @@ CROSS_QUERY = ("SELECT * EXCLUDE (run_id, computed_at) FROM cross_overlaps ORDER
                "source_config, source_split")
 FAMILIES_QUERY = "SELECT * EXCLUDE (run_id, computed_at) FROM dataset_families ORDER BY family_id, dataset_id"
 CONTAMINATION_CSV_PATH = "contamination.csv"  # contamination with benchmarks: the line per dataset
+EXPOSURE_PARQUET_PATH = "data/model_exposure-00000-of-00001.parquet"  # the models declaring contaminated data
+EXPOSURE_CSV_PATH = "model_exposure.csv"
 NR = figures.NR
 MANIFEST_PATH = ".hubsurvey-export.json"
 #: Files earlier hubsurvey versions wrote without a manifest: removed on overwrite when it is absent.
@@ -189,6 +195,22 @@ def write_contamination_csv(store: Store, path: Path) -> Path | None:
     return write_csv(path, names, rows) if rows else None
 
 
+def write_exposure(store: Store, out: Path) -> list[Path]:
+    """``findings_model_exposure`` as Parquet (the results dataset's config ``model_exposure``) and
+    CSV, or nothing when no model declaring a contaminated dataset was listed."""
+    from hubsurvey.analysis.findings import create_views
+
+    create_views(store)
+    _utc(store.con)
+    table = store.con.sql("SELECT * FROM findings_model_exposure").to_arrow_table()
+    if not table.num_rows:
+        return []
+    (out / EXPOSURE_PARQUET_PATH).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, out / EXPOSURE_PARQUET_PATH, compression="zstd")
+    return [out / EXPOSURE_PARQUET_PATH,
+            write_results_csv(store, out / EXPOSURE_CSV_PATH, "SELECT * FROM findings_model_exposure")]
+
+
 def _manifest_files(out: Path) -> list[str] | None:
     """The files the folder's manifest lists (relative paths), or None without a readable manifest."""
     try:
@@ -272,5 +294,6 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
     checks = write_checks_manifest(store, out / CHECKS_MANIFEST_PATH)
     if checks is not None:
         written.append(checks)
+    written += write_exposure(store, out)
     write_manifest(out, [p.relative_to(out).as_posix() for p in written])
     return written

@@ -1110,3 +1110,91 @@ SELECT (SELECT count(DISTINCT dataset_id) FROM current_measurements)            
                           || coalesce(left(revision_sha, 12), '?'), ', ' ORDER BY benchmark_id, benchmark_config, benchmark_split)
         FROM benchmarks WHERE status = 'indexed')                                 AS benchmarks_list
 FROM findings_contamination
+
+-- view: findings_model_exposure
+-- Models that declare contaminated training data (exposure-2026). The table `model_exposure` holds,
+-- per Hub model whose card declares a surveyed dataset as training data (its `datasets:`, which the
+-- Hub's filter dataset:<id> matches), one row per (config, split, benchmark) of that dataset that
+-- the contamination check found holding the benchmark's items (findings_contamination_pairs), as
+-- it stood when the models were listed. Only rows at each dataset's current revision count.
+-- What it does not prove: a card's datasets: is a declaration. A model may have been trained on
+-- part of a dataset only (e.g. its train split, when the items are in its validation split), or on
+-- more than it declares; a model that declares nothing is never listed.
+--
+-- One row per (benchmark, model), the most contaminated rows first:
+--   benchmark_id, benchmark_config, benchmark_split, benchmark_revisions  the benchmark, and the
+--                        revisions (first 12 characters) the declared datasets were checked against
+--   model_id, model_sha  the model, at the revision it had when listed
+--   declared_by          how it declares them: 'card:datasets' (its card lists the dataset), or
+--                        'tag:dataset' (only the Hub's dataset: tag names it)
+--   datasets_declared    the datasets it declares that hold the benchmark's items
+--   datasets             each with its rows, e.g. "org/a (12 rows in default/train)"
+--   contaminated_rows    the sum over those datasets' splits of the rows holding the benchmark's items
+--                        (a row holding several items counts once; distinct items are not counted)
+--   rows                 the rows of those splits; contaminated_pct = contaminated_rows / rows x 100
+--   benchmark_copy       one of those splits is the benchmark's own test set under another name (a
+--                        fork: findings_contamination_pairs.benchmark_copy): the model declares the
+--                        benchmark itself
+--   looked_up_at, method, method_version, tool_version  the newest listing behind the row
+WITH exposed AS (
+    SELECT e.*, coalesce(p.benchmark_copy, false) AS benchmark_copy
+    FROM model_exposure e
+    LEFT JOIN findings_contamination_pairs p
+        ON p.dataset_id = e.dataset_id AND p.revision_sha = e.revision_sha AND p.config = e.config
+       AND p.split = e.split AND p.benchmark_id = e.benchmark_id AND p.benchmark_config = e.benchmark_config
+       AND p.benchmark_split = e.benchmark_split
+    WHERE EXISTS (SELECT 1 FROM current_measurements m
+                  WHERE m.dataset_id = e.dataset_id AND m.revision_sha = e.revision_sha AND m.config = e.config)
+), per_dataset AS (
+    SELECT benchmark_id, benchmark_config, benchmark_split, model_id, dataset_id,
+           arg_max(model_sha, looked_up_at)                                     AS model_sha,
+           string_agg(DISTINCT declared_by, ', ')                               AS declared_by,
+           string_agg(DISTINCT coalesce(left(benchmark_revision, 12), '?'), '/') AS revisions,
+           sum(contaminated_rows)                                               AS contaminated_rows,
+           sum(rows_split)                                                      AS rows,
+           string_agg(contaminated_rows || ' rows in ' || config || '/' || split_name, ', ' ORDER BY config, split)
+                                                                                AS where_found,
+           bool_or(benchmark_copy)                                              AS benchmark_copy,
+           max(looked_up_at)                                                    AS looked_up_at,
+           arg_max(method, looked_up_at)                                        AS method,
+           arg_max(method_version, looked_up_at)                                AS method_version,
+           arg_max(tool_version, looked_up_at)                                  AS tool_version
+    FROM exposed
+    GROUP BY benchmark_id, benchmark_config, benchmark_split, model_id, dataset_id
+)
+SELECT benchmark_id, benchmark_config, benchmark_split,
+       string_agg(DISTINCT revisions, '/')                                  AS benchmark_revisions,
+       model_id,
+       arg_max(model_sha, looked_up_at)                                     AS model_sha,
+       string_agg(DISTINCT declared_by, ', ')                               AS declared_by,
+       count(*)                                                             AS datasets_declared,
+       string_agg(dataset_id || ' (' || where_found || ')', chr(59) || ' ' ORDER BY dataset_id) AS datasets,
+       sum(contaminated_rows)::BIGINT                                       AS contaminated_rows,
+       sum(rows)::BIGINT                                                    AS rows,
+       pct(sum(contaminated_rows), sum(rows))                               AS contaminated_pct,
+       bool_or(benchmark_copy)                                              AS benchmark_copy,
+       max(looked_up_at)                                                    AS looked_up_at,
+       arg_max(method, looked_up_at)                                        AS method,
+       arg_max(method_version, looked_up_at)                                AS method_version,
+       arg_max(tool_version, looked_up_at)                                  AS tool_version
+FROM per_dataset
+GROUP BY benchmark_id, benchmark_config, benchmark_split, model_id
+ORDER BY contaminated_rows DESC, benchmark_id, benchmark_config, benchmark_split, model_id;
+
+-- view: findings_model_exposure_overview
+-- One row: the contaminated datasets whose declaring models were listed (table exposure_lookups, at
+-- each dataset's current revision), those whose listing failed (the next lookup lists them again),
+-- those whose listing reached the cap (the Hub has more models declaring them than were kept), the
+-- cap, and the models and benchmarks of findings_model_exposure.
+WITH lookups AS (
+    SELECT * FROM exposure_lookups l
+    WHERE EXISTS (SELECT 1 FROM current_measurements m WHERE m.dataset_id = l.dataset_id AND m.revision_sha = l.revision_sha)
+)
+SELECT (SELECT count(*) FROM lookups WHERE status = 'listed')                               AS datasets_listed,
+       (SELECT count(*) FROM lookups WHERE status = 'failed')                               AS datasets_failed,
+       (SELECT count(*) FROM lookups WHERE capped)                                          AS datasets_capped,
+       (SELECT string_agg(dataset_id, ', ' ORDER BY dataset_id) FROM lookups WHERE capped)  AS capped_datasets,
+       (SELECT string_agg(DISTINCT max_models::VARCHAR, '/') FROM lookups)                  AS max_models,
+       (SELECT count(DISTINCT model_id) FROM findings_model_exposure)                       AS models,
+       (SELECT count(DISTINCT (benchmark_id, benchmark_config, benchmark_split)) FROM findings_model_exposure)
+                                                                                            AS benchmarks

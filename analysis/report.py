@@ -141,6 +141,12 @@ def _contamination(c: SectionContext) -> dict[str, Any]:
     }
 
 
+def _exposure(c: SectionContext) -> dict[str, Any]:
+    # the models whose declared training data holds a benchmark's items, the most rows first
+    return {"exposure_overview": c["f"]["model_exposure_overview"][0],
+            "exposure": c["f"]["model_exposure"][:c["top_n"]], "exposure_total": len(c["f"]["model_exposure"])}
+
+
 def _definitions(_: SectionContext) -> dict[str, Any]:
     return {"definitions": DEFINITIONS, "exact_definitions": EXACT_DEFINITIONS, "near_definitions": NEAR_DEFINITIONS}
 
@@ -192,6 +198,8 @@ SECTIONS: tuple[Section, ...] = (
                     "cross_leaks": lambda c: cross_leaks_table(c["f"]["cross_top_leaks"])}),
     Section("contamination", "Contamination with benchmarks",
             views=("contamination", "contamination_pairs", "contamination_overview"), derive=_contamination),
+    Section("model_exposure", "Models that declare contaminated training data",
+            views=("model_exposure", "model_exposure_overview"), derive=_exposure),
     Section("definitions", "Definitions", numbered=False, derive=_definitions),
     Section("provenance", "Provenance", numbered=False,
             tables={"provenance": lambda c: provenance_table(c["p"], c["o"])}),

@@ -93,6 +93,7 @@ COMMAND_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "check": ("hubsurvey.survey.check.check",),
     "notify": ("hubsurvey.analysis.notify.notify",),
     "site": ("hubsurvey.analysis.site.build_site",),
+    "exposure": ("hubsurvey.survey.exposure.run_exposure",),
 }
 
 
@@ -271,6 +272,34 @@ TABLES: dict[str, dict[str, str]] = {
         "message_path": "the dry run's Markdown file (NULL: none written)",
         "tool_version, created_at, run_id": "the hubsurvey version, when, and the `notify` run",
     },
+    "exposure_lookups": {
+        "dataset_id": "the contaminated surveyed dataset whose declaring models were listed (`dataset:<id>`)",
+        "revision_sha": "its revision whose contamination the listing answers",
+        "contamination_digest": "sha256 of its contamination rows at that revision (each split and benchmark, with "
+                                "the benchmark's revision and the counts); the dataset is listed again when it "
+                                "changes (NULL: the listing failed)",
+        "max_models": "the cap: models kept per dataset (`--max-models`)",
+        "models": "models kept (NULL: the listing failed)",
+        "capped": "the Hub listed more models than the cap (NULL: the listing failed)",
+        "status": "'listed', 'failed' (the next lookup lists it again), or 'clean' (listed before, a new check found "
+                  "it clean: its model rows were removed, with no call)",
+        "error_class, error_message": "why the listing failed: the error class (`hub_fault`, `hub`, `offline` ...) "
+                                      "and one line",
+        "method, method_version, tool_version, looked_up_at, run_id": _PROVENANCE + " (`exposure-2026`, 1)",
+    },
+    "model_exposure": {
+        "model_id, model_sha": "a Hub model whose card declares the dataset, at the revision it had when listed",
+        "declared_by": "'card:datasets' (its card's `datasets:` lists it), or 'tag:dataset' (only the Hub's "
+                       "`dataset:` tag names it)",
+        "dataset_id, revision_sha, config": "the declared dataset's contaminated config, at the revision checked",
+        "split, split_name": "the canonical split and the dataset's own name for it",
+        "text_columns": "the columns whose text was checked",
+        "benchmark_id, benchmark_config, benchmark_split, benchmark_revision":
+            "the benchmark whose items the split holds, at the revision it was checked against",
+        "contaminated_rows, rows_split, contaminated_pct": "the split's rows holding the benchmark's items, its rows, "
+                                                          "and their ratio × 100, as `contamination` held them",
+        "method, method_version, tool_version, looked_up_at, run_id": _PROVENANCE + " (`exposure-2026`, 1)",
+    },
 }
 
 
@@ -340,6 +369,11 @@ TABLE_NOTES: dict[str, str] = {
     "contamination": "One row per (surveyed dataset, revision, config, split, benchmark). A config's rows for the "
                      "benchmarks checked are replaced together, in one transaction (with the job's measurements "
                      "when the run checks them).",
+    "exposure_lookups": "One row per contaminated dataset whose declaring models were listed on the Hub. Replaced "
+                        "with the dataset's model_exposure rows, in one transaction.",
+    "model_exposure": "One row per (model, declared dataset, contaminated config and split, benchmark). A dataset's "
+                      "rows are replaced together when its contamination (or the cap) changes; a failed listing "
+                      "leaves them as they were.",
     "schema_version": "The migrations applied, one row each.",
 }
 

@@ -1,4 +1,4 @@
-"""The unattended survey, a runner of steps: crawl → measure → contamination → crossleaks → report,
+"""The unattended survey, a runner of steps: crawl → measure → contamination → exposure → crossleaks → report,
 resumable at any point.
 
 ``hubsurvey run`` is a thin layer over :func:`run_survey`, which takes the run lock, opens the DB,
@@ -48,6 +48,7 @@ from hubsurvey.core.store import Store, StoreError
 from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey.crawler.steps import CrawlStep
 from hubsurvey.survey.contamination_check import BenchmarksStep, ContaminationStep
+from hubsurvey.survey.exposure import ExposureStep
 from hubsurvey.survey.steps import MeasureStep
 
 __all__ = ["RunLockedError", "RunOptions", "RunSummary", "acquire_lock", "run_steps", "run_survey"]
@@ -64,6 +65,7 @@ def run_steps(filters: CrawlFilters | None = None) -> list[Step]:
         BenchmarksStep(),  # before the jobs: they check contamination while their files are on disk
         MeasureStep(),
         ContaminationStep(),
+        ExposureStep(),  # the models declaring the datasets found contaminated
         CrossleaksStep(),
         ReportStep(),
     ]

@@ -11,7 +11,8 @@ A hub root is a folder with an ``index.json``, either a list of dataset entries 
      "author", "downloads", "likes", "lastModified", "createdAt", "description",
      "cardData": {...}}               # default: derived from the tags
 
-Unknown keys (``legacy_name``, ``configs``, ...) are ignored. The Parquet files are served as the
+The object form may also list ``"models"`` (see ``models``: their cards declare datasets), which
+``/api/models`` lists. Unknown keys (``legacy_name``, ``configs``, ...) are ignored. The Parquet files are served as the
 ``refs/convert/parquet`` branch; main holds a README.md generated from ``cardData``. Roots are
 only ever read.
 """
@@ -28,6 +29,7 @@ from typing import Any
 from . import cards
 from .filler import Filler
 from .hubscale import HubScale
+from .models import model_props
 from .repos import GITATTRIBUTES, BytesBlob, FileBlob, Repo, iso_date, now_iso, sha1_hex
 
 SORT_FIELDS = ("downloads", "likes", "lastModified", "createdAt", "trendingScore", "downloadsAllTime", "id")
@@ -112,6 +114,7 @@ class Catalog:
         self.filler: Filler | HubScale | None = None
         self._version = 0
         self._orders: dict[tuple[str | None, int], list[str | int]] = {}
+        self.models: dict[str, dict[str, Any]] = {}  # model id -> listing properties, in listing order
         for root in roots:
             self._load(Path(root))
 
@@ -124,6 +127,11 @@ class Catalog:
                 raise ValueError(f"dataset {repo.id} is served by two roots")
             self._repos[repo.id] = repo
             self._listed.append(repo.id)
+        for entry in [] if isinstance(data, list) else data.get("models", []):
+            props = model_props(entry)
+            if props["id"] in self.models:
+                raise ValueError(f"model {props['id']} is served twice")
+            self.models[props["id"]] = props
         filler = None if isinstance(data, list) else data.get("filler")
         scale = None if isinstance(data, list) else data.get("hubscale")
         for spec, kind in ((filler, Filler), (scale, HubScale)):

@@ -50,6 +50,7 @@ CATEGORIES = (
     "resolve_head",
     "resolve_get",
     "parquet_api",
+    "models",
     "create",
     "validate_yaml",
     "preupload",

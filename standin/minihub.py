@@ -2,11 +2,12 @@
 
 ``generate_minihub(out, seed=0, filler=0)`` writes a hub root that ``StandinHub`` serves:
 
-- ``index.json``: ``{"datasets": [...], "filler": {"count": N, "seed": S}}`` (filler only if N > 0);
+- ``index.json``: ``{"datasets": [...], "models": [...], "filler": {"count": N, "seed": S}}`` (filler only
+  if N > 0; models: ``MODELS``, whose cards declare mini-hub datasets);
 - ``<owner>__<name>/<config>/<split>/NNNN.parquet``: the Parquet-branch layout, files written with
   pyarrow and carrying HF features (ClassLabel names included) under ``b"huggingface"``;
 - ``truth.json``: ``{"seed", "expected": {id: outcome}, "measurements": [...], "benchmarks": [...],
-  "contamination": [...]}`` (benchmarks: see "contamination with benchmarks" below), where each
+  "contamination": [...], "exposure": {dataset id: [model ids]}}`` (benchmarks: see "contamination with benchmarks" below), where each
   measurement is ``{"dataset_id", "config", "label_column", "text_columns", "figures"}`` and the
   figures are ``reference.lle_reference`` of the rows written, splits mapped to canonical names
   (valid/dev → validation). There is one measurement per eligible (dataset, config, label
@@ -554,6 +555,39 @@ def _contamination_truth(specs: list[_Spec]) -> list[dict[str, Any]]:
     return out
 
 
+# ------------------------------------------------------------------------ models that declare datasets
+# Models whose cards declare mini-hub datasets as training data (``datasets:``), served by
+# ``/api/models``: some declare contaminated datasets, some clean ones only; one is private (listed
+# only with an approved token), one is declared by a ``dataset:`` tag alone (its card says nothing),
+# one card gives its datasets as a string, and five declare mini-nlp/sentiment (for caps and pages).
+# truth.json's "exposure" is, per contaminated dataset, the models a listing without a token finds.
+
+MODELS: list[dict[str, Any]] = [
+    {"id": "mini-models/intent-classifier", "cardData": {"datasets": ["mini-nlp/intents_dev"], "license": "mit"},
+     "pipeline_tag": "text-classification"},
+    {"id": "mini-models/review-sentiment", "cardData": {"datasets": ["mini-nlp/reviews_valid", "mini-lab/messy_text"]},
+     "pipeline_tag": "text-classification"},
+    {"id": "mini-models/nli-base", "cardData": {"datasets": ["mini-nlp/nli_pairs"], "language": ["en"]}},
+    {"id": "mini-models/clean-lm", "cardData": {"datasets": ["mini-lab/messy_text", "mini-lab/multi_config"]},
+     "pipeline_tag": "text-generation"},
+    {"id": "mini-models/topic-tagger", "cardData": {"datasets": "mini-nlp/topics_no_val"}},
+    {"id": "mini-models/ner-tagged", "cardData": {"license": "apache-2.0"},
+     "tags": ["token-classification", "dataset:mini-nlp/toy_ner"]},
+    {"id": "mini-models/private-tuned", "cardData": {"datasets": ["mini-nlp/intents_dev"]}, "private": True},
+    *({"id": f"mini-models/sentiment-ft-{n}", "cardData": {"datasets": ["mini-nlp/sentiment"]}} for n in range(5)),
+]
+
+
+def _exposure_truth(contamination: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Per contaminated dataset, the public models whose tags (the card's datasets, as the Hub
+    derives them, or given) name it, in listing order."""
+    from .models import model_props
+
+    contaminated = sorted({r["dataset_id"] for r in contamination if r["contaminated_rows"]})
+    models = [model_props(m) for m in MODELS if not m.get("private")]
+    return {d: [m["id"] for m in models if f"dataset:{d}" in m["tags"]] for d in contaminated}
+
+
 # ---------------------------------------------------------------- writing
 
 
@@ -646,13 +680,14 @@ def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
         entries.append(_write(spec, out, random.Random(f"{seed}:{spec.id}:entry")))
         if spec.expected == "eligible":
             measurements += _truth(spec)
-    index: dict[str, Any] = {"datasets": entries}
+    index: dict[str, Any] = {"datasets": entries, "models": MODELS}
     if filler:
         index["filler"] = {"count": filler, "seed": seed}
     truth = {"seed": seed, "expected": {s.id: s.expected for s in specs}, "measurements": measurements,
              "cross": _cross_truth(specs),
              # contamination with benchmarks: the planted benchmarks and what they contaminate
              "benchmarks": BENCHMARKS, "contamination": _contamination_truth(specs)}
+    truth["exposure"] = _exposure_truth(truth["contamination"])  # the models declaring contaminated datasets
     (out / "index.json").write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "truth.json").write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return out

@@ -39,6 +39,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 from . import cards
 from .catalog import SORT_FIELDS, Catalog
 from .faults import CATEGORIES, Decision, FaultInjector, Faults, Quota
+from .models import DEFAULT_MODEL_PROPS, MODEL_EXPANDABLE
 from .parquetio import garble_footer
 from .repos import (
     DEFAULT_LIST_PROPS,
@@ -216,6 +217,9 @@ class _App:
             route = self._repo_route(req, f"{unquote(seg[2])}/{unquote(seg[3])}", seg[4:])
             if route is not None:
                 return route
+        elif seg == ["api", "models"] and read:  # the dataset of a dataset:<id> filter: faults can aim at it
+            declared = [f.removeprefix("dataset:") for f in req.params("filter", "filter[]") if f.startswith("dataset:")]
+            return _Route("models", declared[0] if declared else None, lambda: self.list_models(req))
         elif seg == ["api", "repos", "create"] and m == "POST":
             return _Route("create", None, lambda: self.create_repo(req))
         elif seg == ["api", "validate-yaml"] and m == "POST":
@@ -370,6 +374,36 @@ class _App:
         if pos < len(order) and (limit is None or served < limit):
             headers["Link"] = f'<{self._next_url(req, (served << 32) + pos)}>; rel="next"'
         return _json(items, headers=headers)
+
+    def list_models(self, req: _Request) -> _Response:
+        """``/api/models`` as huggingface_hub's ``list_models`` calls it: ``filter`` (repeated, every one
+        a tag of the model), ``author``, ``search``, ``limit``, ``expand`` (or ``full``), ``Link`` pages."""
+        expand = req.params("expand", "expand[]")
+        unknown = sorted(set(expand) - MODEL_EXPANDABLE)
+        if unknown:
+            return _error(400, f'"expand" must be a subset of {sorted(MODEL_EXPANDABLE)}, got {unknown}')
+        if expand and (req.flag("full") or req.flag("cardData")):
+            return _error(400, '"expand" cannot be combined with "full" or "cardData"')
+        try:
+            limit = int(req.param("limit")) if req.param("limit") is not None else None
+            start = _cursor(req.param("cursor"))
+        except ValueError:
+            return _error(400, "invalid limit or cursor")
+        filters, author = req.params("filter", "filter[]"), req.param("author")
+        searches = [s.lower() for s in req.params("search")]
+        see_private = self._valid(req)
+        matching = [m for m in self.catalog.models.values()
+                    if (see_private or not m["private"]) and (author is None or m["author"] == author)
+                    and all(f in m["tags"] for f in filters) and all(s in m["id"].lower() for s in searches)]
+        if limit is not None:
+            matching = matching[:limit]
+        if req.flag("full"):
+            keys: Iterable[str] = sorted(MODEL_EXPANDABLE)
+        else:
+            keys = expand or [*DEFAULT_MODEL_PROPS, *(["cardData"] if req.flag("cardData") else [])]
+        end = start + self.hub.page_size
+        headers = {"Link": f'<{self._next_url(req, end)}>; rel="next"'} if end < len(matching) else {}
+        return _json([select(m, keys) for m in matching[start:end]], headers=headers)
 
     def _next_url(self, req: _Request, cursor: int) -> str:
         query = [(k, v) for k, v in req.query if k != "cursor"] + [("cursor", _encode_cursor(cursor))]

@@ -67,6 +67,7 @@ E2E_TESTS: dict[str, str] = {
     "tests/test_local_benchmarks.py::test_a_run_and_the_command_keep_the_private_items_on_the_machine": "a whole run (105 s)",
     "tests/test_hostile_runs.py": "whole surveys against hostile stand-ins: shared files, removed configs, SIGTERM (60 s)",
     "tests/test_site.py::test_the_demo_db_builds_a_site_whose_figures_equal_the_db": "the demo's whole survey, then its site",
+    "tests/test_exposure.py::test_runs_list_the_models_once_and_again_when_a_revision_changes": "three whole runs",
 }
 EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_near_recall.py::test_engine_against_the_exhaustive_reference": "every shared config (1100 s)",

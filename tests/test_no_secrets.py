@@ -4,6 +4,7 @@ Authorization header into its errors. Scanned with SQL on a DB too large for a r
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -51,6 +52,15 @@ def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
 
 
 @pytest.mark.slow
+def _minihub_benchmarks(path: Path) -> Path:
+    from hubsurvey_standin.minihub import BENCHMARKS
+
+    path.write_text("".join(f"[[benchmark]]\nid = {json.dumps(b['id'])}\nconfig = {json.dumps(b['config'])}\n"
+                            f"split = {json.dumps(b['split'])}\ntext_columns = {json.dumps(b['text_columns'])}\n\n"
+                            for b in BENCHMARKS))
+    return path
+
+
 def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_file(tmp_path):
     root = generate_minihub(tmp_path / "hub", seed=0, filler=FILLER)
     db = tmp_path / "results.duckdb"
@@ -69,6 +79,10 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
             "crawl": ["crawl", "--db", str(db), "--rate", "0", "--file-rate", "0"],
             "run": ["run", "--db", str(db), "--rate", "0", "--file-rate", "0", "--workers", "2",
                     "--report-dir", str(tmp_path / "run-report")],
+            # the models declaring the contaminated datasets: their listings echo the header too
+            "contamination": ["contamination", "--db", str(db), "--rate", "0", "--file-rate", "0",
+                              "--benchmarks", str(_minihub_benchmarks(tmp_path / "benchmarks.toml"))],
+            "exposure": ["exposure", "--db", str(db), "--rate", "0"],
             "report": ["report", "--db", str(db), "--out", str(tmp_path / "report")],
             "export": ["export", "--db", str(db), "--out", str(tmp_path / "export")],
             "export-lle": ["export", "--db", str(db), "--out", str(tmp_path / "export-lle"), "--lle-compat"],
@@ -81,6 +95,8 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
         for name, args in steps.items():
             if name == "run":
                 hub.set_faults(echo("mini-nlp/[in]*", "resolve_get"))
+            elif name == "exposure":
+                hub.set_faults(echo("mini-nlp/[it]*", "models"))
             elif name == "report":
                 hub.set_faults(Faults())
             elif name == "notify":  # one dataset's info refused, with the header echoed: recorded, scrubbed
@@ -90,6 +106,8 @@ def test_a_planted_token_reaches_no_db_column_log_report_export_or_published_fil
             assert result.returncode in (0, 1), (name, result.returncode, result.stderr[-3000:])
             assert "Traceback" not in result.stderr, (name, result.stderr[-3000:])
         assert hub.stats()["faults_injected"] > 0  # the echoing errors happened
+        # (the run failed the jobs of mini-nlp/[in]*: toy_ner and topics_no_val are the contaminated ones here)
+        assert "listing the models that declare mini-nlp/toy_ner failed: HTTP 403" in outputs["exposure stderr"]
         repo = hub.catalog.get("me/survey-results")
         received = {path: blob.read() for path, blob in repo.main.files.items()}
         received |= {f"commit {i}": repr(c).encode() for i, c in enumerate(hub.commits("me/survey-results"))}

@@ -75,6 +75,10 @@ Benchmarks = Annotated[str | None, typer.Option(
     "--benchmarks", metavar="FILE",
     help="Benchmarks file (TOML: [[benchmark]] id, config, split, text_columns, or path to a local "
          ".jsonl/.csv/.parquet file and text_columns); 'default': the shipped list")]
+NoExposure = Annotated[bool, typer.Option(
+    "--no-exposure", help="Skip listing the models that declare the contaminated datasets (`hubsurvey exposure` runs it alone)")]
+MaxModels = Annotated[int, typer.Option(
+    "--max-models", min=1, help="Models listed per contaminated dataset, at most (the lookup records whether it reached it)")]
 
 
 # --- validation: one line and exit 2 ---------------------------------------------------------------

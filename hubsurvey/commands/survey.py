@@ -33,9 +33,11 @@ from hubsurvey.commands.options import (
     Limit,
     MaxCacheGb,
     MaxHours,
+    MaxModels,
     MaxRows,
     MemoryMb,
     NoCrossleaks,
+    NoExposure,
     NoNear,
     Plan,
     Rate,
@@ -77,6 +79,10 @@ def _summary_lines(summary) -> list[str]:
         lines.append(CrossSummary(**summary.crossleaks).line())
     if summary.contamination and any(summary.contamination.values()):  # configs the jobs did not check
         lines.append("contamination: " + json.dumps(summary.contamination, sort_keys=True))
+    if summary.of("exposure"):  # the models declaring the contaminated datasets
+        from hubsurvey.survey.exposure import counts_line
+
+        lines.append(counts_line(summary.steps["exposure"]))
     if summary.report:
         lines.append("report: " + ", ".join(summary.report))
     lines += [f"error: {line}" for line in (summary.of("benchmarks") or {}).get("not_indexed", [])]
@@ -169,6 +175,8 @@ def run(
     no_crossleaks: NoCrossleaks = not RunOptions.crossleaks,
     copy_threshold: CopyThreshold = RunOptions.copy_threshold,
     benchmarks: Benchmarks = RunOptions.benchmarks,
+    no_exposure: NoExposure = not RunOptions.exposure,
+    max_models: MaxModels = RunOptions.max_models,
     rate: Rate = None,
     file_rate: FileRate = None,
     plan: Plan = None,
@@ -182,7 +190,7 @@ def run(
                            retry_failed=_retry_classes(retry_failed), cache_dir=cache_dir,
                            max_cache_gb=max_cache_gb, keep_cache=keep_cache, examples=examples,
                            near=not no_near, crossleaks=not no_crossleaks, copy_threshold=copy_threshold,
-                           benchmarks=benchmarks)
+                           benchmarks=benchmarks, exposure=not no_exposure, max_models=max_models)
     client = hub_client(rate, file_rate, plan, deadline)
     args = {"filters": filters.as_json(), "db": str(db), "rate": rate, "file_rate": file_rate, "plan": plan,
             "deadline": deadline, **options.as_json()}

@@ -70,6 +70,8 @@ log = logging.getLogger(__name__)
 __all__ = ["HubClient", "RepoFile", "branch_split", "delete_files", "is_transient", "unreachable_cause"]
 
 PARQUET_REVISION = "refs/convert/parquet"
+#: what a listing of models asks for (``expand``): each model's revision, its card's metadata, its tags
+MODEL_EXPAND = ("sha", "cardData", "tags")
 RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
 FOOTER_PROBE = 64 * 1024  # one suffix read gets the footer of almost every Parquet file
 DOWNLOAD_CHUNK = 1 << 20
@@ -446,13 +448,17 @@ class HubClient:
                 yield ListingPage(items, following, fetched)
                 if remaining == 0:
                     return
-        except HfHubHTTPError as e:
+        except (httpx2.HTTPError, OSError) as e:
+            raise self._listing_error(e, f"listing datasets on {self.endpoint}") from e
+
+    def _listing_error(self, e: BaseException, what: str) -> HubError:
+        """The :class:`HubError` (exit code 4) for a listing that failed with a library error."""
+        if isinstance(e, HfHubHTTPError):
             status = e.response.status_code if e.response is not None else "?"
             said = (getattr(e, "server_message", None) or "").strip().splitlines()
             cause = said[0] if said else (str(e).strip().splitlines() or [""])[0]
-            raise HubError(self.scrub(f"listing datasets on {self.endpoint} failed: HTTP {status}: {cause}")) from e
-        except (httpx2.HTTPError, OSError) as e:
-            raise HubError(self.scrub(f"listing datasets on {self.endpoint} failed: {type(e).__name__}: {e}")) from e
+            return HubError(self.scrub(f"{what} failed: HTTP {status}: {cause}"))
+        return HubError(self.scrub(f"{what} failed: {type(e).__name__}: {e}"))
 
     def list_datasets(self, *, limit: int | None = None, expand: Iterable[str] | None = None, **filters: Any) -> Iterator[Any]:
         """Stream dataset listings (``DatasetInfo``), page by page, each page paced and retried.
@@ -467,6 +473,37 @@ class HubClient:
             for item in page.items:
                 item.setdefault("siblings", None)
                 yield DatasetInfo(**item)
+
+    def list_models_declaring(self, dataset_id: str, *, limit: int) -> list[Any]:
+        """The models that declare ``dataset_id`` as training data (``ModelInfo``, at most ``limit``):
+        ``HfApi.list_models(filter="dataset:<id>", limit=limit, expand=MODEL_EXPAND)``, paged here
+        so that each page is paced on the API bucket and retried on its own.
+
+        The Hub matches the filter against the ``dataset:`` tags it derives from the model card's
+        ``datasets:``. Any failure of the listing is a :class:`HubError`; an answer that is no
+        list of models is a :class:`HubFaultError`.
+        """
+        from huggingface_hub.hf_api import ModelInfo
+
+        what = f"listing the models that declare {dataset_id}"
+        params: list[tuple[str, Any]] = [("filter", f"dataset:{dataset_id}"), ("limit", limit)]
+        params += [("expand", e) for e in MODEL_EXPAND]
+        models: list[Any] = []
+        try:
+            for items, _following, _fetched in self._pages(f"{self.endpoint}/api/models", params, what):
+                for item in scrub_value(items)[:limit - len(models)]:
+                    if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
+                        raise HubFaultError(f"{what}: the Hub listed an item that is no model (no id)")
+                    item.setdefault("siblings", None)
+                    try:
+                        models.append(ModelInfo(**item))
+                    except (TypeError, ValueError, AttributeError) as e:
+                        raise HubFaultError(f"{what}: the Hub's item for {item['id']!r} is not a model's: {e}") from e
+                if len(models) >= limit:
+                    break
+        except (httpx2.HTTPError, OSError) as e:
+            raise self._listing_error(e, what) from e
+        return models
 
     def dataset_info(self, repo_id: str, revision: str | None = None, **kwargs: Any) -> Any:
         return scrub_value(self.call(self._api.dataset_info, repo_id, revision=revision, **kwargs))

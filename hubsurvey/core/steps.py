@@ -54,6 +54,8 @@ class RunOptions:
     crossleaks: bool = True  # join the fingerprints across datasets at the end (run --no-crossleaks: False)
     copy_threshold: float = 0.8  # crossleaks: the share of A's test (and train) rows in B's that makes A a copy
     benchmarks: str | None = None  # a benchmarks file (TOML; 'default': the shipped one): check contamination too
+    exposure: bool = True  # list the models declaring contaminated datasets (run --no-exposure: False)
+    max_models: int = 100  # exposure: models kept per contaminated dataset (run --max-models)
 
     def as_json(self) -> dict[str, Any]:
         """Every option, JSON-ready (paths as text, tuples as lists)."""

@@ -304,6 +304,54 @@ MIGRATIONS: list[str] = [
         run_id            VARCHAR
     );
     """,
+    # Models that declare contaminated training data (method exposure-2026, survey/exposure.py).
+    # exposure_lookups: one row per contaminated dataset whose models were listed on the Hub, with
+    # the digest of the contamination rows the listing answered (a new lookup only when it changes)
+    # and the cap. model_exposure: per model declaring it, one row per contaminated (config, split,
+    # benchmark) of the dataset. A dataset's rows are replaced together, with its lookup row.
+    """
+    CREATE TABLE exposure_lookups (
+        dataset_id           VARCHAR PRIMARY KEY, -- the surveyed dataset whose declaring models were listed
+        revision_sha         VARCHAR NOT NULL,    -- its revision whose contamination the listing answers
+        contamination_digest VARCHAR,             -- sha256 of those contamination rows (NULL: no listing yet)
+        max_models           INTEGER NOT NULL,    -- the cap: models kept per dataset (--max-models)
+        models               INTEGER,             -- models kept (NULL: the listing failed)
+        capped               BOOLEAN,             -- the Hub listed more than max_models (NULL: failed)
+        status               VARCHAR NOT NULL,    -- 'listed', 'failed' (error_class, error_message), or 'clean'
+                                                  -- (checked again, no longer contaminated: no model rows)
+        error_class          VARCHAR,
+        error_message        VARCHAR,
+        method               VARCHAR NOT NULL,    -- 'exposure-2026'
+        method_version       INTEGER NOT NULL,
+        tool_version         VARCHAR NOT NULL,
+        looked_up_at         TIMESTAMPTZ NOT NULL,
+        run_id               VARCHAR
+    );
+
+    CREATE TABLE model_exposure (
+        model_id           VARCHAR NOT NULL,   -- a Hub model whose card declares the dataset
+        model_sha          VARCHAR,            -- the model's revision when listed
+        declared_by        VARCHAR NOT NULL,   -- 'card:datasets', or 'tag:dataset' (the Hub's tag alone)
+        dataset_id         VARCHAR NOT NULL,
+        revision_sha       VARCHAR NOT NULL,
+        config             VARCHAR NOT NULL,
+        split              VARCHAR NOT NULL,   -- canonical: train, validation or test
+        split_name         VARCHAR NOT NULL,
+        text_columns       VARCHAR[] NOT NULL,
+        benchmark_id       VARCHAR NOT NULL,
+        benchmark_config   VARCHAR NOT NULL,
+        benchmark_split    VARCHAR NOT NULL,
+        benchmark_revision VARCHAR,
+        contaminated_rows  BIGINT NOT NULL,    -- the split's rows holding the benchmark's items (contamination)
+        rows_split         BIGINT NOT NULL,
+        contaminated_pct   DOUBLE,
+        method             VARCHAR NOT NULL,   -- 'exposure-2026'
+        method_version     INTEGER NOT NULL,
+        tool_version       VARCHAR NOT NULL,
+        looked_up_at       TIMESTAMPTZ NOT NULL,
+        run_id             VARCHAR
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -732,6 +780,23 @@ class Store:
                             {**where, "bi": bench_id, "bc": bench_config, "bs": bench_split})
             if rows:
                 insert_many(con, "contamination", rows)
+
+    # --- models that declare contaminated data (exposure-2026) ------------------------------------
+
+    def replace_exposure(self, lookup: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> None:
+        """Store one dataset's listing: its lookup row and its model rows replace the earlier ones of
+        that dataset, atomically."""
+        with self.transaction() as con:
+            con.execute("DELETE FROM model_exposure WHERE dataset_id = $d", {"d": lookup["dataset_id"]})
+            upsert(con, "exposure_lookups", "dataset_id", lookup)
+            if rows:
+                insert_many(con, "model_exposure", rows)
+
+    def record_exposure_failure(self, lookup: Mapping[str, Any]) -> None:
+        """A dataset's listing failed: its lookup row says so (the next run lists it again); the
+        model rows of an earlier listing stay as they were."""
+        with self.transaction() as con:
+            upsert(con, "exposure_lookups", "dataset_id", {**lookup, "status": "failed"})
 
     # --- datasets (the crawl's records) -----------------------------------------------------------
 

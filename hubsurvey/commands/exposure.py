@@ -1,0 +1,48 @@
+"""``hubsurvey exposure``: a thin layer over :func:`hubsurvey.survey.exposure.run_exposure`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hubsurvey.commands.crawl import hub_client
+from hubsurvey.commands.options import Db, Deadline, MaxModels, Plan, Rate
+from hubsurvey.core.errors import ExitCode
+from hubsurvey.core.steps import RunOptions
+from hubsurvey.core.store import DEFAULT_DB
+
+Relookup = Annotated[bool, typer.Option(
+    "--relookup", help="List every contaminated dataset's models again, also those unchanged since their last listing")]
+
+
+def exposure(
+    max_models: MaxModels = RunOptions.max_models,
+    relookup: Relookup = False,
+    rate: Rate = None,
+    plan: Plan = None,
+    deadline: Deadline = None,
+    db: Db = Path(DEFAULT_DB),
+) -> None:
+    """List the Hub models whose cards declare a contaminated dataset as training data.
+
+    For each surveyed dataset the contamination check found holding a benchmark's items (at its
+    current revision), lists the models declaring it (filter dataset:<id>), at most --max-models,
+    and stores them in the model_exposure table. A dataset is listed again only when its
+    contamination, its revision or the cap changed, or its last listing failed. A card's datasets
+    are a declaration: a model may have seen part of a dataset only, or more than it declares.
+    """
+    from hubsurvey.core.errors import StoreError
+    from hubsurvey.survey.exposure import run_exposure
+
+    if not Path(db).is_file():  # nothing surveyed: never create an empty DB
+        raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey contamination` first)")
+    client = hub_client(rate, None, plan, deadline)
+    summary = run_exposure(db, client, max_models=max_models, relookup=relookup,
+                           progress=lambda dataset_id: typer.echo(f"listing the models that declare {dataset_id}", err=True))
+    typer.echo(f"{summary.line()}; hubsurvey sql \"SELECT * FROM findings_model_exposure\" --db {db}")
+    for line in summary.failed:
+        typer.echo(f"error: {line}", err=True)
+    if summary.failed:
+        raise typer.Exit(ExitCode.PARTIAL)
