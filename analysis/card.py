@@ -20,6 +20,8 @@ from hubsurvey.analysis.export import (
     CROSS_PARQUET_PATH,
     CSV_PATH,
     FAMILIES_CSV_PATH,
+    HISTORY_CSV_PATH,
+    HISTORY_PARQUET_PATH,
     LLE_CSV_PATH,
     PARQUET_PATH,
     columns,
@@ -57,8 +59,13 @@ FILE_DESCRIPTIONS = {
     FAMILIES_CSV_PATH: "dataset families: datasets joined by copy relations (mirrors, forks, re-uploads), with their members",
     CONTAMINATION_CSV_PATH: "contamination with benchmarks: per dataset, the benchmarks it was checked against, at "
                             "which revisions, and whether its splits hold their items (clean or contaminated)",
+    HISTORY_PARQUET_PATH: "every revision measured (config history): per (dataset, config, label column) and "
+                          "revision, when and by which run, its verdict and the headline figures of each method; "
+                          "NR figures are null",
+    HISTORY_CSV_PATH: "the same history rows as CSV; NR figures are written NR",
 }
 CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
+HISTORY_PARQUET_GLOB = "data/history-*.parquet"
 
 
 #: Run arguments that name local files or folders: never shown in the public card.
@@ -176,6 +183,7 @@ def render_card(
         "citations": CITATIONS,
         "parquet_glob": PARQUET_GLOB,
         "cross_parquet_glob": CROSS_PARQUET_GLOB if CROSS_PARQUET_PATH in files else None,
+        "history_parquet_glob": HISTORY_PARQUET_GLOB if HISTORY_PARQUET_PATH in files else None,
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,

@@ -15,6 +15,10 @@ Files written by :func:`export_results` into ``out_dir``:
   line "checked against K benchmarks at revisions …: clean | contaminated (which)" and its parts
   (the view ``findings_contamination``).
 
+- when the survey measured some (dataset, config, label column) from the Hub at two revisions or more:
+  ``data/history-00000-of-00001.parquet`` and ``history.csv``, the ``history`` view (every revision
+  measured, its verdict and headline figures; NR null in Parquet, ``NR`` in the CSV).
+
 - ``.hubsurvey-export.json``: the manifest, the list of files hubsurvey wrote into the folder.
 
 The output depends only on the DB's content (rows sorted, timestamps in UTC), so exporting an
@@ -61,6 +65,9 @@ CROSS_QUERY = ("SELECT * EXCLUDE (run_id, computed_at) FROM cross_overlaps ORDER
                "source_config, source_split")
 FAMILIES_QUERY = "SELECT * EXCLUDE (run_id, computed_at) FROM dataset_families ORDER BY family_id, dataset_id"
 CONTAMINATION_CSV_PATH = "contamination.csv"  # contamination with benchmarks: the line per dataset
+#: The history config: every revision measured (the history view), when a row key has two or more.
+HISTORY_PARQUET_PATH = "data/history-00000-of-00001.parquet"
+HISTORY_CSV_PATH = "history.csv"
 NR = figures.NR
 MANIFEST_PATH = ".hubsurvey-export.json"
 #: Files earlier hubsurvey versions wrote without a manifest: removed on overwrite when it is absent.
@@ -123,15 +130,20 @@ def write_parquet(store: Store, path: Path) -> Path:
     return path
 
 
-def write_csv(path: Path, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
-    """A header and rows as CSV, each cell through :func:`csv_cell` (NULL -> NR, formulas defused)."""
+def csv_document(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A header and rows as CSV text, each cell through :func:`csv_cell` (NULL -> NR, formulas defused)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(names)
     for row in rows:
         writer.writerow([csv_cell(v) for v in row])
+    return buf.getvalue()
+
+
+def write_csv(path: Path, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
+    """A header and rows as a CSV file (:func:`csv_document`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(buf.getvalue(), encoding="utf-8", newline="")
+    path.write_text(csv_document(names, rows), encoding="utf-8", newline="")
     return path
 
 
@@ -184,6 +196,18 @@ def write_contamination_csv(store: Store, path: Path) -> Path | None:
     """``contamination.csv``, or nothing when no dataset was checked against benchmarks."""
     names, rows = contamination_rows(store)
     return write_csv(path, names, rows) if rows else None
+
+
+def write_history(store: Store, out: Path) -> list[Path]:
+    """The history config (Parquet and CSV), or nothing before the survey measured a dataset again."""
+    from hubsurvey.analysis.history import HISTORY_EXPORT_QUERY, has_history
+
+    if not has_history(store):
+        return []
+    _utc(store.con)
+    (out / HISTORY_PARQUET_PATH).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(store.con.sql(HISTORY_EXPORT_QUERY).to_arrow_table(), out / HISTORY_PARQUET_PATH, compression="zstd")
+    return [out / HISTORY_PARQUET_PATH, write_results_csv(store, out / HISTORY_CSV_PATH, HISTORY_EXPORT_QUERY)]
 
 
 def _manifest_files(out: Path) -> list[str] | None:
@@ -266,5 +290,6 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
     contamination = write_contamination_csv(store, out / CONTAMINATION_CSV_PATH)
     if contamination is not None:
         written.append(contamination)
+    written += write_history(store, out)
     write_manifest(out, [p.relative_to(out).as_posix() for p in written])
     return written

@@ -90,6 +90,7 @@ COMMAND_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "export": ("hubsurvey.analysis.export.export_results",),
     "publish": ("hubsurvey.analysis.publish.publish",),
     "contamination": ("hubsurvey.survey.contamination_check.run_contamination",),
+    "history": ("hubsurvey.analysis.history.history",),
 }
 
 
@@ -365,6 +366,9 @@ VIEWS: dict[str, str] = {
                  "plus the row's identity: the view to query",
     "near_curve": "the near-duplicate threshold curve, one row per (measurement, threshold): test rows with a "
                   "train row at Jaccard >= threshold",
+    "history": "every revision measured of every (dataset, config, label column), oldest first: when, which "
+               "revision and run, the row's verdict and the headline figures of each method "
+               "([history](history.md))",
 }
 
 

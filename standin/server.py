@@ -29,7 +29,7 @@ import struct
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -902,6 +902,19 @@ class StandinHub:
             repo.set_main(sha)
             self.catalog.pin(repo)
             self.catalog.touched()
+
+    def commit_data(self, dataset_id: str, files: Mapping[str, bytes]) -> str:
+        """Simulate new data: main moves to a new commit whose Parquet export holds ``files`` (Parquet
+        bytes by path, ``config/split/NNNN.parquet``), and ``lastModified`` becomes now. Earlier shas
+        stay resolvable. Returns the new main sha."""
+        repo = self.catalog.get(dataset_id)
+        if repo is None:
+            raise KeyError(dataset_id)
+        with self.catalog.lock:
+            sha = repo.replace_data({path: BytesBlob(data, lfs=True) for path, data in files.items()})
+            self.catalog.pin(repo)
+            self.catalog.touched()
+        return sha
 
     def commits(self, repo_id: str) -> list[dict[str, Any]]:
         """Commits pushed to ``repo_id`` through this server, oldest first."""
