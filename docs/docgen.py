@@ -389,6 +389,20 @@ def store_views() -> None:
         _out("\n".join(lines) + "\n")
 
 
+def history_columns() -> None:
+    """The history view's columns, each with its meaning (hubsurvey/core/history.py), checked
+    against the view of a fresh DB."""
+    from hubsurvey.core.history import history_columns as meanings
+
+    with fresh_store() as store:
+        columns = _columns(store.con, "history")  # type: ignore[attr-defined]
+    if list(columns) != list(meanings()):
+        raise ValueError(f"hubsurvey/core/history.py history_columns() must explain the view's columns {list(columns)}")
+    lines = ["| column | type | meaning |", "|---|---|---|"]
+    lines += [f"| `{name}` | {kind} | {meanings()[name].replace('|', chr(92) + '|')} |" for name, kind in columns.items()]
+    _out("\n".join(lines) + "\n")
+
+
 def findings_views() -> None:
     """Every findings view (analysis/findings.sql): its definition, as written beside its SQL, and its columns."""
     from hubsurvey.analysis.findings import SQL_FILE, create_views, parse_sql

@@ -7,14 +7,18 @@ Python over the rows that were committed, and against plain SQL over ``measureme
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import random
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from typer.testing import CliRunner
 
+from hubsurvey.analysis.card import render_card
 from hubsurvey.analysis.export import export_results
 from hubsurvey.analysis.findings import findings
 from hubsurvey.analysis.history import dataset_verdicts, history, since_last_run
@@ -199,20 +203,27 @@ def test_dataset_verdicts_equal_the_report_verdicts(nights):
 def test_the_history_config_holds_both_revisions(nights):
     with Store(nights["db"], read_only=True) as store:
         written = export_results(store, nights["tmp"] / "export2")
-        stored = store.records("SELECT dataset_id, config, revision_sha, text_test_biased FROM measurements ORDER BY ALL")
+        stored = store.query("SELECT dataset_id, config, coalesce(label_column, ''), revision_sha, "
+                             "round(text_test_biased, 3) FROM measurements ORDER BY ALL")[1]
     names = {p.relative_to(nights["tmp"] / "export2").as_posix() for p in written}
     assert {"data/history-00000-of-00001.parquet", "history.csv"} <= names
     table = pq.read_table(nights["tmp"] / "export2" / "data" / "history-00000-of-00001.parquet").to_pylist()
     mine = [r for r in table if r["dataset_id"] == CHANGED]
     assert [r["revision_sha"] for r in mine] == [nights["sha1"], nights["sha2"]]
     assert all(r["text_leaks_validation_wrt_test"] is None for r in mine)  # NR is null in Parquet
-    assert sorted((r["dataset_id"], r["config"], r["revision_sha"]) for r in table) == sorted(
-        {(r["dataset_id"], r["config"], r["revision_sha"]) for r in stored})
-    csv_rows = (nights["tmp"] / "export2" / "history.csv").read_text().splitlines()
-    header = csv_rows[0].split(",")
-    at = header.index("text_leaks_validation_wrt_test")
-    mine_csv = [line.split(",") for line in csv_rows[1:] if line.startswith(CHANGED + ",")]
-    assert len(mine_csv) == 2 and all(cells[at] == "NR" for cells in mine_csv)  # NR is "NR" in the CSV
+    # every measured row, each revision once, with its stored figure
+    assert sorted((r["dataset_id"], r["config"], r["label_column"] or "", r["revision_sha"], r["text_test_biased"])
+                  for r in table) == stored
+    with Store(nights["db"], read_only=True) as store:
+        card = render_card(store, "me/results", sorted(names))
+    configs = yaml.safe_load(card.split("---\n")[1])["configs"]
+    assert {"config_name": "history", "data_files": [{"split": "train", "path": "data/history-*.parquet"}]} in configs
+    assert 'history = load_dataset("me/results", "history", split="train")' in card
+    with open(nights["tmp"] / "export2" / "history.csv", newline="") as f:
+        mine_csv = [r for r in csv.DictReader(f) if r["dataset_id"] == CHANGED]
+    assert [r["revision_sha"] for r in mine_csv] == [nights["sha1"], nights["sha2"]]
+    assert all(r["text_leaks_validation_wrt_test"] == "NR" for r in mine_csv)  # NR is "NR" in the CSV
+    assert [r["text_test_biased"] for r in mine_csv] == ["0.0", "25.0"]
 
 
 def test_the_history_command(nights):
@@ -233,8 +244,11 @@ def test_the_history_command(nights):
     assert nights["sha1"][:12] in lines[3] and "clean" in lines[3] and "unreliable" in lines[4]
     assert lines[-1] == "(2 rows)"
 
-    csv = runner.invoke(app, ["history", CHANGED, "--config", "default", "--format", "csv", "--db", db])
-    assert csv.exit_code == 0 and len(csv.stdout.splitlines()) == 3 and ",NR," in csv.stdout
+    as_csv = runner.invoke(app, ["history", CHANGED, "--config", "default", "--format", "csv", "--db", db])
+    assert as_csv.exit_code == 0, as_csv.output
+    rows_csv = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    assert [r["revision_sha"] for r in rows_csv] == [nights["sha1"], nights["sha2"]]
+    assert {r["text_leaks_validation_wrt_test"] for r in rows_csv} == {"NR"}
 
     unknown = runner.invoke(app, ["history", "nobody/nothing", "--db", db])
     assert unknown.exit_code == 2

@@ -137,9 +137,14 @@ CONTAMINATION_COLUMNS: dict[str, str] = {
 def history_columns() -> dict[str, str]:
     """Every column of the history view, in order, with its meaning."""
     by_name = {c.name: c for c in figures.figure_columns()}
-    headline = {name: f"{by_name[name].definition} ({by_name[name].method}; {figures.nr_rule(by_name[name])}, "
-                      "and NULL when the method did not measure the row)"
-                for names in HEADLINE_FIGURES.values() for name in names}
+
+    def meaning(name: str) -> str:
+        column = by_name[name]
+        rounded = "; here rounded to 3 decimals" if column.fmt is figures.Format.PERCENT else ""
+        unmeasured = "" if column.method == figures.LLE_METHOD else ", and NULL when the method did not measure the row"
+        return f"{column.definition}{rounded} ({column.method}; {figures.nr_rule(column)}{unmeasured})"
+
+    headline = {name: meaning(name) for names in HEADLINE_FIGURES.values() for name in names}
     return {**HISTORY_COLUMNS, **headline, **CONTAMINATION_COLUMNS}
 
 
