@@ -30,8 +30,7 @@ except ImportError:  # tests/ imported as a package
     from tests.test_analysis_fixtures import write_folder
     from tests.test_outputs import VERDICT_CASES, verdict_db  # noqa: F401  (a fixture)
 
-# The fixtures audit small folders (a few seconds): the fast tier leaves this module out.
-pytestmark = pytest.mark.slow
+# The fixtures audit small folders (a few seconds): the fast tier leaves the tests using them out.
 
 
 def _current_verdicts(db: Path) -> tuple[dict, dict]:
@@ -41,12 +40,14 @@ def _current_verdicts(db: Path) -> tuple[dict, dict]:
     return {d: (v["verdict"], v["verdict_basis"]) for d, v in dataset_verdicts(rows).items()}, report
 
 
+@pytest.mark.slow
 def test_a_dataset_verdict_equals_the_report_at_every_threshold(verdict_db):
     mine, report = _current_verdicts(verdict_db)
     assert mine == report
     assert {d: v for d, (v, _) in mine.items()} == {d: case[1] for d, case in VERDICT_CASES.items()}
 
 
+@pytest.mark.slow
 def test_a_dataset_verdict_equals_the_report_on_the_exact_and_lle_bases(exact_db):
     mine, report = _current_verdicts(exact_db)
     assert mine == report
@@ -54,6 +55,7 @@ def test_a_dataset_verdict_equals_the_report_on_the_exact_and_lle_bases(exact_db
     assert mine["x/mixed"] == ("unreliable", "lle-2024")  # a config measured before exact: LLE for the dataset
 
 
+@pytest.mark.slow
 def test_each_row_is_graded_by_its_own_basis(exact_db):
     with Store(exact_db, read_only=True) as store:
         rows = store.records("SELECT * FROM history ORDER BY dataset_id, config, label_column NULLS FIRST")
@@ -114,6 +116,7 @@ def two_runs(tmp_path_factory):
             "before_any": before_any, "after_one": after_one}
 
 
+@pytest.mark.slow
 def test_since_the_last_run_compares_with_the_previous_completed_run(two_runs):
     assert two_runs["before_any"]["latest_run"] is None and two_runs["before_any"]["previous_run"] is None
     # after the second run, the previous completed run is the first: o/steady is new since
@@ -135,6 +138,7 @@ def test_since_the_last_run_compares_with_the_previous_completed_run(two_runs):
     assert [r["run_id"] for r in rows] == [two_runs["first"], two_runs["second"]]
 
 
+@pytest.mark.slow
 def test_a_run_that_measured_nothing_leaves_nothing_to_report(two_runs, tmp_path):
     db = tmp_path / "r.duckdb"
     db.write_bytes(two_runs["db"].read_bytes())
@@ -146,6 +150,7 @@ def test_a_run_that_measured_nothing_leaves_nothing_to_report(two_runs, tmp_path
     assert since["new_datasets"] == since["verdict_changes"] == since["new_contamination"] == since["new_cross_leaks"] == []
 
 
+@pytest.mark.slow
 def test_the_report_section_without_and_with_a_previous_run(two_runs, tmp_path):
     with Store(two_runs["db"], read_only=True) as store:
         md = render_report(store, tmp_path)[0].read_text()
@@ -162,6 +167,7 @@ def test_the_report_section_without_and_with_a_previous_run(two_runs, tmp_path):
     assert "No survey run is recorded in this DB (one-off audits only)" in md
 
 
+@pytest.mark.slow
 def test_history_of_an_unknown_dataset_or_config_is_one_line(two_runs):
     with Store(two_runs["db"], read_only=True) as store:
         with pytest.raises(BadInputError, match=r"^nobody/x: not measured in this DB"):
@@ -171,6 +177,7 @@ def test_history_of_an_unknown_dataset_or_config_is_one_line(two_runs):
         assert [r["config"] for r in history(store, "fixed", config="default")] == ["default", "default"]
 
 
+@pytest.mark.slow
 def test_a_db_written_before_the_history_view_is_read_without_a_write(two_runs, tmp_path):
     db = tmp_path / "old.duckdb"
     db.write_bytes(two_runs["db"].read_bytes())
@@ -182,6 +189,7 @@ def test_a_db_written_before_the_history_view_is_read_without_a_write(two_runs, 
     assert '"verdict": "clean"' in result.stdout and db.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_control_characters_in_names_are_shown_as_text(tmp_path):
     db = tmp_path / "r.duckdb"
     name = "o/bad\x1b[31mname"
@@ -191,3 +199,23 @@ def test_control_characters_in_names_are_shown_as_text(tmp_path):
     result = CliRunner().invoke(app, ["history", name, "--db", str(db)])
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.stdout and "o/bad\\x1b[31mname" in result.stdout
+
+
+def test_the_command_refuses_a_missing_db_and_a_bad_format_in_one_line(tmp_path):
+    runner = CliRunner()
+    missing = runner.invoke(app, ["history", "o/x", "--db", str(tmp_path / "none.duckdb")])
+    assert missing.exit_code == 3 and missing.stderr.count("\n") == 1 and "no such results DB" in missing.stderr
+    assert not (tmp_path / "none.duckdb").exists()
+    bad = runner.invoke(app, ["history", "o/x", "--format", "xml", "--db", str(tmp_path / "none.duckdb")])
+    assert bad.exit_code == 2 and bad.stderr.strip() == "error: --format must be one of table, json, csv, not 'xml'"
+
+
+def test_the_view_grades_by_the_declared_thresholds():
+    from hubsurvey.core.history import history_view_sql
+
+    sql = history_view_sql()
+    assert f"< {VERDICT_MINOR_BELOW!r} THEN 'minor'" in sql and f"< {VERDICT_CAUTION_BELOW!r} THEN 'caution'" in sql
+    with Store(":memory:") as store:  # the view exists in a fresh DB, with the documented columns
+        from hubsurvey.core.history import history_columns
+
+        assert store.query("SELECT * FROM history")[0] == list(history_columns())
