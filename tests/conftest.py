@@ -65,7 +65,7 @@ E2E_TESTS: dict[str, str] = {
     "tests/test_contamination.py::test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees": "a whole run",
     "tests/test_contamination.py::test_the_13gram_scan_runs_as_dask_tasks": "a Dask LocalCluster",
     "tests/test_hostile_runs.py": "whole surveys against hostile stand-ins: shared files, removed configs, SIGTERM (60 s)",
-    "tests/test_history_nights.py": "two nights of the mini-hub survey with benchmarks, a commit between them (230 s)",
+    "tests/test_history_nights.py": "two nights of the mini-hub survey with benchmarks, a commit between them (40 s at load 5, 230 s at load 10)",
 }
 EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_near_recall.py::test_engine_against_the_exhaustive_reference": "every shared config (1100 s)",
