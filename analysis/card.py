@@ -23,6 +23,8 @@ from hubsurvey.analysis.export import (
     EXPOSURE_CSV_PATH,
     EXPOSURE_PARQUET_PATH,
     FAMILIES_CSV_PATH,
+    HISTORY_CSV_PATH,
+    HISTORY_PARQUET_PATH,
     LLE_CSV_PATH,
     PARQUET_PATH,
     columns,
@@ -67,9 +69,14 @@ FILE_DESCRIPTIONS = {
                            "Hub model, the datasets its card declares that hold the benchmark's items, with their rows "
                            "(a declaration, not proof of what the model saw)",
     EXPOSURE_CSV_PATH: "the same model_exposure rows as CSV",
+    HISTORY_PARQUET_PATH: "every revision measured (config history): per (dataset, config, label column) and "
+                          "revision, when and by which run, its verdict and the headline figures of each method; "
+                          "NR figures are null",
+    HISTORY_CSV_PATH: "the same history rows as CSV; NR figures are written NR",
 }
 CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
 EXPOSURE_PARQUET_GLOB = "data/model_exposure-*.parquet"
+HISTORY_PARQUET_GLOB = "data/history-*.parquet"
 
 
 #: Run arguments that name local files or folders: never shown in the public card.
@@ -188,6 +195,7 @@ def render_card(
         "parquet_glob": PARQUET_GLOB,
         "cross_parquet_glob": CROSS_PARQUET_GLOB if CROSS_PARQUET_PATH in files else None,
         "exposure_parquet_glob": EXPOSURE_PARQUET_GLOB if EXPOSURE_PARQUET_PATH in files else None,
+        "history_parquet_glob": HISTORY_PARQUET_GLOB if HISTORY_PARQUET_PATH in files else None,
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,

@@ -21,6 +21,10 @@ Files written by :func:`export_results` into ``out_dir``:
   ``data/model_exposure-00000-of-00001.parquet`` and ``model_exposure.csv``: per (benchmark, model),
   the declared datasets holding the benchmark's items (the view ``findings_model_exposure``).
 
+- when the survey measured some (dataset, config, label column) from the Hub at two revisions or more:
+  ``data/history-00000-of-00001.parquet`` and ``history.csv``, the ``history`` view (every revision
+  measured, its verdict and headline figures; NR null in Parquet, ``NR`` in the CSV).
+
 - ``.hubsurvey-export.json``: the manifest, the list of files hubsurvey wrote into the folder.
 
 The output depends only on the DB's content (rows sorted, timestamps in UTC), so exporting an
@@ -70,6 +74,9 @@ FAMILIES_QUERY = "SELECT * EXCLUDE (run_id, computed_at) FROM dataset_families O
 CONTAMINATION_CSV_PATH = "contamination.csv"  # contamination with benchmarks: the line per dataset
 EXPOSURE_PARQUET_PATH = "data/model_exposure-00000-of-00001.parquet"  # the models declaring contaminated data
 EXPOSURE_CSV_PATH = "model_exposure.csv"
+#: The history config: every revision measured (the history view), when a row key has two or more.
+HISTORY_PARQUET_PATH = "data/history-00000-of-00001.parquet"
+HISTORY_CSV_PATH = "history.csv"
 NR = figures.NR
 MANIFEST_PATH = ".hubsurvey-export.json"
 #: Files earlier hubsurvey versions wrote without a manifest: removed on overwrite when it is absent.
@@ -132,15 +139,20 @@ def write_parquet(store: Store, path: Path) -> Path:
     return path
 
 
-def write_csv(path: Path, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
-    """A header and rows as CSV, each cell through :func:`csv_cell` (NULL -> NR, formulas defused)."""
+def csv_document(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A header and rows as CSV text, each cell through :func:`csv_cell` (NULL -> NR, formulas defused)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(names)
     for row in rows:
         writer.writerow([csv_cell(v) for v in row])
+    return buf.getvalue()
+
+
+def write_csv(path: Path, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
+    """A header and rows as a CSV file (:func:`csv_document`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(buf.getvalue(), encoding="utf-8", newline="")
+    path.write_text(csv_document(names, rows), encoding="utf-8", newline="")
     return path
 
 
@@ -209,6 +221,16 @@ def write_exposure(store: Store, out: Path) -> list[Path]:
     pq.write_table(table, out / EXPOSURE_PARQUET_PATH, compression="zstd")
     return [out / EXPOSURE_PARQUET_PATH,
             write_results_csv(store, out / EXPOSURE_CSV_PATH, "SELECT * FROM findings_model_exposure")]
+def write_history(store: Store, out: Path) -> list[Path]:
+    """The history config (Parquet and CSV), or nothing before the survey measured a dataset again."""
+    from hubsurvey.analysis.history import HISTORY_EXPORT_QUERY, has_history
+
+    if not has_history(store):
+        return []
+    _utc(store.con)
+    (out / HISTORY_PARQUET_PATH).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(store.con.sql(HISTORY_EXPORT_QUERY).to_arrow_table(), out / HISTORY_PARQUET_PATH, compression="zstd")
+    return [out / HISTORY_PARQUET_PATH, write_results_csv(store, out / HISTORY_CSV_PATH, HISTORY_EXPORT_QUERY)]
 
 
 def _manifest_files(out: Path) -> list[str] | None:
@@ -295,5 +317,6 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
     if checks is not None:
         written.append(checks)
     written += write_exposure(store, out)
+    written += write_history(store, out)
     write_manifest(out, [p.relative_to(out).as_posix() for p in written])
     return written

@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 
 from hubsurvey.core.figures import EXACT_METHOD, LLE_METHOD, NEAR_METHOD
+from hubsurvey.core.history import VERDICT_CAUTION_BELOW, VERDICT_MINOR_BELOW
 from hubsurvey.core.store import Store
 
 SQL_FILE = Path(__file__).with_name("findings.sql")
@@ -63,9 +64,17 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+#: The verdict thresholds findings.sql uses (in %), declared once in hubsurvey/core/history.py, whose
+#: history view grades each row by the same rule.
+THRESHOLD_MACROS: dict[str, float] = {"verdict_minor_below": VERDICT_MINOR_BELOW,
+                                      "verdict_caution_below": VERDICT_CAUTION_BELOW}
+
+
 def method_macros() -> list[str]:
-    """The statements that define :data:`METHOD_MACROS` (run before findings.sql's own)."""
-    return [f"CREATE OR REPLACE TEMP MACRO {name}() AS {sql_string(value)}" for name, value in METHOD_MACROS.items()]
+    """The statements that define :data:`METHOD_MACROS` and :data:`THRESHOLD_MACROS` (run before
+    findings.sql's own)."""
+    return [f"CREATE OR REPLACE TEMP MACRO {name}() AS {sql_string(value)}" for name, value in METHOD_MACROS.items()] \
+        + [f"CREATE OR REPLACE TEMP MACRO {name}() AS {value!r}" for name, value in THRESHOLD_MACROS.items()]
 
 
 def load_sql() -> tuple[list[str], dict[str, str]]:

@@ -380,8 +380,8 @@ ORDER BY dataset_id, config;
 --                   worst text test_biased being the highest text_test_biased (3 decimals) of its
 --                   rows (the text key: the stricter one).
 -- at_least_pct / below_pct: the rule's bounds on the basis' measure (NULL: no bound). Every basis
--- shares the thresholds (minor below 1 %, caution below 5 %).
-WITH thresholds(minor_below, caution_below) AS (VALUES (1.0, 5.0)),
+-- shares the thresholds (minor below 1 %, caution below 5 %: hubsurvey/core/history.py declares them).
+WITH thresholds(minor_below, caution_below) AS (VALUES (verdict_minor_below(), verdict_caution_below())),
 bases(basis, basis_ord, measure, clean_rule) AS (
     VALUES (near_method(), 1, 'worst near_contaminated_test_pct',
             '0 near-contaminated test rows (a train or validation row at Jaccard ≥ τ, or a test row at an earlier '

@@ -18,6 +18,7 @@ from typing import Any
 
 from hubsurvey.analysis.crossleaks import CROSS_METHOD
 from hubsurvey.analysis.findings import DEFAULT_TOP_N, findings
+from hubsurvey.analysis.history import since_last_run
 from hubsurvey.analysis.render import (
     DEFINITIONS,
     EXACT_DEFINITIONS,
@@ -200,6 +201,9 @@ SECTIONS: tuple[Section, ...] = (
             views=("contamination", "contamination_pairs", "contamination_overview"), derive=_contamination),
     Section("model_exposure", "Models that declare contaminated training data",
             views=("model_exposure", "model_exposure_overview"), derive=_exposure),
+    # what changed since the previous completed run (analysis.history.since_last_run, in the context as
+    # ``since``): unnumbered and after the findings, so that the other sections keep their numbers and places
+    Section("since_last_run", "Since the last run", numbered=False),
     Section("definitions", "Definitions", numbered=False, derive=_definitions),
     Section("provenance", "Provenance", numbered=False,
             tables={"provenance": lambda c: provenance_table(c["p"], c["o"])}),
@@ -248,6 +252,7 @@ def report_context(
         "number": section_numbers(),
         "key_labels": KEY_LABELS,
         **near_setting(overview),
+        "since": since_last_run(store),
     }
 
 

@@ -94,6 +94,7 @@ COMMAND_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "notify": ("hubsurvey.analysis.notify.notify",),
     "site": ("hubsurvey.analysis.site.build_site",),
     "exposure": ("hubsurvey.survey.exposure.run_exposure",),
+    "history": ("hubsurvey.analysis.history.history",),
 }
 
 
@@ -422,6 +423,9 @@ VIEWS: dict[str, str] = {
                  "plus the row's identity: the view to query",
     "near_curve": "the near-duplicate threshold curve, one row per (measurement, threshold): test rows with a "
                   "train row at Jaccard >= threshold",
+    "history": "every revision measured of every (dataset, config, label column), oldest first: when, which "
+               "revision and run, the row's verdict and the headline figures of each method "
+               "([history](history.md))",
 }
 
 
@@ -440,6 +444,20 @@ def store_views() -> None:
             shown = "those of `measurements`" if columns == measurements else ", ".join(columns)
             lines.append(f"| `{view}` | {VIEWS[view]} | {shown} |")
         _out("\n".join(lines) + "\n")
+
+
+def history_columns() -> None:
+    """The history view's columns, each with its meaning (hubsurvey/core/history.py), checked
+    against the view of a fresh DB."""
+    from hubsurvey.core.history import history_columns as meanings
+
+    with fresh_store() as store:
+        columns = _columns(store.con, "history")  # type: ignore[attr-defined]
+    if list(columns) != list(meanings()):
+        raise ValueError(f"hubsurvey/core/history.py history_columns() must explain the view's columns {list(columns)}")
+    lines = ["| column | type | meaning |", "|---|---|---|"]
+    lines += [f"| `{name}` | {kind} | {meanings()[name].replace('|', chr(92) + '|')} |" for name, kind in columns.items()]
+    _out("\n".join(lines) + "\n")
 
 
 def findings_views() -> None:

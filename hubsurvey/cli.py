@@ -333,11 +333,11 @@ def audit(
 
 def _commands() -> list[Callable[..., Any]]:
     """Every command, in the order ``hubsurvey --help`` lists them."""
-    from hubsurvey.commands import analysis, check, contamination, crawl, exposure, notify, site, survey
+    from hubsurvey.commands import analysis, check, contamination, crawl, exposure, history, notify, site, survey
 
     return [audit, crawl.crawl, survey.run, survey.status, survey.demo,
             analysis.crossleaks, analysis.show, analysis.sql, analysis.report, analysis.export, analysis.publish,
-            contamination.contamination, exposure.exposure, check.check, notify.notify, site.site]
+            contamination.contamination, exposure.exposure, check.check, notify.notify, site.site, history.history]
 
 
 #: the one place commands are registered, each inside the error handler

@@ -260,6 +260,17 @@ class Repo:
         """New Parquet export files (a new revision with other content); call with set_main."""
         self._parquet_files = dict(files)
         self._parquet = None
+    def replace_data(self, files: Mapping[str, Blob]) -> str:
+        """New data: a new main commit whose Parquet export holds ``files`` (paths as in the branch:
+        ``config/split/NNNN.parquet``). Earlier commits and their export stay resolvable; returns the new sha."""
+        if self._parquet_files is None:
+            raise ValueError(f"{self.id} has no Parquet export to replace")
+        sha = sha1_hex("data", self.main.sha, *(f"{p} {b.git_oid}" for p, b in sorted(files.items())))
+        self._parquet_files = dict(files)
+        self._parquet = None  # the next read builds the export of the new commit
+        self.set_main(sha)
+        self.meta["usedStorage"] = sum(b.size for b in files.values())
+        return sha
 
     def props(self, branch: Branch | None = None, *, blobs: bool = False) -> dict[str, Any]:
         """Every API property of the repo as seen at ``branch`` (default: main)."""

@@ -29,7 +29,7 @@ import struct
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -1075,6 +1075,19 @@ class StandinHub:
             }
             found.append(discussion)
             return dict(discussion)
+
+    def commit_data(self, dataset_id: str, files: Mapping[str, bytes]) -> str:
+        """Simulate new data: main moves to a new commit whose Parquet export holds ``files`` (Parquet
+        bytes by path, ``config/split/NNNN.parquet``), and ``lastModified`` becomes now. Earlier shas
+        stay resolvable. Returns the new main sha."""
+        repo = self.catalog.get(dataset_id)
+        if repo is None:
+            raise KeyError(dataset_id)
+        with self.catalog.lock:
+            sha = repo.replace_data({path: BytesBlob(data, lfs=True) for path, data in files.items()})
+            self.catalog.pin(repo)
+            self.catalog.touched()
+        return sha
 
     def commits(self, repo_id: str, repo_type: str = "dataset") -> list[dict[str, Any]]:
         """Commits pushed to ``repo_id`` (a dataset, or a ``space``) through this server, oldest first."""

@@ -68,6 +68,7 @@ E2E_TESTS: dict[str, str] = {
     "tests/test_hostile_runs.py": "whole surveys against hostile stand-ins: shared files, removed configs, SIGTERM (60 s)",
     "tests/test_site.py::test_the_demo_db_builds_a_site_whose_figures_equal_the_db": "the demo's whole survey, then its site",
     "tests/test_exposure.py::test_runs_list_the_models_once_and_again_when_a_revision_changes": "three whole runs",
+    "tests/test_history_nights.py": "two nights of the mini-hub survey with benchmarks, a commit between them (40 s at load 5, 230 s at load 10)",
 }
 EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_near_recall.py::test_engine_against_the_exhaustive_reference": "every shared config (1100 s)",

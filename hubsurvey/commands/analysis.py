@@ -91,9 +91,9 @@ def _cell(value: Any, null: str) -> str:
     return str(value)
 
 
-def format_table(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Aligned columns with a header rule; numbers right-aligned, NULL shown as NULL."""
-    cells = [[_cell(v, "NULL").replace("\n", "\\n") for v in row] for row in rows]
+def format_table(names: Sequence[str], rows: Sequence[Sequence[Any]], null: str = "NULL") -> str:
+    """Aligned columns with a header rule; numbers right-aligned, NULL shown as ``null``."""
+    cells = [[_cell(v, null).replace("\n", "\\n") for v in row] for row in rows]
     widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
     numeric = [
         bool(rows) and all((isinstance(r[i], (int, float, Decimal)) and not isinstance(r[i], bool)) or r[i] is None for r in rows)

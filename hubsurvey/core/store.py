@@ -21,7 +21,7 @@ from typing import Any
 
 import duckdb
 
-from hubsurvey.core import figures, livestate
+from hubsurvey.core import figures, history, livestate
 from hubsurvey.core.errors import DbLockedError, OutdatedSchemaError, StoreError
 from hubsurvey.core.safety import holds_secret, scrub_value, secrets
 
@@ -438,6 +438,9 @@ def views() -> dict[str, str]:
                    c.test_rows_near_train / nullif(rows_test, 0) * 100 AS test_rows_near_train_pct
             FROM current_measurements,
                  unnest(from_json(near_curve, '[{"threshold": "DOUBLE", "test_rows_near_train": "BIGINT"}]')) AS u(c)""",
+        # Every revision measured of every (dataset, config, label column), oldest first: when, which
+        # revision, which run, the row's verdict and the headline figures of each method.
+        "history": history.history_view_sql(),
     }
 
 
