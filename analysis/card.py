@@ -38,6 +38,7 @@ from hubsurvey.analysis.render import (
 )
 from hubsurvey.analysis.report import REPORT_MD
 from hubsurvey.core import figures
+from hubsurvey.core.fingerprint import FINGERPRINT_VERSION
 from hubsurvey.core.store import Store
 
 DEFAULT_LICENSE = "cc-by-4.0"
@@ -192,6 +193,7 @@ def render_card(
         "a": found["annotation"][0],
         "p": public_provenance(provenance(store, overview)),
         "key_labels": KEY_LABELS,
+        "fingerprint_version": FINGERPRINT_VERSION,
         # contamination with benchmarks: the line per dataset
         "contamination": found["contamination"],
         "contamination_overview": found["contamination_overview"][0],
