@@ -90,6 +90,7 @@ COMMAND_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "export": ("hubsurvey.analysis.export.export_results",),
     "publish": ("hubsurvey.analysis.publish.publish",),
     "contamination": ("hubsurvey.survey.contamination_check.run_contamination",),
+    "clean": ("hubsurvey.survey.clean.clean",),
 }
 
 

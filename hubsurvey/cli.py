@@ -336,11 +336,12 @@ def audit(
 
 def _commands() -> list[Callable[..., Any]]:
     """Every command, in the order ``hubsurvey --help`` lists them."""
-    from hubsurvey.commands import analysis, contamination, crawl, survey
+    from hubsurvey.commands import analysis, clean, contamination, crawl, survey
 
     return [audit, crawl.crawl, survey.run, survey.status, survey.demo,
             analysis.crossleaks, analysis.show, analysis.sql, analysis.report, analysis.export, analysis.publish,
-            contamination.contamination]
+            contamination.contamination,
+            clean.clean]
 
 
 #: the one place commands are registered, each inside the error handler

@@ -315,6 +315,9 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The clean_test table in a published results dataset (its clean_test config): analysis/export.py
+#: writes it, hubsurvey.load_clean_test reads it.
+CLEAN_TEST_PARQUET_PATH = "data/clean_test-00000-of-00001.parquet"
 
 #: The measurements columns before the figures, with their meaning (exports, card, README).
 IDENTITY_COLUMNS: dict[str, str] = {

@@ -1,0 +1,203 @@
+"""Clean test splits (survey/clean.py, ``hubsurvey clean``): the kept rows against a plain-Python
+computation and against the figures, an audit of the clean split, the folder, the manifest, the
+DB, and the published positions loaded back with ``hubsurvey.load_clean_test``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fingerprint_reference import reference_fingerprint
+
+from hubsurvey.cli import app
+from hubsurvey.core.errors import BadInputError, OutputExistsError
+from hubsurvey.core.store import Store, safe_name
+from hubsurvey.survey.clean import REASONS, clean
+from hubsurvey.survey.measure import measure_config
+from hubsurvey.survey.sources import FolderSource
+from hubsurvey_standin.reference import _freeze, near_rows, normalize_value
+
+SPLITS = ("train", "validation", "test")
+#: the figure each profile's clean removes, as the audit stores it
+CONTAMINATED = {"raw": "raw_test_rows_contaminated", "normalized": "normalized_test_rows_contaminated",
+                "near": "test_rows_near_contaminated"}
+runner = CliRunner()
+
+
+def _rows(folder: Path, config: str) -> dict[str, list[dict]]:
+    out = {}
+    for split in SPLITS:
+        files = sorted((folder / config / split).glob("*.parquet")) if (folder / config / split).is_dir() else []
+        if files:
+            out[split] = [row for f in files for row in pq.read_table(f).to_pylist()]
+    return out
+
+
+def reference_dropped(splits: dict[str, list[dict]], text_columns: list[str], profile: str) -> dict[int, str]:
+    """Test position -> reason, by plain loops over the rows (the stand-in's own normalization)."""
+    def key(row: dict) -> tuple:
+        return tuple(_freeze(row[c] if profile == "raw" else normalize_value(row[c])) for c in text_columns)
+
+    train = {key(r) for r in splits.get("train", [])}
+    validation = {key(r) for r in splits.get("validation", [])}
+    dropped, seen = {}, set()
+    for pos, row in enumerate(splits["test"]):
+        k = key(row)
+        if k in train:
+            dropped[pos] = "train"
+        elif k in validation:
+            dropped[pos] = "validation"
+        elif k in seen:
+            dropped[pos] = "repeated"
+        seen.add(k)
+    return dropped
+
+
+def _manifest_dropped(entry: dict) -> dict[int, str]:
+    kept = set(entry["kept_positions"])
+    return {p: "?" for p in range(entry["rows_test"]) if p not in kept}
+
+
+def _audit_with_clean_test(original: Path, config: str, clean_out: Path, entry: dict, tmp: Path) -> dict:
+    """Measure (train and validation as they were, the clean test): the first row of figures."""
+    folder = tmp / "with-clean" / config
+    for split in ("train", "validation"):
+        if (original / config / split).is_dir():
+            shutil.copytree(original / config / split, folder / split)
+    (folder / "test").mkdir(parents=True)
+    shutil.copy(clean_out / entry["path"], folder / "test" / "0000.parquet")
+    result = measure_config(FolderSource(tmp / "with-clean").load(config), n_configs=1, source="folder", examples=0)
+    return result.rows[0]
+
+
+SHARED = [("CogComp__trec", "default"), ("cardiffnlp__tweet_eval", "hate"), ("PierreColombo__miam", "loria"),
+          ("eriktks__conll2003", "conll2003")]
+
+
+@pytest.mark.parametrize("profile", ["raw", "normalized"])
+@pytest.mark.parametrize("repo, config", SHARED)
+def test_kept_rows_equal_plain_python_and_an_audit_finds_none(shared_datasets, tmp_path, repo, config, profile):
+    original = shared_datasets / repo
+    outcome = clean(str(original), out=tmp_path / "out", config=config, profile=profile)
+    entry = outcome.configs[config]
+    splits = _rows(original, config)
+    expected = reference_dropped(splits, entry["text_columns"], profile)
+    assert entry["kept_positions"] == [p for p in range(len(splits["test"])) if p not in expected]
+    assert entry["dropped"] == {r: list(expected.values()).count(r) for r in REASONS}
+    assert entry["rows_kept"] + sum(entry["dropped"].values()) == entry["rows_test"] == len(splits["test"])
+    # the clean file is those rows, in order, with the split's schema and HF features
+    written = pq.read_table(tmp_path / "out" / entry["path"])
+    test_file = sorted((original / config / "test").glob("*.parquet"))[0]
+    assert written.to_pylist() == [splits["test"][p] for p in entry["kept_positions"]]
+    assert written.schema.metadata[b"huggingface"] == pq.read_schema(test_file).metadata[b"huggingface"]
+    assert written.schema.remove_metadata().equals(pq.read_schema(test_file).remove_metadata())
+    assert entry["fingerprint"] == reference_fingerprint(written.schema.names, written.to_pylist())
+    # the audit's own figure counts exactly the dropped rows; with the clean test it counts none
+    audited = measure_config(FolderSource(original).load(config), n_configs=1, source="folder", examples=0).rows[0]
+    assert audited[CONTAMINATED[profile]] == len(expected)
+    assert _audit_with_clean_test(original, config, tmp_path / "out", entry, tmp_path)[CONTAMINATED[profile]] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("repo, config", SHARED[:3])
+def test_near_drops_what_the_near_figures_count(shared_datasets, tmp_path, repo, config):
+    original = shared_datasets / repo
+    entry = clean(str(original), out=tmp_path / "out", config=config, profile="near").configs[config]
+    audited = measure_config(FolderSource(original).load(config), n_configs=1, source="folder", examples=0).rows[0]
+    dropped = set(_manifest_dropped(entry))
+    assert len(dropped) == audited["test_rows_near_contaminated"] == sum(entry["dropped"].values())
+    assert entry["rows_kept"] + len(dropped) == entry["rows_test"]
+    # every dropped row is near-contaminated by the exhaustive plain-Python reference (LSH finds, never invents)
+    splits = _rows(original, config)
+    truth = near_rows(splits, entry["text_columns"], None)["test_rows_near_contaminated"]
+    assert dropped <= truth and len(dropped) >= 0.95 * len(truth)
+    # near includes normalized: an exact normalized match is dropped too, under its own reason
+    exact = reference_dropped(splits, entry["text_columns"], "normalized")
+    assert set(exact) <= dropped and entry["dropped"]["near"] == len(dropped - set(exact))
+    assert entry["near"]["status"] == "measured" and entry["method"] == "near-2026"
+    assert _audit_with_clean_test(original, config, tmp_path / "out", entry, tmp_path)["test_rows_near_contaminated"] == 0
+
+
+_texts = st.sampled_from(["a b", "A  b", "a b ", "c", "C", "ß", "ss", "x y z", "", "é", "e\u0301", "a\u00a0b"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(SPLITS), st.lists(st.one_of(st.none(), _texts), max_size=8), min_size=1),
+       st.sampled_from(["raw", "normalized"]))
+def test_random_splits_equal_plain_python(tmp_path_factory, splits, profile):
+    splits.setdefault("test", ["a b"])
+    if not splits["test"]:
+        splits["test"] = ["c"]
+    tmp = tmp_path_factory.mktemp("random")
+    for split, texts in splits.items():
+        (tmp / "ds" / "default" / split).mkdir(parents=True)
+        table = pa.table({"text": pa.array(texts, pa.string()), "label": pa.array(range(len(texts)), pa.int64())})
+        pq.write_table(table, tmp / "ds" / "default" / split / "0000.parquet")
+    entry = clean(str(tmp / "ds"), out=tmp / "out", profile=profile).configs["default"]
+    rows = {s: [{"text": t} for t in texts] for s, texts in splits.items()}
+    expected = reference_dropped(rows, ["text"], profile)
+    assert entry["kept_positions"] == [p for p in range(len(splits["test"])) if p not in expected]
+    assert entry["dropped"] == {r: list(expected.values()).count(r) for r in REASONS}
+    assert entry["rows_kept"] + sum(entry["dropped"].values()) == len(splits["test"])
+    assert pq.read_table(tmp / "out" / entry["path"]).num_rows == entry["rows_kept"]  # an empty split is written too
+    if entry["rows_kept"]:  # (an audit refuses a test split of zero rows)
+        assert _audit_with_clean_test(tmp / "ds", "default", tmp / "out", entry, tmp)[CONTAMINATED[profile]] == 0
+
+
+def test_the_folder_is_audited_and_several_configs_make_several_folders(shared_datasets, tmp_path):
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["clean", str(shared_datasets / "omilab__hebrew_sentiment"), "--out", str(out),
+                                 "--db", str(tmp_path / "r.duckdb")])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["configs"]) == {"morph", "token"} and manifest["profile"] == "normalized"
+    assert manifest["dataset"] == "omilab/hebrew_sentiment" and manifest["parquet_sha"] is None
+    assert manifest["method"] == "exact-2026" and manifest["fingerprint_version"] == "hs1"
+    for config, entry in manifest["configs"].items():
+        assert (out / config / "test" / "0000.parquet").is_file() and entry["path"] == f"{config}/test/0000.parquet"
+        assert f"[{config}] normalized: kept {entry['rows_kept']} of {entry['rows_test']}" in result.stdout
+    audited = runner.invoke(app, ["audit", str(out), "--json", "--no-near", "--db", str(tmp_path / "a.duckdb")])
+    assert audited.exit_code == 0, audited.output
+    for obj in json.loads(audited.stdout):
+        entry = manifest["configs"][obj["config"]]
+        assert obj["exact"]["normalized"]["test_rows_repeated"] == 0
+        assert obj["fingerprints"] == {"train": None, "validation": None, "test": entry["fingerprint"]}
+    with Store(tmp_path / "r.duckdb", read_only=True) as store:
+        stored = store.records("SELECT config, rows_kept, kept_positions, clean_fingerprint, dropped FROM clean_test ORDER BY config")
+        (runs,) = store.query("SELECT count(*) FROM runs WHERE command = 'clean' AND status = 'done'")[1][0]
+    assert [(r["config"], r["rows_kept"], r["kept_positions"], r["clean_fingerprint"]) for r in stored] == [
+        (c, e["rows_kept"], e["kept_positions"], e["fingerprint"]) for c, e in sorted(manifest["configs"].items())]
+    assert runs == 1
+
+
+def test_bad_input_is_one_line_and_config_names_stay_inside(shared_datasets, tmp_path):
+    # a config name that is not a plain path component is written under its safe name
+    src = tmp_path / "ds" / "we%ird name"
+    shutil.copytree(shared_datasets / "CogComp__trec" / "default", src)
+    outcome = clean(str(tmp_path / "ds"), out=tmp_path / "out")
+    entry = outcome.configs["we%ird name"]
+    assert entry["path"] == f"{safe_name('we%ird name')}/test/0000.parquet" and (tmp_path / "out" / entry["path"]).is_file()
+    with pytest.raises(BadInputError, match="--profile 'fuzzy'"):
+        clean(str(tmp_path / "ds"), out=tmp_path / "o2", profile="fuzzy")
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(OutputExistsError, match="not a clean test split"):
+        clean(str(tmp_path / "ds"), out=tmp_path / "busy")
+    assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
+    # a config without a test split fails alone, in one line naming it; the other is cleaned
+    shutil.copytree(shared_datasets / "CogComp__trec" / "default" / "train", tmp_path / "ds" / "notest" / "train")
+    outcome = clean(str(tmp_path / "ds"), out=tmp_path / "out")
+    assert set(outcome.configs) == {"we%ird name"} and int(outcome.exit_code) == 1
+    assert outcome.errors == ["ds [notest]: no test split (found: train)"]
+    result = runner.invoke(app, ["clean", str(tmp_path / "ds"), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1 and result.stderr.strip().splitlines() == ["error: ds [notest]: no test split (found: train)"]
