@@ -15,6 +15,7 @@ from typing import Any
 
 from hubsurvey.analysis.crossleaks import CROSS_METHOD
 from hubsurvey.analysis.export import (
+    CLEAN_TEST_PARQUET_PATH,
     CONTAMINATION_CSV_PATH,
     CROSS_CSV_PATH,
     CROSS_PARQUET_PATH,
@@ -58,8 +59,12 @@ FILE_DESCRIPTIONS = {
     FAMILIES_CSV_PATH: "dataset families: datasets joined by copy relations (mirrors, forks, re-uploads), with their members",
     CONTAMINATION_CSV_PATH: "contamination with benchmarks: per dataset, the benchmarks it was checked against, at "
                             "which revisions, and whether its splits hold their items (clean or contaminated)",
+    CLEAN_TEST_PARQUET_PATH: "clean test splits (config clean_test): per (dataset, config, revision, profile) the row "
+                             "positions of the test split that hubsurvey clean kept, with counts and fingerprints; "
+                             "positions only, no row of the datasets",
 }
 CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
+CLEAN_TEST_PARQUET_GLOB = "data/clean_test-*.parquet"
 
 
 #: Run arguments that name local files or folders: never shown in the public card.
@@ -177,6 +182,7 @@ def render_card(
         "citations": CITATIONS,
         "parquet_glob": PARQUET_GLOB,
         "cross_parquet_glob": CROSS_PARQUET_GLOB if CROSS_PARQUET_PATH in files else None,
+        "clean_parquet_glob": CLEAN_TEST_PARQUET_GLOB if CLEAN_TEST_PARQUET_PATH in files else None,
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,

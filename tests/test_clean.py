@@ -201,3 +201,59 @@ def test_bad_input_is_one_line_and_config_names_stay_inside(shared_datasets, tmp
     assert outcome.errors == ["ds [notest]: no test split (found: train)"]
     result = runner.invoke(app, ["clean", str(tmp_path / "ds"), "--out", str(tmp_path / "out")])
     assert result.exit_code == 1 and result.stderr.strip().splitlines() == ["error: ds [notest]: no test split (found: train)"]
+
+
+TOKEN = "hf_clean_test_token_8c2e4a"
+
+
+@pytest.mark.slow
+def test_load_clean_test_from_the_db_and_from_the_published_results(shared_datasets, tmp_path, monkeypatch):
+    """Against the stand-in Hub: clean a Hub id into a DB, load the clean split back from the DB,
+    publish the results (the clean_test config), and load it again from the published positions."""
+    import datasets
+    import huggingface_hub.constants
+
+    import hubsurvey
+    from hubsurvey_standin import StandinHub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HUBSURVEY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "datasets-cache"))
+    db, out = tmp_path / "r.duckdb", tmp_path / "out"
+    with StandinHub(shared_datasets, valid_tokens={TOKEN}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        result = runner.invoke(app, ["clean", "CogComp/trec", "--out", str(out), "--db", str(db)])
+        assert result.exit_code == 0, result.output
+        manifest = json.loads((out / "manifest.json").read_text())
+        entry = manifest["configs"]["default"]
+        assert manifest["source"] == "hub" and len(manifest["parquet_sha"]) == 40 and len(manifest["revision"]) == 40
+        # the Hub's split and the folder's give the same clean rows and fingerprints
+        folder = clean(str(shared_datasets / "CogComp__trec"), out=tmp_path / "from-folder").configs["default"]
+        assert (entry["kept_positions"], entry["fingerprint"], entry["test_fingerprint"]) == (
+            folder["kept_positions"], folder["fingerprint"], folder["test_fingerprint"])
+
+        loaded = hubsurvey.load_clean_test("CogComp/trec", "default", db=db)
+        assert isinstance(loaded, datasets.Dataset) and loaded.num_rows == entry["rows_kept"]
+        assert loaded.to_list() == pq.read_table(out / entry["path"]).to_pylist()
+        original = datasets.Dataset.from_parquet(str(shared_datasets / "CogComp__trec/default/test/0000.parquet"))
+        assert loaded.features == original.features  # ClassLabel names kept
+
+        runner.invoke(app, ["audit", "CogComp/trec", "--no-near", "--examples", "0", "--db", str(db)])
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        published = runner.invoke(app, ["publish", "--repo", "me/clean-results", "--db", str(db), "--out",
+                                        str(tmp_path / "pub"), "--push"])
+        assert published.exit_code == 0, published.output
+        assert (tmp_path / "pub" / "data" / "clean_test-00000-of-00001.parquet").is_file()
+        assert "config_name: clean_test" in (tmp_path / "pub" / "README.md").read_text()
+        monkeypatch.delenv("HF_TOKEN")
+        again = hubsurvey.load_clean_test("CogComp/trec", "default", results="me/clean-results")
+        assert again.to_list() == loaded.to_list()
+        with pytest.raises(BadInputError, match=r"CogComp/trec \[default\] \(near\): no clean test split recorded"):
+            hubsurvey.load_clean_test("CogComp/trec", "default", "near", results="me/clean-results")
+    published_rows = pq.read_table(tmp_path / "pub" / "data" / "clean_test-00000-of-00001.parquet").to_pylist()
+    assert [(r["dataset_id"], r["config"], r["profile"], r["kept_positions"]) for r in published_rows] == [
+        ("CogComp/trec", "default", "normalized", entry["kept_positions"])]
+    assert set(published_rows[0]) == {  # positions, counts and fingerprints: no row of the dataset
+        "dataset_id", "revision_sha", "parquet_sha", "config", "profile", "text_columns", "test_split", "rows_test",
+        "rows_kept", "dropped", "kept_positions", "test_fingerprint", "clean_fingerprint", "near", "method",
+        "method_version", "tool_version", "cleaned_at"}
