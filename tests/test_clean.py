@@ -82,10 +82,12 @@ def _audit_with_clean_test(original: Path, config: str, clean_out: Path, entry: 
 
 SHARED = [("CogComp__trec", "default"), ("cardiffnlp__tweet_eval", "hate"), ("PierreColombo__miam", "loria"),
           ("eriktks__conll2003", "conll2003")]
+#: one config in the fast tier, the others in the slow one
+SHARED_TIERED = [SHARED[0], *(pytest.param(*c, marks=pytest.mark.slow) for c in SHARED[1:])]
 
 
 @pytest.mark.parametrize("profile", ["raw", "normalized"])
-@pytest.mark.parametrize("repo, config", SHARED)
+@pytest.mark.parametrize("repo, config", SHARED_TIERED)
 def test_kept_rows_equal_plain_python_and_an_audit_finds_none(shared_datasets, tmp_path, repo, config, profile):
     original = shared_datasets / repo
     outcome = clean(str(original), out=tmp_path / "out", config=config, profile=profile)
@@ -131,7 +133,7 @@ def test_near_drops_what_the_near_figures_count(shared_datasets, tmp_path, repo,
 _texts = st.sampled_from(["a b", "A  b", "a b ", "c", "C", "ß", "ss", "x y z", "", "é", "e\u0301", "a\u00a0b"])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.dictionaries(st.sampled_from(SPLITS), st.lists(st.one_of(st.none(), _texts), max_size=8), min_size=1),
        st.sampled_from(["raw", "normalized"]))
 def test_random_splits_equal_plain_python(tmp_path_factory, splits, profile):
@@ -154,6 +156,7 @@ def test_random_splits_equal_plain_python(tmp_path_factory, splits, profile):
         assert _audit_with_clean_test(tmp / "ds", "default", tmp / "out", entry, tmp)[CONTAMINATED[profile]] == 0
 
 
+@pytest.mark.slow
 def test_the_folder_is_audited_and_several_configs_make_several_folders(shared_datasets, tmp_path):
     out = tmp_path / "out"
     result = runner.invoke(app, ["clean", str(shared_datasets / "omilab__hebrew_sentiment"), "--out", str(out),
@@ -257,3 +260,17 @@ def test_load_clean_test_from_the_db_and_from_the_published_results(shared_datas
         "dataset_id", "revision_sha", "parquet_sha", "config", "profile", "text_columns", "test_split", "rows_test",
         "rows_kept", "dropped", "kept_positions", "test_fingerprint", "clean_fingerprint", "near", "method",
         "method_version", "tool_version", "cleaned_at"}
+
+
+def test_a_save_to_disk_folder_keeps_its_features(tmp_path):
+    """An Arrow folder written by datasets: the clean Parquet carries its features (ClassLabel names)."""
+    import datasets
+
+    features = datasets.Features({"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["neg", "pos"])})
+    splits = {"train": ["a", "b"], "test": ["A", "c", "c", "d"]}
+    datasets.DatasetDict({s: datasets.Dataset.from_dict({"text": t, "label": [i % 2 for i in range(len(t))]}, features=features)
+                          for s, t in splits.items()}).save_to_disk(str(tmp_path / "ds"))
+    entry = clean(str(tmp_path / "ds"), out=tmp_path / "out").configs["default"]
+    assert entry["kept_positions"] == [1, 3] and entry["dropped"] == {"train": 1, "validation": 0, "repeated": 1, "near": 0}
+    loaded = datasets.Dataset.from_parquet(str(tmp_path / "out" / entry["path"]))
+    assert loaded.features == features and loaded["text"] == ["c", "d"]
