@@ -274,3 +274,36 @@ def test_a_save_to_disk_folder_keeps_its_features(tmp_path):
     assert entry["kept_positions"] == [1, 3] and entry["dropped"] == {"train": 1, "validation": 0, "repeated": 1, "near": 0}
     loaded = datasets.Dataset.from_parquet(str(tmp_path / "out" / entry["path"]))
     assert loaded.features == features and loaded["text"] == ["c", "d"]
+
+
+SECRET = "hf_CleanPlanted_token_3e9b1f7a"
+
+
+@pytest.mark.slow
+def test_a_hub_that_echoes_the_token_fails_the_config_in_one_line_without_it(shared_datasets, tmp_path, monkeypatch):
+    """A careless proxy echoes the Authorization header into its errors while the files download:
+    the config fails as a Hub fault (exit 4), in one line, and no output, DB column or file holds
+    the token; a second dataset, served cleanly, is cleaned."""
+    import huggingface_hub.constants
+    from leaks import db_hits, secret_hits
+
+    from hubsurvey_standin import Faults, Scope, StandinHub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HUBSURVEY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HUBSURVEY_MAX_ATTEMPTS", "2")
+    faults = Faults(error_burst_every=1, error_burst_len=1, error_status=403, echo_auth=True,
+                    scope=Scope(categories=frozenset({"resolve_get"}), dataset="CogComp/trec"))
+    db = tmp_path / "r.duckdb"
+    with StandinHub(shared_datasets, faults=faults, valid_tokens={SECRET}) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_TOKEN", SECRET)
+        failed = runner.invoke(app, ["clean", "CogComp/trec", "--out", str(tmp_path / "trec"), "--db", str(db)])
+        cleaned = runner.invoke(app, ["clean", "openai/gsm8k", "--out", str(tmp_path / "gsm8k"), "--db", str(db)])
+    assert failed.exit_code == 4 and len(failed.stderr.strip().splitlines()) == 1, failed.output  # the Hub's fault
+    assert failed.stderr.startswith("error: CogComp/trec [default]: HfHubHTTPError: 403") and "***" in failed.stderr
+    assert not (tmp_path / "trec" / "manifest.json").exists()
+    assert cleaned.exit_code == 0, cleaned.output
+    assert secret_hits(SECRET, texts={"failed": failed.output, "cleaned": cleaned.output},
+                       paths=[tmp_path / "trec", tmp_path / "gsm8k"]) == []
+    assert db_hits(db, SECRET) == []
