@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,6 +197,9 @@ def clean(
         if config not in configs:
             raise BadInputError(f"{source.dataset_id} [{config}]: no such config (have: {', '.join(configs)})")
     overrides = RoleOverrides.load(roles_file)
+    if earlier and not _same_clean(earlier, source.dataset_id, source.revision_sha, profile):
+        _remove_files_of(out, earlier)  # another dataset, revision or profile: none of its files may stay
+        earlier = None
     outcome = CleanOutcome(source.dataset_id, out)
     hub = isinstance(source, HubSource)
     store = Store(db) if db is not None else None
@@ -231,6 +234,22 @@ def clean(
     return outcome
 
 
+def _same_clean(manifest: Mapping[str, Any], dataset_id: str, revision: str, profile: str) -> bool:
+    return (manifest.get("dataset"), manifest.get("revision"), manifest.get("profile")) == (dataset_id, revision, profile)
+
+
+def _remove_files_of(out: Path, manifest: Mapping[str, Any]) -> None:
+    """Remove the clean files an earlier manifest lists (only those, and only inside ``out``), and it."""
+    for entry in (manifest.get("configs") or {}).values():
+        path = out / str((entry or {}).get("path", ""))
+        if path.is_file() and path.resolve().is_relative_to(out.resolve()):
+            path.unlink()
+            for folder in (path.parent, path.parent.parent):  # <config>/test/, <config>/: an empty folder would read as a config
+                with suppress(OSError):
+                    folder.rmdir()
+    (out / MANIFEST).unlink(missing_ok=True)
+
+
 def _manifest(source: FolderSource | HubSource, profile: str, configs: Mapping[str, dict[str, Any]],
               earlier: dict[str, Any] | None) -> dict[str, Any]:
     """The manifest: this clean's configs, and an earlier clean's other configs of the same
@@ -247,7 +266,7 @@ def _manifest(source: FolderSource | HubSource, profile: str, configs: Mapping[s
         "fingerprint_version": FINGERPRINT_VERSION,
     }
     kept = {}
-    if earlier and all(earlier.get(k) == head[k] for k in ("dataset", "revision", "profile")):
+    if earlier and _same_clean(earlier, head["dataset"], head["revision"], profile):
         kept = {k: v for k, v in (earlier.get("configs") or {}).items() if k not in configs}
     return {**head, "configs": {**kept, **configs}}
 

@@ -307,3 +307,18 @@ def test_a_hub_that_echoes_the_token_fails_the_config_in_one_line_without_it(sha
     assert secret_hits(SECRET, texts={"failed": failed.output, "cleaned": cleaned.output},
                        paths=[tmp_path / "trec", tmp_path / "gsm8k"]) == []
     assert db_hits(db, SECRET) == []
+
+
+def test_a_clean_into_an_earlier_clean_adds_a_config_or_replaces_every_file(shared_datasets, tmp_path):
+    src = tmp_path / "ds"
+    for config in ("a", "b"):
+        shutil.copytree(shared_datasets / "CogComp__trec" / "default", src / config)
+    out = tmp_path / "out"
+    clean(str(src), out=out, config="a")
+    clean(str(src), out=out, config="b")  # same dataset, revision and profile: the manifest gains b
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["configs"]) == {"a", "b"} and (out / "a/test/0000.parquet").is_file()
+    clean(str(src), out=out, config="b", profile="raw")  # another profile: a's normalized file goes
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["configs"]) == {"b"} and manifest["profile"] == "raw"
+    assert not (out / "a").exists() and (out / "b/test/0000.parquet").is_file()
