@@ -41,6 +41,7 @@ from hubsurvey.core.errors import (
     HubUnreachableError,
     OutputExistsError,
     StoreError,
+    UnreadableDataError,
     scrub,
 )
 from hubsurvey.core.figures import EXACT_METHOD, EXACT_METHOD_VERSION, NEAR_METHOD, NEAR_METHOD_VERSION
@@ -49,6 +50,7 @@ from hubsurvey.core.roles import RoleOverrides, check_name, resolve_roles
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import CLEAN_TEST_PARQUET_PATH, DEFAULT_DB, Store, insert, now, safe_name
 from hubsurvey.survey.audit import _config_error, outcome_exit_code
+from hubsurvey.survey.measure import is_data_error
 from hubsurvey.survey.metrics import Engine
 from hubsurvey.survey.sources import ConfigData, FolderSource, HubSource, check_config, open_source
 
@@ -141,9 +143,15 @@ def clean_config(data: ConfigData, out: Path, profile: str, overrides: RoleOverr
     """Write one config's clean test split under ``out``; return its manifest entry."""
     data = check_config(data)
     roles = resolve_roles(data.features, data.dataset_id, data.config, overrides)
-    with Engine(data) as engine:
-        dropped, near = engine.test_rows_dropped(roles.text_columns, profile)
-    test = read_test(data)
+    try:
+        with Engine(data) as engine:
+            dropped, near = engine.test_rows_dropped(roles.text_columns, profile)
+        test = read_test(data)
+    except Exception as e:
+        if is_data_error(e):  # files that cannot be read as they are: the data's fault, as for audit
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise UnreadableDataError(f"{data.where()}: {type(e).__name__}: {first}") from None
+        raise
     gone = dropped.column("pos").to_numpy()
     keep = np.ones(test.num_rows, dtype=bool)
     keep[gone] = False
@@ -266,7 +274,7 @@ def _manifest(source: FolderSource | HubSource, profile: str, configs: Mapping[s
         "fingerprint_version": FINGERPRINT_VERSION,
     }
     kept = {}
-    if earlier and _same_clean(earlier, head["dataset"], head["revision"], profile):
+    if earlier and _same_clean(earlier, source.dataset_id, source.revision_sha, profile):
         kept = {k: v for k, v in (earlier.get("configs") or {}).items() if k not in configs}
     return {**head, "configs": {**kept, **configs}}
 
