@@ -16,12 +16,13 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 
 #: The package's functions for notebooks, resolved on first use: every module imports this package
 #: (for __version__), so it imports no stage at import time.
-_LAZY = {"load_clean_test": "hubsurvey.survey.clean"}
+_LAZY = {"load_clean_test": "hubsurvey.survey.clean", "split_fingerprint": "hubsurvey.core.fingerprint"}
 
 
 def __getattr__(name: str) -> object:
     """``hubsurvey.load_clean_test(dataset_id, config, profile="normalized", *, results=None, db=None)``:
-    a Hub dataset's test split without its contaminated rows (``hubsurvey.survey.clean.load_clean_test``)."""
+    a Hub dataset's test split without its contaminated rows (``hubsurvey.survey.clean.load_clean_test``);
+    ``hubsurvey.split_fingerprint(table)``: a split's hs1 content fingerprint (``hubsurvey.core.fingerprint``)."""
     if name in _LAZY:
         from importlib import import_module
 

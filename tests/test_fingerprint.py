@@ -92,6 +92,14 @@ def test_one_row_changed_added_removed_or_repeated_changes_it(conll_test):
     assert split_fingerprint(twice) not in seen
 
 
+def test_the_package_exports_it():
+    import hubsurvey
+
+    assert hubsurvey.split_fingerprint is split_fingerprint
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        hubsurvey.nothing  # noqa: B018
+
+
 def test_string_layout_and_dictionary_encoding_do_not_matter():
     texts = ["a", None, "b", "a", "ünï"]
     plain = pa.table({"t": pa.array(texts, pa.string()), "n": pa.array([1, 2, None, 4, 5], pa.int64())})
