@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -322,3 +322,34 @@ def test_a_clean_into_an_earlier_clean_adds_a_config_or_replaces_every_file(shar
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest["configs"]) == {"b"} and manifest["profile"] == "raw"
     assert not (out / "a").exists() and (out / "b/test/0000.parquet").is_file()
+
+
+_words = st.lists(st.sampled_from(["river", "stone", "blue", "quiet", "paper", "seven", "glass", "north"]),
+                  min_size=6, max_size=12).map(" ".join)
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_words, min_size=2, max_size=6), st.lists(st.tuples(st.sampled_from(["train", "validation", "test"]),
+       st.integers(0, 5), st.sampled_from(["", ".", "!", " x"])), min_size=1, max_size=10))
+def test_random_near_splits_drop_what_the_figure_counts(tmp_path_factory, sources, plants):
+    """Texts and one-character edits of them planted in the three splits: the near clean drops
+    exactly the rows test_rows_near_contaminated counts, all near-contaminated by the exhaustive
+    reference, and an audit with the clean test counts none."""
+    splits: dict[str, list[str]] = {"train": [sources[0]], "validation": [], "test": [sources[-1]]}
+    for split, k, edit in plants:
+        splits[split].append(sources[k % len(sources)] + edit)
+    tmp = tmp_path_factory.mktemp("near")
+    for split, texts in splits.items():
+        if texts:
+            (tmp / "ds" / "default" / split).mkdir(parents=True)
+            pq.write_table(pa.table({"text": pa.array(texts, pa.string())}), tmp / "ds" / "default" / split / "0000.parquet")
+    entry = clean(str(tmp / "ds"), out=tmp / "out", profile="near").configs["default"]
+    audited = measure_config(FolderSource(tmp / "ds").load("default"), n_configs=1, source="folder", examples=0).rows[0]
+    dropped = set(_manifest_dropped(entry))
+    event(f"near rows dropped: {bool(entry['dropped']['near'])}")
+    assert len(dropped) == audited["test_rows_near_contaminated"] == sum(entry["dropped"].values())
+    rows = {s: [{"text": t} for t in texts] for s, texts in splits.items() if texts}
+    assert dropped <= near_rows(rows, ["text"], None)["test_rows_near_contaminated"]
+    if entry["rows_kept"]:
+        assert _audit_with_clean_test(tmp / "ds", "default", tmp / "out", entry, tmp)["test_rows_near_contaminated"] == 0
