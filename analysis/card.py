@@ -16,6 +16,7 @@ from typing import Any
 from hubsurvey.analysis.checks_manifest import CHECKS_MANIFEST_PATH
 from hubsurvey.analysis.crossleaks import CROSS_METHOD
 from hubsurvey.analysis.export import (
+    CLEAN_TEST_PARQUET_PATH,
     CONTAMINATION_CSV_PATH,
     CROSS_CSV_PATH,
     CROSS_PARQUET_PATH,
@@ -43,6 +44,7 @@ from hubsurvey.analysis.render import (
 )
 from hubsurvey.analysis.report import REPORT_MD
 from hubsurvey.core import figures
+from hubsurvey.core.fingerprint import FINGERPRINT_VERSION
 from hubsurvey.core.store import Store
 
 DEFAULT_LICENSE = "cc-by-4.0"
@@ -73,10 +75,14 @@ FILE_DESCRIPTIONS = {
                           "revision, when and by which run, its verdict and the headline figures of each method; "
                           "NR figures are null",
     HISTORY_CSV_PATH: "the same history rows as CSV; NR figures are written NR",
+    CLEAN_TEST_PARQUET_PATH: "clean test splits (config clean_test): per (dataset, config, revision, profile) the row "
+                             "positions of the test split that hubsurvey clean kept, with counts and fingerprints; "
+                             "positions only, no row of the datasets",
 }
 CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
 EXPOSURE_PARQUET_GLOB = "data/model_exposure-*.parquet"
 HISTORY_PARQUET_GLOB = "data/history-*.parquet"
+CLEAN_TEST_PARQUET_GLOB = "data/clean_test-*.parquet"
 
 
 #: Run arguments that name local files or folders: never shown in the public card.
@@ -196,6 +202,7 @@ def render_card(
         "cross_parquet_glob": CROSS_PARQUET_GLOB if CROSS_PARQUET_PATH in files else None,
         "exposure_parquet_glob": EXPOSURE_PARQUET_GLOB if EXPOSURE_PARQUET_PATH in files else None,
         "history_parquet_glob": HISTORY_PARQUET_GLOB if HISTORY_PARQUET_PATH in files else None,
+        "clean_parquet_glob": CLEAN_TEST_PARQUET_GLOB if CLEAN_TEST_PARQUET_PATH in files else None,
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,
@@ -212,6 +219,7 @@ def render_card(
         "a": found["annotation"][0],
         "p": public_provenance(provenance(store, overview)),
         "key_labels": KEY_LABELS,
+        "fingerprint_version": FINGERPRINT_VERSION,
         # contamination with benchmarks: the line per dataset
         "contamination": found["contamination"],
         "contamination_overview": found["contamination_overview"][0],

@@ -25,6 +25,10 @@ Files written by :func:`export_results` into ``out_dir``:
   ``data/history-00000-of-00001.parquet`` and ``history.csv``, the ``history`` view (every revision
   measured, its verdict and headline figures; NR null in Parquet, ``NR`` in the CSV).
 
+- ``data/clean_test-00000-of-00001.parquet`` (when ``hubsurvey clean --db`` recorded clean test
+  splits): the ``clean_test`` table, per (dataset, config, revision, profile) the kept row
+  positions of the test split, its counts and fingerprints; ``hubsurvey.load_clean_test`` reads it.
+
 - ``.hubsurvey-export.json``: the manifest, the list of files hubsurvey wrote into the folder.
 
 The output depends only on the DB's content (rows sorted, timestamps in UTC), so exporting an
@@ -56,7 +60,7 @@ import pyarrow.parquet as pq
 from hubsurvey.analysis.checks_manifest import CHECKS_MANIFEST_PATH, write_checks_manifest
 from hubsurvey.core import figures
 from hubsurvey.core.errors import OutputExistsError
-from hubsurvey.core.store import Store, quote_ident, result_columns
+from hubsurvey.core.store import CLEAN_TEST_PARQUET_PATH, Store, quote_ident, result_columns
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,9 @@ EXPOSURE_CSV_PATH = "model_exposure.csv"
 #: The history config: every revision measured (the history view), when a row key has two or more.
 HISTORY_PARQUET_PATH = "data/history-00000-of-00001.parquet"
 HISTORY_CSV_PATH = "history.csv"
+#: The clean test splits' kept row positions (the clean_test table, written by `hubsurvey clean --db`):
+#: positions and counts only, never a row's text. The run id is left out, as for the cross tables.
+CLEAN_TEST_QUERY = "SELECT * EXCLUDE (run_id) FROM clean_test ORDER BY dataset_id, config, profile, revision_sha"
 NR = figures.NR
 MANIFEST_PATH = ".hubsurvey-export.json"
 #: Files earlier hubsurvey versions wrote without a manifest: removed on overwrite when it is absent.
@@ -287,6 +294,11 @@ def has_cross_overlaps(store: Store) -> bool:
     return bool(store.query("SELECT count(*) FROM cross_overlaps")[1][0][0])
 
 
+def has_clean_test(store: Store) -> bool:
+    """Whether ``hubsurvey clean --db`` recorded clean test splits (then the results carry clean_test)."""
+    return bool(store.query("SELECT count(*) FROM clean_test")[1][0][0])
+
+
 def write_manifest(out_dir: str | Path, files: list[str]) -> Path:
     """Record the files hubsurvey wrote into ``out_dir`` (relative paths), for the next overwrite."""
     path = Path(out_dir) / MANIFEST_PATH
@@ -318,5 +330,10 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
         written.append(checks)
     written += write_exposure(store, out)
     written += write_history(store, out)
+    if has_clean_test(store):
+        _utc(store.con)
+        (out / CLEAN_TEST_PARQUET_PATH).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(store.con.sql(CLEAN_TEST_QUERY).to_arrow_table(), out / CLEAN_TEST_PARQUET_PATH, compression="zstd")
+        written.append(out / CLEAN_TEST_PARQUET_PATH)
     write_manifest(out, [p.relative_to(out).as_posix() for p in written])
     return written

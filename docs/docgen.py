@@ -95,6 +95,7 @@ COMMAND_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "site": ("hubsurvey.analysis.site.build_site",),
     "exposure": ("hubsurvey.survey.exposure.run_exposure",),
     "history": ("hubsurvey.analysis.history.history",),
+    "clean": ("hubsurvey.survey.clean.clean",),
 }
 
 
@@ -215,6 +216,8 @@ TABLES: dict[str, dict[str, str]] = {
         "hash": "how the hash was computed (`duckdb-<version> hash(normalized text key)`); files of another "
                 "scheme are not compared and are measured again",
         "written_at, run_id": "when, and by which run or audit",
+        "content_fingerprint": "the split's order-independent content fingerprint, `hs1:<32 hex digits>` "
+                               "([method](method.md#split-fingerprints)); NULL: written before fingerprints",
     },
     "cross_overlaps": {
         "test_dataset, test_config, test_revision": "A: the test split probed",
@@ -301,6 +304,21 @@ TABLES: dict[str, dict[str, str]] = {
                                                           "and their ratio × 100, as `contamination` held them",
         "method, method_version, tool_version, looked_up_at, run_id": _PROVENANCE + " (`exposure-2026`, 1)",
     },
+    "clean_test": {
+        "dataset_id, revision_sha, config": "the config cleaned, at its revision (primary key with profile)",
+        "parquet_sha": "the Parquet-branch commit read (NULL: a folder)",
+        "profile": "`raw`, `normalized` or `near`: whose rule made a test row contaminated ([clean](clean.md))",
+        "text_columns": "the columns whose values form the text key",
+        "test_split": "the dataset's own name of its test split",
+        "rows_test, rows_kept": "rows of the test split, and those kept",
+        "dropped": 'rows dropped by reason, each row once, under its first of `{"train", "validation", '
+                   '"repeated", "near"}` (JSON)',
+        "kept_positions": "the kept rows' 0-based positions in the test split, ascending (positions, never rows)",
+        "test_fingerprint, clean_fingerprint": "the hs1 fingerprints of the test split and of the clean split",
+        "near": "the near-duplicate parameters (threshold, shingle, ...) under `near`; NULL otherwise",
+        "method, method_version, tool_version, cleaned_at, run_id":
+            _PROVENANCE + " (`exact-2026` for raw and normalized, `near-2026` for near)",
+    },
 }
 
 
@@ -375,6 +393,8 @@ TABLE_NOTES: dict[str, str] = {
     "model_exposure": "One row per (model, declared dataset, contaminated config and split, benchmark). A dataset's "
                       "rows are replaced together when its contamination (or the cap) changes; a failed listing "
                       "leaves them as they were.",
+    "clean_test": "The test rows `hubsurvey clean --db` kept, one row per (dataset, revision, config, profile); "
+                  "publish exports them as the `clean_test` config.",
     "schema_version": "The migrations applied, one row each.",
 }
 

@@ -176,8 +176,19 @@ def render_row(row: dict[str, Any]) -> str:
         lines.append(f"  {f.title:26}{cells[0]:>12}{cells[1]:>14}")
     for rf in figures.ROW_FIGURES:
         lines.append(f"  {rf.title:26}{figures.published(row[rf.name], rf.fmt):>12}")
-    blocks = [block for block in (render_exact(row), render_near(row)) if block]
+    blocks = [block for block in (render_exact(row), render_near(row), render_fingerprints(row)) if block]
     return "\n".join([*lines, *blocks])
+
+
+def fingerprints_json(row: dict[str, Any]) -> dict[str, str | None]:
+    """Each split's content fingerprint (``hs1:...``; null for an absent split)."""
+    return {split: row.get(f"fingerprint_{split}") for split in ("train", "validation", "test")}
+
+
+def render_fingerprints(row: dict[str, Any]) -> str:
+    """The splits' content fingerprints, to cite the split measured (docs/method.md)."""
+    shown = [f"{split} {fp}" for split, fp in fingerprints_json(row).items() if fp]
+    return f"  {'fingerprints':26}" + "  ".join(shown) if shown else ""
 
 
 def exact_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -285,10 +296,11 @@ def audit(
 
     Prints the LLE figures, then the exact figures (raw and normalized profiles), then the
     near-duplicate figures (--no-near skips them). --format json (or --json) prints only a JSON
-    array, one object per row: the LLE keys, the exact figures under "exact" and the near ones
-    under "near". The examples behind the counts are stored; `hubsurvey show` prints them.
-    --benchmarks FILE also checks each config for contamination with those benchmarks (stored in
-    the contamination table; the table format prints one line per split and benchmark).
+    array, one object per row: the LLE keys, the exact figures under "exact", the near ones under
+    "near" and each split's content fingerprint under "fingerprints". The examples behind the counts
+    are stored; `hubsurvey show` prints them. --benchmarks FILE also checks each config for
+    contamination with those benchmarks (stored in the contamination table; the table format prints
+    one line per split and benchmark).
     """
     from hubsurvey.core.hub import HubClient
     from hubsurvey.core.settings import Settings
@@ -309,7 +321,8 @@ def audit(
     except _hub_errors() as e:
         raise _hub_refusal(target, e) from None
     if fmt == "json":
-        objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r)} for r in outcome.rows]
+        objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r), "fingerprints": fingerprints_json(r)}
+                for r in outcome.rows]
         typer.echo(json_text(objs, indent=1, default=str))
     elif fmt == "csv":
         sys.stdout.write(_audit_csv(outcome.rows))
@@ -333,11 +346,12 @@ def audit(
 
 def _commands() -> list[Callable[..., Any]]:
     """Every command, in the order ``hubsurvey --help`` lists them."""
-    from hubsurvey.commands import analysis, check, contamination, crawl, exposure, history, notify, site, survey
+    from hubsurvey.commands import analysis, check, clean, contamination, crawl, exposure, history, notify, site, survey
 
     return [audit, crawl.crawl, survey.run, survey.status, survey.demo,
             analysis.crossleaks, analysis.show, analysis.sql, analysis.report, analysis.export, analysis.publish,
-            contamination.contamination, exposure.exposure, check.check, notify.notify, site.site, history.history]
+            contamination.contamination, exposure.exposure, check.check, notify.notify, site.site, history.history,
+            clean.clean]
 
 
 #: the one place commands are registered, each inside the error handler

@@ -49,15 +49,20 @@ class AuditOutcome:
     @property
     def exit_code(self) -> ExitCode:
         """0 all measured; 1 partial; else the gravest failure's code (a bug 5, the Hub 4, bad input 2)."""
-        if not self.failures:
-            return ExitCode.OK
-        if self.results:
-            return ExitCode.PARTIAL
-        return max(f.exit_code for f in self.failures)
+        return outcome_exit_code(self.failures, done=bool(self.results))
 
     def failed(self, error: HubsurveyError) -> None:
         self.failures.append(error)
         self.errors.append(scrub(str(error)))
+
+
+def outcome_exit_code(failures: list[HubsurveyError], *, done: bool) -> ExitCode:
+    """A per-config command's exit code: 0 nothing failed; 1 some configs done; else the gravest failure's."""
+    if not failures:
+        return ExitCode.OK
+    if done:
+        return ExitCode.PARTIAL
+    return max(f.exit_code for f in failures)
 
 
 def _config_error(exc: Exception, where: str) -> HubsurveyError:

@@ -24,10 +24,11 @@ from hubsurvey.core.figures import (
     NEAR_METHOD_VERSION,
     registered_methods,
 )
+from hubsurvey.core.fingerprint import files_fingerprint, split_fingerprint
 from hubsurvey.core.roles import ColumnRoles, RoleOverrides, resolve_roles
 from hubsurvey.core.store import now
 from hubsurvey.survey.metrics import Engine
-from hubsurvey.survey.sources import ConfigData, check_config
+from hubsurvey.survey.sources import ConfigData, SplitData, check_config
 
 #: A key value is cut to this many characters (strings) or elements (lists) in the examples table.
 EXAMPLE_VALUE_CHARS = 200
@@ -72,6 +73,11 @@ def is_data_error(exc: BaseException) -> bool:
     return isinstance(exc, _data_error_types())
 
 
+def fingerprint_split(split: SplitData) -> str:
+    """A split's content fingerprint (``hubsurvey.core.fingerprint``), from its Arrow table or its files."""
+    return split_fingerprint(split.table) if split.table is not None else files_fingerprint(split.files)
+
+
 def lle_dataset_name(dataset_id: str, config: str, label_column: str | None, n_configs: int, n_labels: int) -> str:
     """``<dataset>`` + ``,<config>`` (several configs) + ``(<label>)`` (several label columns)."""
     name = dataset_id.rstrip("/").split("/")[-1]
@@ -104,6 +110,7 @@ def measure_config(
             measurements, samples, near = measured.measurements, measured.examples, measured.near
             rows_by_split = engine.rows
             fingerprints = engine.fingerprints()
+        content = {name: fingerprint_split(split) for name, split in data.splits.items()}
     except SurveyError:
         raise
     except Exception as e:
@@ -132,6 +139,7 @@ def measure_config(
             row[f"{split}_split"] = present.source_name if present else None
             row[f"rows_{split}"] = rows_by_split.get(split)
         row.update(m.figures)
+        row.update({f"fingerprint_{split}": content.get(split) for split in ("train", "validation", "test")})
         row.update(
             source=source,
             method=LLE_METHOD,

@@ -504,10 +504,58 @@ class Engine:
         return {s: self.con.sql(f"SELECT pos AS row, h_ntext AS hash FROM rows_all WHERE split = '{s}' ORDER BY pos")
                 .to_arrow_table() for s in CANONICAL_SPLITS if s in self.data.splits}  # canonical names only
 
+    # --- the test rows a profile counts as contaminated (hubsurvey clean) ----------------------------
+
+    def test_rows_dropped(self, text_columns: Sequence[str], profile: str) -> tuple[pa.Table, dict[str, Any] | None]:
+        """The test rows that ``profile`` (raw, normalized or near) counts in its contaminated figure,
+        as ``(pos, reason)`` in position order, and the near method's info (None for raw and normalized).
+
+        A row's reason is its first of: ``train`` (its text key is in train), ``validation``,
+        ``repeated`` (an earlier test row has its key), ``near`` (near train or validation at
+        Jaccard >= tau, or a near repeat of an earlier test row; profile near only). The rows are
+        exactly those the figures count: ``{raw,normalized}_test_rows_contaminated`` and
+        ``test_rows_near_contaminated`` are the number of rows returned.
+        """
+        near = profile == "near"
+        self._load(text_columns, (), normalized=profile != registry.RAW.name)
+        raw = profile == registry.RAW.name
+        key = self._key("h_text" if raw else "h_ntext", self.raw_text if raw else self.normalized_text, "keys_dropped")
+        self.con.execute("DROP TABLE keys_dropped")
+        if not near:
+            partition = ", ".join(key)
+            sql = f"""
+                SELECT pos, CASE WHEN n_train > 0 THEN 'train' WHEN n_validation > 0 THEN 'validation'
+                                 ELSE 'repeated' END AS reason
+                FROM (SELECT split, pos,
+                             count(*) FILTER (WHERE split = 'train') OVER w AS n_train,
+                             count(*) FILTER (WHERE split = 'validation') OVER w AS n_validation,
+                             row_number() OVER (PARTITION BY {partition}, split ORDER BY pos) AS nth
+                      FROM rows_all WINDOW w AS (PARTITION BY {partition}))
+                WHERE split = 'test' AND (n_train > 0 OR n_validation > 0 OR nth > 1)
+                ORDER BY pos"""
+            return self.con.sql(sql).to_arrow_table(), None
+        result = self._measure_near((), self.near_params, exact_key=key == ["h_ntext"], keep=True)
+        if result.info.get("status") != "measured":
+            raise BadInputError(f"{self.data.where()}: the near figures are {result.info.get('status')}: no near rule to apply")
+        bound = {"threshold": self.near_params.threshold}
+        self.con.complete()  # the near figures' last SELECT was read with fetchone(): finish it first
+        table = self.con.sql("""
+            SELECT r.pos, CASE WHEN k.n_train > 0 THEN 'train' WHEN k.n_validation > 0 THEN 'validation'
+                               WHEN r.nth > 1 THEN 'repeated' ELSE 'near' END AS reason
+            FROM (SELECT pos, h_ntext, row_number() OVER (PARTITION BY h_ntext ORDER BY pos) AS nth
+                  FROM rows_all WHERE split = 'test') AS r
+            JOIN near_keys AS k ON k.k = r.h_ntext
+            WHERE k.n_train > 0 OR k.n_validation > 0 OR r.nth > 1
+               OR coalesce(k.best_train >= $threshold, false) OR coalesce(k.best_validation >= $threshold, false)
+               OR coalesce(k.earliest_near_test < k.first_test, false)
+            ORDER BY r.pos""", params=bound).to_arrow_table()
+        self.con.execute("DROP TABLE near_texts; DROP TABLE near_pairs; DROP TABLE near_keys")
+        return table, result.info
+
     # --- near-duplicates (survey/near.py finds the pairs; the figures are the registry's SQL) --------
 
     def _measure_near(self, label_columns: Sequence[str], params: near_method.NearParams, *, exact_key: bool,
-                      examples: int = 0) -> NearResult:
+                      examples: int = 0, keep: bool = False) -> NearResult:
         """The near-duplicate figures, from ``rows_all`` loaded with the normalized hash.
 
         One row per distinct normalized text key (``near_texts``), its text rebuilt from one of its
@@ -543,7 +591,8 @@ class Engine:
             items = registry.near_figures_sql(registry.NearGrain.LABEL)
             by_label.append(self._select(registry.aggregate_sql(items, "near_labels"), bound))
         found_examples = self._near_examples(label_columns, examples, bound) if examples else []
-        self.con.execute("DROP TABLE near_texts; DROP TABLE near_pairs; DROP TABLE near_keys; DROP TABLE IF EXISTS near_labels")
+        if not keep:  # kept for test_rows_dropped, which reads near_keys
+            self.con.execute("DROP TABLE near_texts; DROP TABLE near_pairs; DROP TABLE near_keys; DROP TABLE IF EXISTS near_labels")
         info = {**params.describe(), "status": "measured", "texts": len(source), "texts_compared": len(keys),
                 "sampled": len(keys) < len(source), "texts_cut": pairs.cut, "candidates": pairs.candidates, "verified": pairs.verified,
                 "pairs": len(pairs.pairs), "capped": pairs.capped}

@@ -80,6 +80,7 @@ EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_engine.py::test_every_shared_config_equals_reference": "every shared config (50 s)",
     "tests/test_crossleaks.py::test_crossleaks_on_the_shared_datasets_equals_sets_over_their_rows": "(20 s)",
     "tests/test_near_compiled.py::test_shared_configs_pair_as_the_reference": "every shared config (110 s)",
+    "tests/test_fingerprint.py::test_every_shared_split_equals_the_reference": "every shared split (15 s)",
 }
 
 

@@ -278,7 +278,8 @@ def test_audit_json_keys_and_types(tmp_path, good):
     result = runner.invoke(app, ["audit", str(good), "--json", "--db", str(tmp_path / "r.duckdb")])
     assert result.exit_code == 0
     (obj,) = json.loads(result.stdout)
-    assert list(obj) == [*list(LLE_JSON_KEYS), "dataset_id", "config", "label_column", "text_columns", "exact", "near"]
+    assert list(obj) == [*list(LLE_JSON_KEYS), "dataset_id", "config", "label_column", "text_columns", "exact", "near",
+                         "fingerprints"]
     assert obj["text_leaks_train_wrt_test"] == 1 and isinstance(obj["text_duplication_train"], int)
     # the exact figures, under their own key: train a b b, test a c
     exact = obj["exact"]
@@ -294,6 +295,9 @@ def test_audit_json_keys_and_types(tmp_path, good):
     assert near["method"] == "near-2026" and near["parameters"]["threshold"] == 0.8
     assert near["test_rows_near_train"] == 1 and near["near_contaminated_test_pct"] == 50.0
     assert near["test_rows_near_validation"] is None and near["curve"][0] == {"threshold": 0.9, "test_rows_near_train": 1}
+    # each split's content fingerprint; null for the absent validation split
+    assert set(obj["fingerprints"]) == {"train", "validation", "test"} and obj["fingerprints"]["validation"] is None
+    assert obj["fingerprints"]["train"].startswith("hs1:") and len(obj["fingerprints"]["test"]) == 36
 
 
 def test_audit_default_runs_the_sample_with_examples(tmp_path, monkeypatch):

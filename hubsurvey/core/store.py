@@ -352,8 +352,44 @@ MIGRATIONS: list[str] = [
         run_id             VARCHAR
     );
     """,
+    # Split fingerprints and clean test splits. Each measured split's order-independent content
+    # fingerprint (hs1:..., survey/fingerprint.py) on its measurements rows and on the fingerprints
+    # index; and per (dataset, revision, config, profile) the test rows `hubsurvey clean --db` kept:
+    # row positions only, never the rows, which publish exports as the results' clean_test config.
+    """
+    ALTER TABLE measurements ADD COLUMN fingerprint_train VARCHAR;       -- NULL: no such split
+    ALTER TABLE measurements ADD COLUMN fingerprint_validation VARCHAR;
+    ALTER TABLE measurements ADD COLUMN fingerprint_test VARCHAR;
+    ALTER TABLE fingerprints ADD COLUMN content_fingerprint VARCHAR;     -- the split's hs1 fingerprint
+
+    CREATE TABLE clean_test (
+        dataset_id        VARCHAR NOT NULL,
+        revision_sha      VARCHAR NOT NULL,   -- the revision cleaned (Hub sha; content hash for folders)
+        parquet_sha       VARCHAR,            -- the Parquet-branch commit read (NULL: a folder)
+        config            VARCHAR NOT NULL,
+        profile           VARCHAR NOT NULL,   -- raw, normalized or near
+        text_columns      VARCHAR[] NOT NULL, -- the columns whose values form the text key
+        test_split        VARCHAR NOT NULL,   -- the dataset's own name of its test split
+        rows_test         BIGINT NOT NULL,
+        rows_kept         BIGINT NOT NULL,
+        dropped           JSON NOT NULL,      -- rows dropped by reason: {"train", "validation", "repeated", "near"}
+        kept_positions    BIGINT[] NOT NULL,  -- 0-based positions in the test split, ascending
+        test_fingerprint  VARCHAR NOT NULL,   -- the test split's hs1 fingerprint
+        clean_fingerprint VARCHAR NOT NULL,   -- the clean split's
+        near              JSON,               -- the near method's parameters (profile near; else NULL)
+        method            VARCHAR NOT NULL,   -- the method whose rule dropped rows: exact-2026 or near-2026
+        method_version    INTEGER NOT NULL,
+        tool_version      VARCHAR NOT NULL,
+        cleaned_at        TIMESTAMPTZ NOT NULL,
+        run_id            VARCHAR,
+        PRIMARY KEY (dataset_id, revision_sha, config, profile)
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The clean_test table in a published results dataset (its clean_test config): analysis/export.py
+#: writes it, hubsurvey.load_clean_test reads it.
+CLEAN_TEST_PARQUET_PATH = "data/clean_test-00000-of-00001.parquet"
 
 #: The measurements columns before the figures, with their meaning (exports, card, README).
 IDENTITY_COLUMNS: dict[str, str] = {
@@ -387,6 +423,9 @@ PROVENANCE_COLUMNS: dict[str, str] = {
             "capped (NR: not measured by near-2026)",
     "near_curve": "test_rows_near_train at each threshold of the curve, as JSON; the view near_curve has it as rows "
                   "(NR: not measured by near-2026, or no train split)",
+    **{f"fingerprint_{split}": f"the {split} split's order-independent content fingerprint, hs1:<32 hex digits> "
+                               "(every column of every row; docs/method.md, Split fingerprints) (NR: no such split, "
+                               "or measured before fingerprints)" for split in ("train", "validation", "test")},
 }
 
 
@@ -703,14 +742,16 @@ class Store:
                 insert(con, "measurements", row)
             if examples:
                 insert_many(con, "examples", examples)
-            self.replace_fingerprints(dataset_id, revision_sha, config, fingerprints, run_id=run_id)
+            content = {s: rows[0].get(f"fingerprint_{s}") for s in ("train", "validation", "test")} if rows else {}
+            self.replace_fingerprints(dataset_id, revision_sha, config, fingerprints, run_id=run_id, content=content)
 
     @property
     def fingerprints_dir(self) -> Path:
         return fingerprints_dir(self.db_path)
 
     def replace_fingerprints(self, dataset_id: str, revision_sha: str, config: str,
-                             fingerprints: Mapping[str, Any] | None, *, run_id: str | None = None) -> None:
+                             fingerprints: Mapping[str, Any] | None, *, run_id: str | None = None,
+                             content: Mapping[str, str | None] | None = None) -> None:
         """Write one config's fingerprint files and their ``fingerprints`` rows, replacing the old ones.
 
         Each split's file is written to a temp file in its folder, then renamed over the old one
@@ -718,7 +759,8 @@ class Store:
         revision lacks are removed. The files are written inside the transaction, before it commits:
         a crash in between leaves files of a revision the DB does not index, which crossleaks
         ignores (it compares the revision inside the file with the index). ``None`` (measured
-        without the normalized profile) removes the config's files of other revisions.
+        without the normalized profile) removes the config's files of other revisions. ``content``:
+        each split's content fingerprint (``hs1:``), stored beside its file's row.
         """
         if self.path == ":memory:":
             return
@@ -743,7 +785,8 @@ class Store:
                     forget(split)
                     insert(con, "fingerprints", {"dataset_id": dataset_id, "config": config, "split": split,
                                                  "revision_sha": revision_sha, "rows": table.num_rows, "path": path,
-                                                 "hash": FINGERPRINT_HASH, "written_at": now(), "run_id": run_id})
+                                                 "hash": FINGERPRINT_HASH, "written_at": now(), "run_id": run_id,
+                                                 "content_fingerprint": (content or {}).get(split)})
                 for split, path in stale:
                     _inside(root, path).unlink(missing_ok=True)
                     forget(split)

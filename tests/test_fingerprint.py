@@ -1,0 +1,190 @@
+"""The split fingerprint (hubsurvey/core/fingerprint.py): its properties, and the vectorized code
+against a plain-Python implementation of its definition (tests/fingerprint_reference.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import SHARED_DATASETS, shared_index
+from fingerprint_reference import reference_fingerprint
+
+from hubsurvey.core.fingerprint import files_fingerprint, split_fingerprint
+from hubsurvey.core.store import Store
+from hubsurvey.survey.audit import audit
+
+
+def _reference(table: pa.Table) -> str:
+    return reference_fingerprint(table.schema.names, table.to_pylist())
+
+
+def _split_files() -> list[Path]:
+    return sorted(SHARED_DATASETS.glob("*/*/*/*.parquet")) if shared_index() else []
+
+
+#: the fast tier's shared splits (strings and ClassLabels; token lists and nested features); the slow
+#: tier's sweep takes every split
+SMALL = ["CogComp__trec", "universal-dependencies__universal_dependencies"]
+
+
+@pytest.mark.parametrize("path", [p for p in _split_files() if p.parts[-4] in SMALL], ids=lambda p: "/".join(p.parts[-4:-1]))
+def test_engine_equals_the_reference_on_shared_splits(path):
+    table = pq.read_table(path)
+    assert split_fingerprint(table) == _reference(table) == files_fingerprint([str(path)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", _split_files(), ids=lambda p: "/".join(p.parts[-4:-1]))
+def test_every_shared_split_equals_the_reference(path):
+    table = pq.read_table(path)
+    assert split_fingerprint(table) == _reference(table)
+
+
+@pytest.fixture(scope="module")
+def conll_test(shared_datasets) -> pa.Table:
+    return pq.read_table(shared_datasets / "eriktks__conll2003/conll2003/test/0000.parquet")
+
+
+def test_row_order_and_sharding_do_not_matter(conll_test, tmp_path):
+    order = list(range(conll_test.num_rows))
+    random.Random(1).shuffle(order)
+    shuffled = conll_test.take(order)
+    assert split_fingerprint(shuffled) == split_fingerprint(conll_test)
+    # the same rows in three files of other sizes, listed in another order
+    paths = []
+    for k, (a, b) in enumerate([(0, 1000), (1000, 1001), (1001, conll_test.num_rows)]):
+        paths.append(str(tmp_path / f"{k}.parquet"))
+        pq.write_table(shuffled.slice(a, b - a), paths[-1], row_group_size=300)
+    assert files_fingerprint(paths[::-1]) == split_fingerprint(conll_test)
+
+
+def test_one_row_changed_added_removed_or_repeated_changes_it(conll_test):
+    base = split_fingerprint(conll_test)
+    rows = conll_test.to_pylist()
+    changed = [dict(r) for r in rows]
+    changed[17]["tokens"] = [*changed[17]["tokens"][:-1], changed[17]["tokens"][-1] + "x"]
+    label_changed = [dict(r) for r in rows]
+    label_changed[5]["ner_tags"] = [t + 1 for t in label_changed[5]["ner_tags"]]
+    variants = {
+        "a token changed": changed,
+        "a label changed": label_changed,
+        "a row added": [*rows, rows[0] | {"id": "new"}],
+        "a row removed": rows[1:],
+        "a row repeated": [*rows, rows[42]],
+    }
+    seen = {base}
+    for name, variant in variants.items():
+        fp = split_fingerprint(pa.Table.from_pylist(variant, schema=conll_test.schema))
+        assert fp not in seen, name
+        seen.add(fp)
+    # a row repeated twice is not the same as the row once (a XOR would cancel the pair out)
+    twice = pa.Table.from_pylist([*rows, rows[42], rows[42]], schema=conll_test.schema)
+    assert split_fingerprint(twice) not in seen
+
+
+def test_the_package_exports_it():
+    import hubsurvey
+
+    assert hubsurvey.split_fingerprint is split_fingerprint
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        hubsurvey.nothing  # noqa: B018
+
+
+def test_string_layout_and_dictionary_encoding_do_not_matter():
+    texts = ["a", None, "b", "a", "ünï"]
+    plain = pa.table({"t": pa.array(texts, pa.string()), "n": pa.array([1, 2, None, 4, 5], pa.int64())})
+    other = pa.table({"t": pa.array(texts, pa.large_string()).dictionary_encode(), "n": pa.array([1, 2, None, 4, 5], pa.int32())})
+    assert split_fingerprint(plain) == split_fingerprint(other) == _reference(plain)
+    assert split_fingerprint(plain) != split_fingerprint(plain.rename_columns(["text", "n"]))  # names are content
+    assert split_fingerprint(plain.slice(0, 0)) == reference_fingerprint(["t", "n"], [])
+
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.text(max_size=8),
+    st.floats(allow_nan=True, allow_infinity=True), st.binary(max_size=6),
+)
+
+
+@st.composite
+def _tables(draw) -> pa.Table:
+    n = draw(st.integers(0, 12))
+    kinds = draw(st.lists(st.sampled_from(["str", "int", "float", "bool", "bin", "list_str", "list_int", "struct", "nested"]),
+                          min_size=1, max_size=4))
+    columns = {}
+    strs = st.one_of(st.none(), st.text(max_size=10))
+    for i, kind in enumerate(kinds):
+        values, typ = {
+            "str": (strs, pa.string()),
+            "int": (st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), pa.int64()),
+            "float": (st.one_of(st.none(), st.floats(width=32)), pa.float32()),
+            "bool": (st.one_of(st.none(), st.booleans()), pa.bool_()),
+            "bin": (st.one_of(st.none(), st.binary(max_size=6)), pa.binary()),
+            "list_str": (st.one_of(st.none(), st.lists(strs, max_size=4)), pa.list_(pa.string())),
+            "list_int": (st.one_of(st.none(), st.lists(st.integers(-5, 5), max_size=4)), pa.large_list(pa.int16())),
+            "struct": (st.one_of(st.none(), st.fixed_dictionaries({"a": strs, "b": st.one_of(st.none(), st.integers(0, 9))})),
+                       pa.struct([("a", pa.string()), ("b", pa.int8())])),
+            "nested": (st.one_of(st.none(), st.lists(st.lists(strs, max_size=3), max_size=3)), pa.list_(pa.list_(pa.string()))),
+        }[kind]
+        columns[f"c{i}"] = pa.array(draw(st.lists(values, min_size=n, max_size=n)), typ)
+    return pa.table(columns)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_tables(), st.randoms(use_true_random=False))
+def test_random_tables_equal_the_reference_in_any_order(table, rng):
+    fp = split_fingerprint(table)
+    assert fp == _reference(table)
+    order = list(range(table.num_rows))
+    rng.shuffle(order)
+    assert split_fingerprint(table.take(pa.array(order, pa.int64()))) == fp
+    if table.num_rows:  # one row more, a repeat of one of them, is another split
+        assert split_fingerprint(pa.concat_tables([table, table.slice(0, 1)])) != fp
+
+
+def test_floats_are_their_bits():
+    """0.0 and -0.0 are different values to a reader of the file, and NaN is itself."""
+    values = [0.0, -0.0, math.nan, math.inf, 1e-310, 0.1]
+    fps = {split_fingerprint(pa.table({"x": pa.array([v])})) for v in values}
+    assert len(fps) == len(values)
+    table = pa.table({"x": pa.array(values)})
+    assert split_fingerprint(table) == _reference(table)
+
+
+@pytest.mark.slow
+def test_hub_and_folder_give_the_same_fingerprints(shared_datasets, tmp_path, monkeypatch):
+    """The same split read from the stand-in Hub and from a folder: one fingerprint, in audit --json,
+    the measurements columns and the fingerprints table."""
+    import huggingface_hub.constants
+    from typer.testing import CliRunner
+
+    from hubsurvey.cli import app
+    from hubsurvey_standin import StandinHub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HUBSURVEY_CACHE_DIR", str(tmp_path / "cache"))
+    runner = CliRunner()
+    with StandinHub(shared_datasets) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        result = runner.invoke(app, ["audit", "CogComp/trec", "--json", "--no-near", "--db", str(tmp_path / "hub.duckdb")])
+    assert result.exit_code == 0, result.output
+    from_hub = {json.dumps(o["fingerprints"]) for o in json.loads(result.stdout)}
+    folder = audit(str(shared_datasets / "CogComp__trec"), near=False, db=tmp_path / "folder.duckdb")
+    expected = {s: _reference(pq.read_table(shared_datasets / f"CogComp__trec/default/{s}/0000.parquet"))
+                for s in ("train", "test")}
+    for row in folder.rows:
+        assert {s: row[f"fingerprint_{s}"] for s in ("train", "validation", "test")} == {**expected, "validation": None}
+    assert from_hub == {json.dumps({"train": expected["train"], "validation": None, "test": expected["test"]})}
+    for db in ("hub.duckdb", "folder.duckdb"):
+        with Store(tmp_path / db, read_only=True) as store:
+            stored = dict(store.query("SELECT split, content_fingerprint FROM fingerprints")[1])
+        assert stored == expected
