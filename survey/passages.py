@@ -32,15 +32,15 @@ index's keys; a window across two rows never exists (every row starts afresh).
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from hubsurvey.core.compiled import compiled
 
 # The hash's definition, shared with the reference in contamination.py (fnv1a, window_hashes).
 NGRAM = 13  # words in a matched passage; an item with fewer is matched whole
@@ -53,17 +53,6 @@ _FNV_OFFSET = np.uint64(FNV_OFFSET)
 _FNV_PRIME = np.uint64(FNV_PRIME)
 _P_INV = pow(WINDOW_BASE, -1, 2**64)
 _SPREAD = np.uint64(0x9E3779B97F4A7C15)  # a key's slot: Fibonacci hashing of its bits
-
-
-def compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
-    """numba's njit with its on-disk cache (beside this module, else the user's cache folder), and
-    without it when neither can be written (a read-only install and home): compiled per process."""
-    def wrap(function: Callable[..., Any]) -> Any:
-        try:
-            return numba.njit(cache=True, **options)(function)
-        except RuntimeError:  # "cannot cache function ...: no locator available"
-            return numba.njit(cache=False, **options)(function)
-    return wrap
 
 
 # --- the code-point classes ------------------------------------------------------------------------------

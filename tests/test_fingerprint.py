@@ -188,3 +188,21 @@ def test_hub_and_folder_give_the_same_fingerprints(shared_datasets, tmp_path, mo
         with Store(tmp_path / db, read_only=True) as store:
             stored = dict(store.query("SELECT split, content_fingerprint FROM fingerprints")[1])
         assert stored == expected
+
+
+def test_the_compiled_md5_equals_hashlib_at_every_padding_boundary():
+    """Rows of every length around the 64-byte block and its 56-byte padding limit, and a few long ones."""
+    import hashlib
+    import random
+
+    import numpy as np
+
+    from hubsurvey.core import fingerprint
+
+    rng = random.Random(7)
+    values = [bytes(rng.randrange(256) for _ in range(n)) for n in [*range(200), 1000, 4095, 4096, 65_537]]
+    rows = pa.array(values, pa.large_binary())
+    out = np.empty((len(values), 4), dtype=np.uint32)
+    fingerprint._md5_rows(np.frombuffer(rows.buffers()[2], dtype=np.uint8),
+                          np.frombuffer(rows.buffers()[1], dtype=np.int64), out)
+    assert [out[i].tobytes() for i in range(len(values))] == [hashlib.md5(v).digest() for v in values]
