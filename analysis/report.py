@@ -34,7 +34,9 @@ from hubsurvey.analysis.render import (
     near_setting,
     near_shares_table,
     near_vs_exact_table,
+    num,
     overview_table,
+    pct,
     provenance,
     provenance_table,
     raw_vs_normalized_table,
@@ -141,6 +143,25 @@ def _contamination(c: SectionContext) -> dict[str, Any]:
     }
 
 
+def _shared_columns(c: SectionContext) -> dict[str, Any]:
+    # the text columns whose value of a test row is in train while the row's whole text is not
+    # (normalized profile), most such rows (in % of test) first, as findings_shared_columns orders them
+    shared = [r for r in c["f"]["shared_columns"] if (r["normalized_test_rows_column_in_train_only"] or 0) > 0]
+    return {"shared": c["f"]["shared_columns_overview"][0], "shared_rows": shared[:c["top_n"]],
+            "shared_total": len(shared)}
+
+
+def shared_columns_table(rows: list[dict[str, Any]]) -> Table:
+    """Per (dataset, config, text column): test rows whose value of the column is in train while
+    their whole text is not, and the whole text's test rows in train (normalized profile)."""
+    header = ("dataset", "config", "text column", "test rows: column in train, text not", "of", "%",
+              "test rows: whole text in train")
+    cells = [(r["dataset_id"], r["config"], r["text_column"], num(r["normalized_test_rows_column_in_train_only"]),
+              num(r["rows_test"]), pct(r["normalized_test_rows_column_in_train_only_pct"]),
+              num(r["normalized_text_test_rows_in_train"])) for r in rows]
+    return Table(header, cells, (False, False, False, True, True, True, True))
+
+
 def _definitions(_: SectionContext) -> dict[str, Any]:
     return {"definitions": DEFINITIONS, "exact_definitions": EXACT_DEFINITIONS, "near_definitions": NEAR_DEFINITIONS}
 
@@ -192,6 +213,10 @@ SECTIONS: tuple[Section, ...] = (
                     "cross_leaks": lambda c: cross_leaks_table(c["f"]["cross_top_leaks"])}),
     Section("contamination", "Contamination with benchmarks",
             views=("contamination", "contamination_pairs", "contamination_overview"), derive=_contamination),
+    # last of the numbered sections, so that adding it renumbers none of the others
+    Section("shared_columns", "Passages and premises shared across splits",
+            views=("shared_columns", "shared_columns_overview"), derive=_shared_columns,
+            tables={"shared_columns": lambda c: shared_columns_table(c["shared_rows"])}),
     Section("definitions", "Definitions", numbered=False, derive=_definitions),
     Section("provenance", "Provenance", numbered=False,
             tables={"provenance": lambda c: provenance_table(c["p"], c["o"])}),

@@ -230,3 +230,71 @@ def test_audit_stores_one_row_per_column_and_profile_with_provenance(tmp_path, s
     audit(str(target), near=False, examples=0, db=db)
     with Store(db, read_only=True) as store:
         assert store.records("SELECT count(*) AS n FROM column_measurements") == [{"n": len(stored)}]
+
+
+# --- audit --json and the table --------------------------------------------------------------------
+
+
+def test_audit_json_carries_per_column_under_exact_and_leaves_it_out_for_one_text_column(tmp_path, shared_datasets):
+    import json
+
+    from typer.testing import CliRunner
+
+    from hubsurvey.cli import app
+
+    runner = CliRunner()
+    db = str(tmp_path / "r.duckdb")
+    multi = runner.invoke(app, ["audit", str(shared_datasets / "openai__gsm8k"), "--json", "--no-near", "--db", db])
+    assert multi.exit_code == 0, multi.output
+    (row,) = json.loads(multi.stdout)
+    exact = row["exact"]
+    assert list(exact["per_column"]) == ["question", "answer"]
+    extra = {c.name for c in per_column_columns() if c.figure.grain.value == "column"}
+    for by_profile in exact["per_column"].values():
+        assert list(by_profile) == ["raw", "normalized"]
+        for profile, found in by_profile.items():
+            assert set(found) - extra == set(exact[profile])  # the names of exact.raw, and the column's own
+    # no gsm8k question and no answer occurs in both splits
+    assert exact["per_column"]["answer"]["raw"]["test_rows_in_train"] == 0
+    single = runner.invoke(app, ["audit", str(shared_datasets / "CogComp__trec"), "--json", "--no-near", "--db", db])
+    assert single.exit_code == 0, single.output
+    assert all("per_column" not in r["exact"] for r in json.loads(single.stdout))
+    table = runner.invoke(app, ["audit", str(shared_datasets / "iabufarha__ar_sarcasm"), "--no-near", "--db", db])
+    assert table.exit_code == 0, table.output
+    block = table.stdout.split("per text column (rows, each once)")[1].splitlines()
+    assert block[1] == "  tweet" and block[3].split() == ["column", "in", "train,", "text", "not", "0", "(0.0%)", "0", "(0.0%)"]
+    assert "1980 (93.839%)" in table.stdout  # source: a test row's source in train while its tweet is new
+
+
+# --- findings and the report -----------------------------------------------------------------------
+
+
+def test_findings_and_report_show_the_columns_whose_values_are_in_train(tmp_path, shared_datasets):
+    from hubsurvey.analysis.findings import findings
+    from hubsurvey.analysis.report import render_report
+    from hubsurvey.core.store import Store
+    from hubsurvey.survey.audit import audit
+
+    db = tmp_path / "results.duckdb"
+    for name in ("iabufarha__ar_sarcasm", "openai__gsm8k", "CogComp__trec"):
+        audit(str(shared_datasets / name), near=False, examples=0, db=db)
+    with Store(db) as store:
+        found = findings(store)
+        md, _ = render_report(store, tmp_path / "report")
+        # every label column of ar_sarcasm holds the same text figures: the view takes them once
+        stored = store.records("SELECT DISTINCT dataset_id, config, text_column, test_rows_column_in_train_only AS n "
+                               "FROM column_measurements WHERE profile = 'normalized'")
+    rows = found["shared_columns"]
+    assert sorted((r["dataset_id"], r["text_column"], r["normalized_test_rows_column_in_train_only"]) for r in rows) == \
+        sorted((r["dataset_id"], r["text_column"], r["n"]) for r in stored)
+    assert len(rows) == 4  # trec has one text column: not measured per column
+    top = rows[0]
+    assert (top["dataset_id"], top["text_column"], top["normalized_test_rows_column_in_train_only"]) == (
+        "iabufarha/ar_sarcasm", "source", 1980)
+    assert top["normalized_text_test_rows_in_train"] == 130 and top["rows_test"] == 2110
+    assert found["shared_columns_overview"] == [{"configs": 2, "text_columns": 4, "configs_shared": 1,
+                                                 "pct_configs_shared": 50.0}]
+    text = md.read_text()
+    assert "Passages and premises shared across splits" in text
+    line = next(line for line in text.splitlines() if "| source |" in line)
+    assert line == "| iabufarha/ar_sarcasm | default | source | 1980 | 2110 | 93.84% | 130 |"

@@ -354,7 +354,7 @@ PER_COLUMN_FIGURES: tuple[ProfileFigure, ...] = (
         "coalesce(sum(n_test_text_not_in_train) FILTER (WHERE n_train > 0), 0)",
         "test rows whose value of this column occurs in train while their whole text key does not: "
         "the same passage or premise with another question or hypothesis",
-        "test rows: column in train, text not",
+        "column in train, text not",
         grain=Grain.COLUMN,
         needs=("train",),
         percent=("test_rows_column_in_train_only_pct", "test"),
