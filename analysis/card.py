@@ -15,6 +15,8 @@ from typing import Any
 
 from hubsurvey.analysis.crossleaks import CROSS_METHOD
 from hubsurvey.analysis.export import (
+    COLUMN_CSV_PATH,
+    COLUMN_PARQUET_PATH,
     CONTAMINATION_CSV_PATH,
     CROSS_CSV_PATH,
     CROSS_PARQUET_PATH,
@@ -57,8 +59,12 @@ FILE_DESCRIPTIONS = {
     FAMILIES_CSV_PATH: "dataset families: datasets joined by copy relations (mirrors, forks, re-uploads), with their members",
     CONTAMINATION_CSV_PATH: "contamination with benchmarks: per dataset, the benchmarks it was checked against, at "
                             "which revisions, and whether its splits hold their items (clean or contaminated)",
+    COLUMN_PARQUET_PATH: "the exact figures of each text column alone (config column_measurements), for configs with "
+                         "two text columns or more: one row per (dataset, config, label column, text column, profile)",
+    COLUMN_CSV_PATH: "the same column_measurements rows as CSV",
 }
 CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
+COLUMN_PARQUET_GLOB = "data/column_measurements-*.parquet"
 
 
 #: Run arguments that name local files or folders: never shown in the public card.
@@ -176,6 +182,7 @@ def render_card(
         "citations": CITATIONS,
         "parquet_glob": PARQUET_GLOB,
         "cross_parquet_glob": CROSS_PARQUET_GLOB if CROSS_PARQUET_PATH in files else None,
+        "column_parquet_glob": COLUMN_PARQUET_GLOB if COLUMN_PARQUET_PATH in files else None,
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,

@@ -298,3 +298,35 @@ def test_findings_and_report_show_the_columns_whose_values_are_in_train(tmp_path
     assert "Passages and premises shared across splits" in text
     line = next(line for line in text.splitlines() if "| source |" in line)
     assert line == "| iabufarha/ar_sarcasm | default | source | 1980 | 2110 | 93.84% | 130 |"
+
+
+def test_export_writes_the_per_column_table_only_when_there_is_one(tmp_path, shared_datasets):
+    import csv
+
+    import pyarrow.parquet as pq
+
+    from hubsurvey.analysis.card import render_card
+    from hubsurvey.analysis.export import COLUMN_CSV_PATH, COLUMN_PARQUET_PATH, export_results
+    from hubsurvey.core.store import Store
+    from hubsurvey.survey.audit import audit
+
+    single, multi = tmp_path / "single.duckdb", tmp_path / "multi.duckdb"
+    audit(str(shared_datasets / "CogComp__trec"), near=False, examples=0, db=single)
+    audit(str(shared_datasets / "openai__gsm8k"), near=False, examples=0, db=multi)
+    with Store(single) as store:
+        files = {p.relative_to(tmp_path / "a").as_posix() for p in export_results(store, tmp_path / "a")}
+    assert COLUMN_PARQUET_PATH not in files and COLUMN_CSV_PATH not in files
+    with Store(multi) as store:
+        files = {p.relative_to(tmp_path / "b").as_posix() for p in export_results(store, tmp_path / "b")}
+        stored = store.records("SELECT * FROM column_measurements ORDER BY text_column DESC, profile")
+        card = render_card(store, "someone/results", sorted(files))
+    assert {COLUMN_PARQUET_PATH, COLUMN_CSV_PATH} <= files
+    table = pq.read_table(tmp_path / "b" / COLUMN_PARQUET_PATH).to_pylist()
+    assert [(r["text_column"], r["profile"]) for r in table] == [
+        ("question", "normalized"), ("question", "raw"), ("answer", "normalized"), ("answer", "raw")]  # key order
+    assert sorted(table, key=lambda r: (r["text_column"], r["profile"]), reverse=False) == \
+        sorted(stored, key=lambda r: (r["text_column"], r["profile"]))
+    with open(tmp_path / "b" / COLUMN_CSV_PATH, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 4 and rows[0]["test_rows_in_validation"] == "NR"  # gsm8k has no validation split
+    assert "config_name: column_measurements" in card and "data/column_measurements-*.parquet" in card
