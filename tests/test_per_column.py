@@ -330,3 +330,34 @@ def test_export_writes_the_per_column_table_only_when_there_is_one(tmp_path, sha
         rows = list(csv.DictReader(f))
     assert len(rows) == 4 and rows[0]["test_rows_in_validation"] == "NR"  # gsm8k has no validation split
     assert "config_name: column_measurements" in card and "data/column_measurements-*.parquet" in card
+
+
+# --- the mini-hub: planted passages and premises, their truth computed in plain Python -------------
+
+
+@pytest.fixture(scope="module")
+def minihub(tmp_path_factory):
+    from hubsurvey_standin.minihub import generate_minihub
+
+    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
+
+
+def test_minihub_shared_passages_and_premises_equal_their_truth(minihub):
+    import json
+
+    truth = [m for m in json.loads((minihub / "truth.json").read_text())["measurements"] if "per_column" in m]
+    assert {m["dataset_id"] for m in truth} == {"mini-nlp/nli_pairs", "mini-nlp/qa_small", "mini-nlp/qa_shared_contexts",
+                                                "mini-nlp/nli_shared_premises"}
+    for m in truth:
+        source = FolderSource(minihub / m["dataset_id"].replace("/", "__"))
+        result = measure_config(source.load(m["config"]), n_configs=1, source="folder", methods=MEASURED)
+        (row,) = [r for r in result.rows if r["label_column"] == m["label_column"]]
+        assert row["text_columns"] == m["text_columns"]
+        _assert_same(row["per_column"], m["per_column"])
+    planted = {m["dataset_id"]: m["per_column"] for m in truth}
+    # most test passages are in train while their question is not; the whole rows planted are not counted
+    context = planted["mini-nlp/qa_shared_contexts"]["context"]["normalized"]
+    assert context["test_rows_column_in_train_only"] > 0.6 * context["test_rows_in_train"]
+    premise = planted["mini-nlp/nli_shared_premises"]["premise"]["raw"]
+    assert premise["test_rows_column_in_train_only"] > 0.6 * premise["test_rows_in_train"]
+    assert premise["test_rows_in_train_conflicting_label"] > 0  # a premise carries three labels
