@@ -876,14 +876,17 @@ def nr_rule(column: Column) -> str:
     return "NR when " + " or ".join(reasons) if reasons else "never NR"
 
 
-def markdown_exact_sql() -> str:
-    """docs/method.md's table of the exact figures: each one's SQL beside its definition."""
+def markdown_exact_sql(declared: Sequence[ProfileFigure] = PROFILE_FIGURES) -> str:
+    """docs/method.md's table of the exact figures: each one's SQL beside its definition
+    (docs/per-column.md's of ``PER_COLUMN_FIGURES``, stored without a profile prefix)."""
+    named = "`raw_` / `normalized_` + …" if declared is PROFILE_FIGURES else "column of `column_measurements`"
     lines = [
-        "| figure (`raw_` / `normalized_` + …) | per-key table | SQL (an aggregate over it) | NR | definition |",
+        f"| figure ({named}) | per-key table | SQL (an aggregate over it) | NR | definition |",
         "|---|---|---|---|---|",
     ]
-    for f in PROFILE_FIGURES:
-        column = next(c for c in figure_columns(f.method) if c.figure is f and c.percent_of is None)
+    columns = [*figure_columns(EXACT_METHOD), *per_column_columns()]
+    for f in declared:
+        column = next(c for c in columns if c.figure is f and c.percent_of is None)
         sql = f.sql.replace("|", "\\|")
         pct = f"; `{f.percent[0]}` = it / rows of {f.percent[1]} × 100" if f.percent else ""
         lines.append(f"| `{f.stem}` | {f.grain.value} | `{sql}` | {nr_rule(column)} | {f.definition}{pct} |")
