@@ -336,7 +336,7 @@ class Engine:
         t = f"t{i}"
         return f"CASE WHEN strlen({t}) = length({t}) THEN {self._ascii_normalizer(t)} ELSE {name}({t}) END"
 
-    def _key(self, hash_column: str, values: Sequence[str], table: str, *, source: str = "rows_all") -> list[str]:
+    def _key(self, hash_column: str, values: Sequence[str], table: str) -> list[str]:
         """Group ``rows_all`` by its text key into ``table`` (``registry.per_key_sql``); return the
         key: the hash when it is exact for this data, else the values themselves (SQL expressions).
 
@@ -344,19 +344,23 @@ class Engine:
         different keys could share a hash. A collision can only hide in a group of more than one
         row, so those (few: the duplicates and leaks) are checked against the values.
         """
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql([hash_column], source)}")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql([hash_column])}")
+        if self._hash_is_exact(hash_column, values, table):
+            return [hash_column]
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql(values)}")
+        return list(values)
+
+    def _hash_is_exact(self, hash_column: str, values: Sequence[str], table: str) -> bool:
+        """Whether no two different values (SQL expressions over ``rows_all``) share a hash among the
+        keys of ``table`` (grouped by ``hash_column``) held by more than one row."""
         repeated = f"SELECT k0 FROM {table} WHERE n_train + n_validation + n_test > 1"
-        exact = self.con.execute(
+        return bool(self.con.execute(
             f"""
             SELECT count(*) = (SELECT count(*) FROM ({repeated}))
-            FROM (SELECT DISTINCT {hash_column}, {', '.join(values)} FROM {source}
+            FROM (SELECT DISTINCT {hash_column}, {', '.join(values)} FROM rows_all
                   WHERE {hash_column} IN ({repeated}))
             """
-        ).fetchone()[0]
-        if exact:
-            return [hash_column]
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql(values, source)}")
-        return list(values)
+        ).fetchone()[0])
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {f"has_{s}": s in self.data.splits for s in ("train", "validation")}
@@ -396,30 +400,42 @@ class Engine:
             figures.update(self._select(registry.row_grain_sql(profile, bound), bound))
         return figures
 
-    def _column_figures(self, profile: registry.Profile, i: int, key: Sequence[str], keys: str,
-                        labels: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def _column_figures(self, profile: registry.Profile, i: int, labels: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Every figure of ``registry.per_column_figures()`` for text column ``t<i>`` alone under
-        ``profile``: its text figures, and its label figures per label column. The whole text
-        ``key`` (grouped in ``keys``) says which test rows have their whole text in train. Named
-        by stem, without the profile's prefix."""
+        ``profile``: its text figures, and its label figures per label column, over the rows of
+        ``rows_profile`` (:meth:`_profile_rows`) whose value of the column is neither empty nor
+        NULL. Named by stem, without the profile's prefix."""
         column_hash = f"h_c{i}" if profile is registry.RAW else f"h_nc{i}"
         value = self.raw_text[i] if profile is registry.RAW else self.normalized_text[i]
         declared = registry.per_column_figures()
         source = registry.PER_COLUMN_SOURCE
-        # a table, not a view: its rows are read five times or more (the key, its check, each label column)
-        kept = [self.raw_text[i], *(f"l{j}" for j in range(labels))]
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {source} AS "
-                         f"{registry.per_column_rows_sql(column_hash, kept, key, keys)}")
-        column_key = self._key(column_hash, [value], "keys_column", source=source)
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {source} AS SELECT * FROM rows_profile WHERE {column_hash} IS NOT NULL")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE keys_column AS {registry.per_key_sql([column_hash], source)}")
+        column_key = [column_hash]
+        if not self._hash_is_exact(column_hash, [value], "keys_column"):  # group by the values, read again
+            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {source} AS SELECT p.*, r.{self.raw_text[i]} FROM rows_profile "
+                             f"AS p JOIN rows_all AS r ON r.rowid = p.row_id WHERE p.{column_hash} IS NOT NULL")
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE keys_column AS {registry.per_key_sql([value], source)}")
+            column_key = [value]
         items = [*registry.profile_figures_sql(profile, registry.Grain.TEXT, declared),
                  *registry.profile_figures_sql(profile, registry.Grain.COLUMN, declared)]
         text = self._select(registry.aggregate_sql(items, "keys_column"))
         by_label = [self._label_figures(profile, column_key, "keys_column", j, text, lle=False, exact=True,
                                         source=source, declared=declared) for j in range(labels)]
-        self.con.execute(f"DROP TABLE keys_column; DROP TABLE {source}")
+        self.con.execute(f"DROP TABLE keys_column; DROP VIEW {source}")
         prefix = profile.name + "_"
         return ({n.removeprefix(prefix): v for n, v in text.items()},
                 [{n.removeprefix(prefix): v for n, v in figures.items()} for figures in by_label])
+
+    def _profile_rows(self, profile: registry.Profile, key: Sequence[str], keys: str, labels: int) -> None:
+        """``rows_profile``: what the figures of each text column alone read under ``profile``, one
+        row per row of ``rows_all``: ``split``, ``pos``, ``row_id``, the labels, every text column's
+        hash (NULL: empty or NULL) and ``text_in_train`` (the whole text ``key``, grouped in
+        ``keys``, occurs in train). No string: once per profile, where each column reads it again."""
+        hashes = [f"h_c{i}" if profile is registry.RAW else f"h_nc{i}" for i in range(len(self.raw_text))]
+        self.con.execute("CREATE OR REPLACE TEMP TABLE rows_profile AS "
+                         + registry.per_column_rows_sql(["rowid AS row_id", *(f"l{j}" for j in range(labels)), *hashes],
+                                                        key, keys))
 
     def measure(self, text_columns: Sequence[str], label_columns: Sequence[str],
                 methods: Collection[str] | None = None, *, examples: int = 0,
@@ -464,12 +480,14 @@ class Engine:
                 if examples:
                     found += self._examples_of(profile, key, "texts", LABEL_EXAMPLE_KINDS, (label, j), examples, positions)
             if exact and self._per_column:
+                self._profile_rows(profile, key, keys, len(label_columns))
                 for i, column in enumerate(text_columns):
-                    per_text, per_label = self._column_figures(profile, i, key, keys, len(label_columns))
+                    per_text, per_label = self._column_figures(profile, i, len(label_columns))
                     for figures, found_column in zip(by_column, per_label or [{}]):
                         found_column = {**per_text, **found_column}  # a figure not measured is NR
                         figures.setdefault(column, {})[profile.name] = {n: found_column.get(n) for n in per_column_names}
-            self.con.execute(f"DROP TABLE IF EXISTS {keys}; DROP TABLE IF EXISTS pairs; DROP TABLE IF EXISTS texts")
+            self.con.execute(f"DROP TABLE IF EXISTS {keys}; DROP TABLE IF EXISTS pairs; DROP TABLE IF EXISTS texts; "
+                             "DROP TABLE IF EXISTS rows_profile")
         near_result = None
         if near:
             if normalized_key is None:  # the exact method did not check the normalized hash

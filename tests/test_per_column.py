@@ -361,3 +361,24 @@ def test_minihub_shared_passages_and_premises_equal_their_truth(minihub):
     premise = planted["mini-nlp/nli_shared_premises"]["premise"]["raw"]
     assert premise["test_rows_column_in_train_only"] > 0.6 * premise["test_rows_in_train"]
     assert premise["test_rows_in_train_conflicting_label"] > 0  # a premise carries three labels
+
+
+def test_a_column_hash_that_collides_falls_back_to_the_values(monkeypatch):
+    """With a hash of four values, different passages share one: the check sees it and the column's
+    rows are grouped by their values instead, giving the reference's figures."""
+    from hubsurvey.survey.metrics import Engine
+
+    checked: list[tuple[str, bool]] = []
+    original = Engine._hash_is_exact
+
+    def spy(self, hash_column, values, table):
+        checked.append((table, original(self, hash_column, values, table)))
+        return checked[-1][1]
+
+    monkeypatch.setattr(Engine, "_hash_is_exact", spy)
+    monkeypatch.setattr(Engine, "hash_sql", "(hash({}) % 4)")
+    splits = _qa_splits()
+    rows = measure({s: _table(r) for s, r in splits.items()}, text_columns=["context", "question"],
+                   label_columns=["answer"])
+    assert ("keys_column", False) in checked  # a column's key fell back to its values
+    _assert_same(rows[0]["per_column"], _reference(splits, ["context", "question"], "answer"))

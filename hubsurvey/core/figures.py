@@ -616,16 +616,16 @@ PER_COLUMN_SOURCE = "rows_column"
 PER_COLUMN_COUNTS = ",\n       count(*) FILTER (WHERE split = 'test' AND NOT text_in_train) AS n_test_text_not_in_train"
 
 
-def per_column_rows_sql(column_hash: str, kept: Sequence[str], key: Sequence[str], per_key: str) -> str:
-    """``rows_column``: the rows of ``rows_all`` whose ``column_hash`` (the hash of one text column's
-    value under a profile; NULL when the value is empty or NULL) is set, with ``split``, ``pos``,
-    ``column_hash``, the ``kept`` columns (the value, the labels) and ``text_in_train``: the row's
-    whole text ``key`` (SQL expressions, as grouped in ``per_key``, the TEXT grain's table) occurs in train."""
+def per_column_rows_sql(kept: Sequence[str], key: Sequence[str], per_key: str) -> str:
+    """The rows of ``rows_all`` as the COLUMN grain reads them: ``split``, ``pos``, the ``kept``
+    columns (the labels, each text column's hash) and ``text_in_train``: the row's whole text
+    ``key`` (SQL expressions, as grouped in ``per_key``, the TEXT grain's table) occurs in train.
+    ``rows_column`` is those of them whose hash of the one column measured is set."""
     on = " AND ".join(f"k.k{i} IS NOT DISTINCT FROM {k}" for i, k in enumerate(key))
     return f"""
-SELECT split, pos, {', '.join([column_hash, *kept])},
+SELECT split, pos, {', '.join(kept)},
        EXISTS (SELECT 1 FROM {per_key} AS k WHERE k.n_train > 0 AND {on}) AS text_in_train
-FROM rows_all WHERE {column_hash} IS NOT NULL
+FROM rows_all
 """
 
 
