@@ -269,6 +269,7 @@ def test_audit_json_carries_per_column_under_exact_and_leaves_it_out_for_one_tex
 # --- findings and the report -----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # three audits and a report
 def test_findings_and_report_show_the_columns_whose_values_are_in_train(tmp_path, shared_datasets):
     from hubsurvey.analysis.findings import findings
     from hubsurvey.analysis.report import render_report
@@ -300,6 +301,7 @@ def test_findings_and_report_show_the_columns_whose_values_are_in_train(tmp_path
     assert line == "| iabufarha/ar_sarcasm | default | source | 1980 | 2110 | 93.84% | 130 |"
 
 
+@pytest.mark.slow  # two audits and two exports
 def test_export_writes_the_per_column_table_only_when_there_is_one(tmp_path, shared_datasets):
     import csv
 
@@ -342,6 +344,7 @@ def minihub(tmp_path_factory):
     return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
 
 
+@pytest.mark.slow  # generates the mini-hub, measures four datasets
 def test_minihub_shared_passages_and_premises_equal_their_truth(minihub):
     import json
 
