@@ -227,7 +227,11 @@ class Engine:
 
     def _load(self, text_columns: Sequence[str], label_columns: Sequence[str], *, normalized: bool = True,
               per_column: bool = True) -> None:
-        """rows_all(split, pos, t*, l*, h_text[, h_ntext]): the keys and their hashes, in one pass.
+        """rows_all(split, pos, t*, l*, h_text[, h_ntext][, h_c*, h_nc*]): the keys and their hashes, in one pass.
+
+        ``h_c<i>`` / ``h_nc<i>`` hash text column ``t<i>``'s raw / normalized value alone (NULL when it
+        is NULL or empty), for a config of two text columns or more measured by the exact method
+        (``per_column``).
 
         ``h_ntext`` hashes the ``normalized`` profile of the text values. The normalized values are
         not kept (they would double the memory): where they are needed (the collision check, an
@@ -449,6 +453,9 @@ class Engine:
         examples are picked from the same tables, each dropped once used: at most one text table
         and one pair table are held at a time. ``methods`` (default: all) limits the figures to
         those methods' (the benchmark measures LLE alone with it).
+
+        With two text columns or more, the exact method also measures each text column alone
+        (``Measurement.per_column``, :meth:`_column_figures`), per profile, from ``rows_profile``.
         """
         every = {c.method for c in registry.figure_columns()}
         methods = every if methods is None else set(methods)
