@@ -17,6 +17,8 @@ from hubsurvey.analysis.checks_manifest import CHECKS_MANIFEST_PATH
 from hubsurvey.analysis.crossleaks import CROSS_METHOD
 from hubsurvey.analysis.export import (
     CLEAN_TEST_PARQUET_PATH,
+    COLUMN_CSV_PATH,
+    COLUMN_PARQUET_PATH,
     CONTAMINATION_CSV_PATH,
     CROSS_CSV_PATH,
     CROSS_PARQUET_PATH,
@@ -78,11 +80,15 @@ FILE_DESCRIPTIONS = {
     CLEAN_TEST_PARQUET_PATH: "clean test splits (config clean_test): per (dataset, config, revision, profile) the row "
                              "positions of the test split that hubsurvey clean kept, with counts and fingerprints; "
                              "positions only, no row of the datasets",
+    COLUMN_PARQUET_PATH: "the exact figures of each text column alone (config column_measurements), for configs with "
+                         "two text columns or more: one row per (dataset, config, label column, text column, profile)",
+    COLUMN_CSV_PATH: "the same column_measurements rows as CSV",
 }
 CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
 EXPOSURE_PARQUET_GLOB = "data/model_exposure-*.parquet"
 HISTORY_PARQUET_GLOB = "data/history-*.parquet"
 CLEAN_TEST_PARQUET_GLOB = "data/clean_test-*.parquet"
+COLUMN_PARQUET_GLOB = "data/column_measurements-*.parquet"
 
 
 #: Run arguments that name local files or folders: never shown in the public card.
@@ -203,6 +209,7 @@ def render_card(
         "exposure_parquet_glob": EXPOSURE_PARQUET_GLOB if EXPOSURE_PARQUET_PATH in files else None,
         "history_parquet_glob": HISTORY_PARQUET_GLOB if HISTORY_PARQUET_PATH in files else None,
         "clean_parquet_glob": CLEAN_TEST_PARQUET_GLOB if CLEAN_TEST_PARQUET_PATH in files else None,
+        "column_parquet_glob": COLUMN_PARQUET_GLOB if COLUMN_PARQUET_PATH in files else None,
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,

@@ -11,6 +11,10 @@ Files written by :func:`export_results` into ``out_dir``:
   and ``cross_overlaps.csv`` (the ``cross_overlaps`` table: every test split's rows found in
   another dataset's split, with its relation), and ``dataset_families.csv`` (copies grouped).
 
+- when configs with two text columns or more were measured: ``data/column_measurements-00000-of-00001.parquet``
+  and ``column_measurements.csv`` (the ``column_measurements`` table of the exported rows: the exact
+  figures of each text column alone, per profile).
+
 - ``contamination.csv`` (when datasets were checked against benchmarks): one row per dataset, its
   line "checked against K benchmarks at revisions …: clean | contaminated (which)" and its parts
   (the view ``findings_contamination``); and ``contamination_manifest.jsonl``, per dataset the
@@ -84,6 +88,15 @@ HISTORY_CSV_PATH = "history.csv"
 #: The clean test splits' kept row positions (the clean_test table, written by `hubsurvey clean --db`):
 #: positions and counts only, never a row's text. The run id is left out, as for the cross tables.
 CLEAN_TEST_QUERY = "SELECT * EXCLUDE (run_id) FROM clean_test ORDER BY dataset_id, config, profile, revision_sha"
+COLUMN_PARQUET_PATH = "data/column_measurements-00000-of-00001.parquet"
+COLUMN_CSV_PATH = "column_measurements.csv"
+#: The figures of each text column alone (table column_measurements) of the exported rows: the
+#: revisions current_measurements holds, in a stable order (text columns in the key's order).
+COLUMN_QUERY = """SELECT c.* FROM column_measurements AS c
+SEMI JOIN current_measurements AS m
+  ON m.dataset_id = c.dataset_id AND m.revision_sha = c.revision_sha AND m.config = c.config
+ AND m.label_column IS NOT DISTINCT FROM c.label_column
+ORDER BY c.dataset_id, c.config, c.label_column NULLS FIRST, list_position(c.text_columns, c.text_column), c.profile"""
 NR = figures.NR
 MANIFEST_PATH = ".hubsurvey-export.json"
 #: Files earlier hubsurvey versions wrote without a manifest: removed on overwrite when it is absent.
@@ -144,6 +157,14 @@ def write_parquet(store: Store, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
     return path
+
+
+def write_table(store: Store, out: Path, parquet_path: str, csv_path: str, query: str) -> list[Path]:
+    """The rows of ``query`` as Parquet and as CSV in ``out``."""
+    _utc(store.con)
+    (out / parquet_path).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(store.con.sql(query).to_arrow_table(), out / parquet_path, compression="zstd")
+    return [out / parquet_path, write_results_csv(store, out / csv_path, query)]
 
 
 def csv_document(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -317,11 +338,10 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
     if lle_compat:
         written.append(write_lle_csv(store, out / LLE_CSV_PATH))
     if has_cross_overlaps(store):
-        _utc(store.con)
-        (out / CROSS_PARQUET_PATH).parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(store.con.sql(CROSS_QUERY).to_arrow_table(), out / CROSS_PARQUET_PATH, compression="zstd")
-        written += [out / CROSS_PARQUET_PATH, write_results_csv(store, out / CROSS_CSV_PATH, CROSS_QUERY),
+        written += [*write_table(store, out, CROSS_PARQUET_PATH, CROSS_CSV_PATH, CROSS_QUERY),
                     write_results_csv(store, out / FAMILIES_CSV_PATH, FAMILIES_QUERY)]
+    if store.query(f"SELECT count(*) FROM ({COLUMN_QUERY})")[1][0][0]:  # configs with two text columns or more
+        written += write_table(store, out, COLUMN_PARQUET_PATH, COLUMN_CSV_PATH, COLUMN_QUERY)
     contamination = write_contamination_csv(store, out / CONTAMINATION_CSV_PATH)
     if contamination is not None:
         written.append(contamination)

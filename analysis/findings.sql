@@ -1198,3 +1198,58 @@ SELECT (SELECT count(*) FROM lookups WHERE status = 'listed')                   
        (SELECT count(DISTINCT model_id) FROM findings_model_exposure)                       AS models,
        (SELECT count(DISTINCT (benchmark_id, benchmark_config, benchmark_split)) FROM findings_model_exposure)
                                                                                             AS benchmarks
+
+-- view: findings_shared_columns
+-- Test rows whose passage or premise is in train: for every (dataset, config) of
+-- current_measurements with two text columns or more (table column_measurements, at the measured
+-- revision), one row per text column, the exact figures of that column alone (method exact-2026).
+-- A QA dataset that splits questions at random while several questions share one passage has the
+-- passage in train and in test; an NLI dataset can share premises across splits. LLE compares the
+-- whole text key (every text column), so such a test row counts only when its question is in train too.
+-- The text figures repeat in each label-column row of a config: taken once (max of equal values).
+-- Per profile p (raw, normalized):
+--   p_test_rows_in_train             test rows whose value of this column occurs in train (empty and
+--                                    NULL values never match)
+--   p_test_rows_column_in_train_only those of them whose whole text key is not in train: the same
+--                                    passage or premise with another question or hypothesis
+--   p_test_rows_column_in_train_only_pct   = it / rows_test × 100 (stored unrounded)
+--   p_text_test_rows_in_train        test rows whose whole text key occurs in train (measurements)
+SELECT
+    c.dataset_id,
+    c.config,
+    c.text_column,
+    list_position(any_value(c.text_columns), c.text_column)     AS column_position,
+    max(m.rows_test)                                            AS rows_test,
+    max(c.test_rows_in_train) FILTER (WHERE c.profile = 'raw')  AS raw_test_rows_in_train,
+    max(c.test_rows_column_in_train_only) FILTER (WHERE c.profile = 'raw')
+                                                                AS raw_test_rows_column_in_train_only,
+    max(c.test_rows_column_in_train_only_pct) FILTER (WHERE c.profile = 'raw')
+                                                                AS raw_test_rows_column_in_train_only_pct,
+    max(m.raw_test_rows_in_train)                               AS raw_text_test_rows_in_train,
+    max(c.test_rows_in_train) FILTER (WHERE c.profile = 'normalized')
+                                                                AS normalized_test_rows_in_train,
+    max(c.test_rows_column_in_train_only) FILTER (WHERE c.profile = 'normalized')
+                                                                AS normalized_test_rows_column_in_train_only,
+    max(c.test_rows_column_in_train_only_pct) FILTER (WHERE c.profile = 'normalized')
+                                                                AS normalized_test_rows_column_in_train_only_pct,
+    max(m.normalized_test_rows_in_train)                        AS normalized_text_test_rows_in_train
+FROM column_measurements AS c
+JOIN current_measurements AS m
+  ON m.dataset_id = c.dataset_id AND m.revision_sha = c.revision_sha AND m.config = c.config
+ AND m.label_column IS NOT DISTINCT FROM c.label_column
+WHERE c.method = exact_method()
+GROUP BY c.dataset_id, c.config, c.text_column
+ORDER BY normalized_test_rows_column_in_train_only_pct DESC NULLS LAST, c.dataset_id, c.config, column_position;
+
+
+-- view: findings_shared_columns_overview
+-- One row: the configs measured column by column (two text columns or more, exact-2026), and those
+-- where some text column's value of a test row is in train while the row's whole text is not
+-- (normalized profile; NULL = NR, no train split, is not counted as such a config).
+SELECT count(DISTINCT (dataset_id, config))                                       AS configs,
+       count(*)                                                                   AS text_columns,
+       count(DISTINCT (dataset_id, config)) FILTER (WHERE normalized_test_rows_column_in_train_only > 0)
+                                                                                  AS configs_shared,
+       pct(count(DISTINCT (dataset_id, config)) FILTER (WHERE normalized_test_rows_column_in_train_only > 0),
+           count(DISTINCT (dataset_id, config)))                                  AS pct_configs_shared
+FROM findings_shared_columns

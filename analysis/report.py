@@ -35,7 +35,9 @@ from hubsurvey.analysis.render import (
     near_setting,
     near_shares_table,
     near_vs_exact_table,
+    num,
     overview_table,
+    pct,
     provenance,
     provenance_table,
     raw_vs_normalized_table,
@@ -146,6 +148,23 @@ def _exposure(c: SectionContext) -> dict[str, Any]:
     # the models whose declared training data holds a benchmark's items, the most rows first
     return {"exposure_overview": c["f"]["model_exposure_overview"][0],
             "exposure": c["f"]["model_exposure"][:c["top_n"]], "exposure_total": len(c["f"]["model_exposure"])}
+def _shared_columns(c: SectionContext) -> dict[str, Any]:
+    # the text columns whose value of a test row is in train while the row's whole text is not
+    # (normalized profile), most such rows (in % of test) first, as findings_shared_columns orders them
+    shared = [r for r in c["f"]["shared_columns"] if (r["normalized_test_rows_column_in_train_only"] or 0) > 0]
+    return {"shared": c["f"]["shared_columns_overview"][0], "shared_rows": shared[:c["top_n"]],
+            "shared_total": len(shared)}
+
+
+def shared_columns_table(rows: list[dict[str, Any]]) -> Table:
+    """Per (dataset, config, text column): test rows whose value of the column is in train while
+    their whole text is not, and the whole text's test rows in train (normalized profile)."""
+    header = ("dataset", "config", "text column", "test rows: column in train, text not", "of", "%",
+              "test rows: whole text in train")
+    cells = [(r["dataset_id"], r["config"], r["text_column"], num(r["normalized_test_rows_column_in_train_only"]),
+              num(r["rows_test"]), pct(r["normalized_test_rows_column_in_train_only_pct"]),
+              num(r["normalized_text_test_rows_in_train"])) for r in rows]
+    return Table(header, cells, (False, False, False, True, True, True, True))
 
 
 def _definitions(_: SectionContext) -> dict[str, Any]:
@@ -201,6 +220,10 @@ SECTIONS: tuple[Section, ...] = (
             views=("contamination", "contamination_pairs", "contamination_overview"), derive=_contamination),
     Section("model_exposure", "Models that declare contaminated training data",
             views=("model_exposure", "model_exposure_overview"), derive=_exposure),
+    # last of the numbered sections, so that adding it renumbers none of the others
+    Section("shared_columns", "Passages and premises shared across splits",
+            views=("shared_columns", "shared_columns_overview"), derive=_shared_columns,
+            tables={"shared_columns": lambda c: shared_columns_table(c["shared_rows"])}),
     # what changed since the previous completed run (analysis.history.since_last_run, in the context as
     # ``since``): unnumbered and after the findings, so that the other sections keep their numbers and places
     Section("since_last_run", "Since the last run", numbered=False),

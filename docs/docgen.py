@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from hubsurvey.core import figures
+
 # The help text must not depend on the terminal it is generated in: a fixed width, no colour, no
 # rich formatting (typer reads TYPER_USE_RICH when it is imported).
 HELP_WIDTH = 100
@@ -319,6 +321,17 @@ TABLES: dict[str, dict[str, str]] = {
         "method, method_version, tool_version, cleaned_at, run_id":
             _PROVENANCE + " (`exact-2026` for raw and normalized, `near-2026` for near)",
     },
+    "column_measurements": {
+        "dataset_id, revision_sha, config": "the config measured, at the revision measured",
+        "label_column": "the measurement row's label column (NULL: none; the label figures are then NR)",
+        "text_columns": "the whole text key's columns (the measurement's text columns)",
+        "text_column": "the one text column whose values are compared (its empty and NULL values are never matched)",
+        "profile": "`raw` or `normalized`",
+        "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`exact-2026`, 1)",
+        **{c.name: c.definition if c.percent_of or c.figure in figures.PER_COLUMN_FIGURES else
+           f"{c.definition}; the text key is this column alone ({figures.nr_rule(c)})"
+           for c in figures.per_column_columns()},
+    },
 }
 
 
@@ -395,6 +408,10 @@ TABLE_NOTES: dict[str, str] = {
                       "leaves them as they were.",
     "clean_test": "The test rows `hubsurvey clean --db` kept, one row per (dataset, revision, config, profile); "
                   "publish exports them as the `clean_test` config.",
+    "column_measurements": "The exact figures of each text column alone, for configs with two text columns or more: "
+                           "one row per (measurement row, text column, profile); its figure columns come from the "
+                           "registry (`figures.per_column_columns()`). Replaced with the config's measurements, in "
+                           "the same transaction. [Per-column figures](per-column.md).",
     "schema_version": "The migrations applied, one row each.",
 }
 

@@ -27,6 +27,7 @@ import typer
 
 from hubsurvey import __version__
 from hubsurvey.commands.options import Benchmarks, Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
+from hubsurvey.commands.per_column import per_column_json, render_per_column
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
 from hubsurvey.core.safety import json_text, visible, visible_output
@@ -176,7 +177,7 @@ def render_row(row: dict[str, Any]) -> str:
         lines.append(f"  {f.title:26}{cells[0]:>12}{cells[1]:>14}")
     for rf in figures.ROW_FIGURES:
         lines.append(f"  {rf.title:26}{figures.published(row[rf.name], rf.fmt):>12}")
-    blocks = [block for block in (render_exact(row), render_near(row), render_fingerprints(row)) if block]
+    blocks = [block for block in (render_exact(row), render_per_column(row), render_near(row), render_fingerprints(row)) if block]
     return "\n".join([*lines, *blocks])
 
 
@@ -198,6 +199,8 @@ def exact_json(row: dict[str, Any]) -> dict[str, Any]:
         assert column.profile is not None
         stem = column.name.removeprefix(column.profile.name + "_")
         out.setdefault(column.profile.name, {})[stem] = figures.json_value(row.get(column.name), column.fmt)
+    if (per_column := per_column_json(row)) is not None:  # absent for a config with one text column
+        out["per_column"] = per_column
     return out
 
 

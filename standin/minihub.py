@@ -11,7 +11,11 @@
   measurement is ``{"dataset_id", "config", "label_column", "text_columns", "figures"}`` and the
   figures are ``reference.lle_reference`` of the rows written, splits mapped to canonical names
   (valid/dev → validation). There is one measurement per eligible (dataset, config, label
-  column), or per (dataset, config) with ``label_column: null`` when there is no ClassLabel.
+  column), or per (dataset, config) with ``label_column: null`` when there is no ClassLabel. A
+  measurement of two text columns or more also has ``"per_column"``: ``{column: {profile: figures}}``,
+  ``reference.per_column_reference`` of the rows written (names without the profile's prefix).
+  ``qa_shared_contexts`` (questions sharing passages, split by question) and ``nli_shared_premises``
+  (premises shared by their hypotheses, split by pair) plant passages and premises across splits.
 
 Roles behind the truth: text columns are the string / list-of-string columns that are not id-like
 (the ``id`` columns differ on every row, so a tool that used them would find no leak at all); label
@@ -42,7 +46,7 @@ from hubsurvey.core.splits import SPLIT_ALIASES  # the method's aliases: the tru
 
 from . import parquetio as pio
 from .filler import BIG_ROWS, big_text_parquet
-from .reference import cross_reference, lle_reference
+from .reference import PROFILES, cross_reference, lle_reference, per_column_reference
 from .repos import iso_date
 
 _WORDS = (
@@ -244,6 +248,59 @@ def _question_answering(seed: int) -> _Spec:
                  ["question", "context"], [])
 
 
+def _shuffled_into_splits(g: _Gen, rows: list[dict], shares: dict[str, float]) -> dict[str, list[dict]]:
+    """``rows`` shuffled, then cut into splits of the given shares (the last takes the rest): a random
+    split by row, as a dataset that splits its questions (not its passages) does."""
+    g.shuffle(rows)
+    splits, at = {}, 0
+    for i, (split, share) in enumerate(shares.items()):
+        end = len(rows) if i == len(shares) - 1 else at + round(share * len(rows))
+        splits[split] = rows[at:end]
+        at = end
+    return splits
+
+
+def _qa_shared_contexts(seed: int) -> _Spec:
+    """Several questions per passage, split at random by question: most test passages are in train,
+    while few test rows (question and passage) are; a few test rows are also copied into train whole."""
+    repo_id = "mini-nlp/qa_shared_contexts"
+    g = _Gen(seed, repo_id)
+    rows = []
+    for _ in range(70):
+        context = g.sentence(lo=14, hi=22)
+        for _ in range(g.randint(2, 5)):
+            start = g.randrange(len(context) // 2)
+            rows.append({"question": g.sentence(lo=4, hi=8) + "?", "context": context,
+                         "answers": {"text": [context[start:start + 8]], "answer_start": [start]}})
+    splits = _shuffled_into_splits(g, rows, {"train": 0.7, "validation": 0.1, "test": 0.2})
+    _plant(g, splits, lambda r: None, train_leaks=4, train_relabeled=0, test_dups=1)
+    _number_ids(splits, "qas")
+    splits = {s: [{k: r[k] for k in ("id", "question", "context", "answers")} for r in rows] for s, rows in splits.items()}
+    features = {"id": pio.value("string"), "question": pio.value("string"), "context": pio.value("string"),
+                "answers": {"text": pio.list_of(pio.value("string")), "answer_start": pio.list_of(pio.value("int32"))}}
+    return _Spec(repo_id, "eligible", "question-answering", features, {"default": splits},
+                 ["question", "context"], [])
+
+
+def _nli_shared_premises(seed: int) -> _Spec:
+    """Three hypotheses per premise (one per label), split at random by pair: premises shared across
+    splits; a few test pairs copied into train, some with another label."""
+    repo_id = "mini-nlp/nli_shared_premises"
+    g = _Gen(seed, repo_id)
+    rows = [{"premise": premise, "hypothesis": g.sentence(lo=3, hi=7), "label": label}
+            for premise in (g.sentence(lo=6, hi=12) for _ in range(90)) for label in range(3)]
+    splits = _shuffled_into_splits(g, rows, {"train": 0.75, "test": 0.25})
+
+    def relabel(r: dict) -> None:
+        r["label"] = (r["label"] + 1) % 3
+
+    _plant(g, splits, relabel, train_leaks=3, train_relabeled=2, train_dups=2)
+    features = {"premise": pio.value("string"), "hypothesis": pio.value("string"),
+                "label": pio.class_label(["entailment", "neutral", "contradiction"])}
+    return _Spec(repo_id, "eligible", "text-classification", features, {"default": splits},
+                 ["premise", "hypothesis"], ["label"])
+
+
 def _multi_config(seed: int) -> _Spec:
     repo_id = "mini-lab/multi_config"
     g = _Gen(seed, repo_id)
@@ -418,6 +475,8 @@ def _specs(seed: int) -> list[_Spec]:
         topics,
         _sentence_pairs(seed),
         _question_answering(seed),
+        _qa_shared_contexts(seed),
+        _nli_shared_premises(seed),
         _multi_config(seed),
         _two_label_columns(seed),
         _messy_text(seed),
@@ -644,9 +703,14 @@ def _truth(spec: _Spec) -> list[dict[str, Any]]:
     for config, splits in spec.configs.items():
         canonical = {SPLIT_ALIASES[s]: rows for s, rows in splits.items()}
         for label in spec.label_columns or [None]:
-            out.append({"dataset_id": spec.id, "config": config, "label_column": label,
-                        "text_columns": list(spec.text_columns),
-                        "figures": lle_reference(canonical, spec.text_columns, label)})
+            truth: dict[str, Any] = {"dataset_id": spec.id, "config": config, "label_column": label,
+                                     "text_columns": list(spec.text_columns),
+                                     "figures": lle_reference(canonical, spec.text_columns, label)}
+            if len(spec.text_columns) > 1:  # the figures of each text column alone, per profile
+                truth["per_column"] = {c: {p: {k.removeprefix(f"{p}_"): v for k, v in
+                                               per_column_reference(canonical, spec.text_columns, c, label, p).items()}
+                                           for p in PROFILES} for c in spec.text_columns}
+            out.append(truth)
     return out
 
 

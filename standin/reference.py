@@ -264,6 +264,52 @@ def exact_reference(
     return out
 
 
+
+# --- the per-column figures (exact-2026 on one text column alone) ----------------------------------
+
+
+class _Unmatched:
+    """Stands for an empty or NULL value of the measured column: equal to nothing but itself, so the
+    row it stands in never matches another one (normalize_value leaves it as it is)."""
+
+    __slots__ = ()
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (str, list, tuple)) and len(value) == 0)
+
+
+def per_column_reference(
+    splits: Mapping[str, Sequence[Mapping[str, Any]]],
+    text_columns: Sequence[str],
+    column: str,
+    label_column: str | None,
+    profile: str,
+) -> dict[str, float | int | None]:
+    """The figures of text column ``column`` alone, under ``profile``: every figure of
+    :func:`exact_reference` with the text key made of that column's value only, where a value that
+    is NULL, or empty under the profile (the empty string, the empty list), matches no other row;
+    plus ``test_rows_column_in_train_only``: test rows whose (non-empty) value of the column occurs in
+    train while their whole text key (every one of ``text_columns``, under the profile) does not, and
+    its ``_pct`` over the test rows. NR without train. Named with the ``<profile>_`` prefix."""
+    def value(row: Mapping[str, Any]) -> Any:
+        seen = row[column] if profile == "raw" else normalize_value(row[column])
+        return _Unmatched() if _is_empty(seen) else row[column]
+
+    alone = {s: [{"value": value(row), **({"label": row[label_column]} if label_column else {})} for row in rows]
+             for s, rows in splits.items()}
+    out = exact_reference(alone, ["value"], "label" if label_column else None, profile)
+    if "train" not in splits:
+        only = None
+    else:
+        train_values = set(_text_keys(alone["train"], ["value"], profile))
+        train_texts = set(_text_keys(splits["train"], text_columns, profile))
+        only = sum(1 for row, text in zip(alone["test"], _text_keys(splits["test"], text_columns, profile))
+                   if _text_keys([row], ["value"], profile)[0] in train_values and text not in train_texts)
+    out[f"{profile}_test_rows_column_in_train_only"] = only
+    out[f"{profile}_test_rows_column_in_train_only_pct"] = _pct(only, len(splits["test"]))
+    return out
+
 # --- the near-duplicate figures (near-2026), exhaustive ---------------------------------------------
 #
 # How it works, and why it is exhaustive:

@@ -152,6 +152,8 @@ def measure_config(
             near_curve=_json([{"threshold": t, "test_rows_near_train": n} for t, n in near.curve.items()])
             if near and near.curve else None,
         )
+        if m.per_column is not None:  # the figures of each text column alone: column_measurements
+            row["per_column"] = m.per_column
         rows.append(row)
     stored = [example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in samples]
     stored += [near_example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in (near.examples if near else [])]

@@ -159,6 +159,9 @@ class Measurement:
     label_column: str | None
     text_columns: tuple[str, ...]
     figures: dict[str, Any]  # text_* and text_and_label_* figures + difference_annotation
+    #: the figures of each text column alone, {column: {profile: {figure: value}}} (named as in
+    #: ``registry.per_column_columns()``); None for a config with one text column, or without exact-2026
+    per_column: dict[str, dict[str, dict[str, Any]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,16 @@ class Measured:
 _RESERVED_BY_READER = frozenset({"file_row_number"})
 
 
+def _empty_sql(sql_type: str) -> str:
+    """A condition (``{}``: the value) true when a value of ``sql_type`` is empty: the empty string,
+    or the empty list; a value of another type is never empty (only NULL goes unmatched)."""
+    if sql_type == "VARCHAR":
+        return "({}) = ''"
+    if sql_type.endswith("[]"):
+        return "len({}) = 0"
+    return "false"
+
+
 class Engine:
     """Measures one config. Use as a context manager; it owns one in-memory DuckDB connection."""
 
@@ -194,6 +207,9 @@ class Engine:
     hash_sql = "hash({})"
     #: The near-duplicate method's parameters (survey/near.py): an instance attribute to change them.
     near_params = near_method.NearParams()
+    #: Whether the exact method also measures each text column alone (two text columns or more);
+    #: the per-column benchmark turns it off for its baseline.
+    per_column = True
 
     def __init__(self, data: ConfigData, *, threads: int | None = None, memory_limit: str | None = None):
         self.data = data
@@ -289,8 +305,13 @@ class Engine:
                 selects.append(f"SELECT '{name}' AS split, pos, {picked} FROM split_{name} AS s({renamed})")
         return " UNION ALL ".join(selects)
 
-    def _load(self, text_columns: Sequence[str], label_columns: Sequence[str], *, normalized: bool = True) -> None:
-        """rows_all(split, pos, t*, l*, h_text[, h_ntext]): the keys and their hashes, in one pass.
+    def _load(self, text_columns: Sequence[str], label_columns: Sequence[str], *, normalized: bool = True,
+              per_column: bool = True) -> None:
+        """rows_all(split, pos, t*, l*, h_text[, h_ntext][, h_c*, h_nc*]): the keys and their hashes, in one pass.
+
+        ``h_c<i>`` / ``h_nc<i>`` hash text column ``t<i>``'s raw / normalized value alone (NULL when it
+        is NULL or empty), for a config of two text columns or more measured by the exact method
+        (``per_column``).
 
         ``h_ntext`` hashes the ``normalized`` profile of the text values. The normalized values are
         not kept (they would double the memory): where they are needed (the collision check, an
@@ -303,8 +324,14 @@ class Engine:
         sql_types = {r[0]: r[1] for r in self.con.execute(f"DESCRIBE {stacked}").fetchall()}
         self.raw_text = [f"t{i}" for i in range(len(text_columns))]
         self.normalized_text = [self._normalizer(i, sql_types[f"t{i}"]) for i in range(len(text_columns))]
+        # With two text columns or more, each column's value is hashed too (NULL: empty or NULL, never
+        # matched), for the figures of each column alone (``_column_figures``).
+        self._per_column = per_column and normalized and len(text_columns) > 1
+        self._empty = [_empty_sql(sql_types[t]) for t in self.raw_text]
+        column_hashes = "".join(f", {self._column_hash(t, empty)} AS h_c{i}"
+                                for i, (t, empty) in enumerate(zip(self.raw_text, self._empty))) if self._per_column else ""
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE rows_all AS "
-                         f"SELECT *, {self.hash_sql.format(', '.join(self.raw_text))} AS h_text FROM ({stacked})")
+                         f"SELECT *, {self.hash_sql.format(', '.join(self.raw_text))} AS h_text{column_hashes} FROM ({stacked})")
         if normalized:
             self._hash_normalized([sql_types[t] == "VARCHAR" for t in self.raw_text])
         self._loaded = (tuple(text_columns), tuple(label_columns))
@@ -326,7 +353,9 @@ class Engine:
         fast = [self._ascii_normalizer(t) if flag else n
                 for t, n, flag in zip(self.raw_text, self.normalized_text, is_string)]
         self.con.execute("ALTER TABLE rows_all ADD COLUMN h_ntext UBIGINT")
-        self.con.execute(f"UPDATE rows_all SET h_ntext = {h.format(', '.join(fast))} WHERE {all_ascii}")
+        for i in range(len(self.raw_text) if self._per_column else 0):
+            self.con.execute(f"ALTER TABLE rows_all ADD COLUMN h_nc{i} UBIGINT")
+        self.con.execute(f"UPDATE rows_all SET h_ntext = {h.format(', '.join(fast))}{self._column_hashes(fast)} WHERE {all_ascii}")
         others = self.con.sql(f"SELECT rowid AS row_id, {', '.join(self.raw_text)} FROM rows_all "
                               f"WHERE NOT ({all_ascii})").to_arrow_table()
         if not others.num_rows:
@@ -340,10 +369,21 @@ class Engine:
             # the other columns (lists of strings) keep their normalizer, given the same names
             values = [f"o.{t}" if flag else re.sub(rf"\b{t}\b", f"o.{t}", n)
                       for t, n, flag in zip(self.raw_text, self.normalized_text, is_string)]
-            self.con.execute(f"UPDATE rows_all SET h_ntext = {h.format(', '.join(values))} "
+            self.con.execute(f"UPDATE rows_all SET h_ntext = {h.format(', '.join(values))}{self._column_hashes(values)} "
                              f"FROM normalized_others AS o WHERE rows_all.rowid = o.row_id")
         finally:
             self.con.unregister("normalized_others")
+
+    def _column_hash(self, value: str, empty: str) -> str:
+        """SQL for the hash of one text column's ``value``: NULL when it is NULL or ``empty``."""
+        return f"CASE WHEN ({value}) IS NULL OR {empty.format(value)} THEN NULL ELSE {self.hash_sql.format(value)} END"
+
+    def _column_hashes(self, values: Sequence[str]) -> str:
+        """The SET items of the ``h_nc<i>`` columns (each text column's normalized hash), from the
+        normalized ``values``; nothing for a config with one text column."""
+        if not self._per_column:
+            return ""
+        return "".join(f", h_nc{i} = {self._column_hash(v, empty)}" for i, (v, empty) in enumerate(zip(values, self._empty)))
 
     @staticmethod
     def _ascii_normalizer(t: str) -> str:
@@ -389,18 +429,22 @@ class Engine:
         row, so those (few: the duplicates and leaks) are checked against the values.
         """
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql([hash_column])}")
+        if self._hash_is_exact(hash_column, values, table):
+            return [hash_column]
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql(values)}")
+        return list(values)
+
+    def _hash_is_exact(self, hash_column: str, values: Sequence[str], table: str) -> bool:
+        """Whether no two different values (SQL expressions over ``rows_all``) share a hash among the
+        keys of ``table`` (grouped by ``hash_column``) held by more than one row."""
         repeated = f"SELECT k0 FROM {table} WHERE n_train + n_validation + n_test > 1"
-        exact = self.con.execute(
+        return bool(self.con.execute(
             f"""
             SELECT count(*) = (SELECT count(*) FROM ({repeated}))
             FROM (SELECT DISTINCT {hash_column}, {', '.join(values)} FROM rows_all
                   WHERE {hash_column} IN ({repeated}))
             """
-        ).fetchone()[0]
-        if exact:
-            return [hash_column]
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql(values)}")
-        return list(values)
+        ).fetchone()[0])
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {f"has_{s}": s in self.data.splits for s in ("train", "validation")}
@@ -421,6 +465,62 @@ class Engine:
         names = [d[0] for d in result.description]
         return dict(zip(names, result.fetchone() or ()))
 
+    def _label_figures(self, profile: registry.Profile, key: Sequence[str], keys: str, j: int, text: Mapping[str, Any],
+                       *, lle: bool, exact: bool, source: str = "rows_all",
+                       declared: Sequence[registry.ProfileFigure] = registry.PROFILE_FIGURES) -> dict[str, Any]:
+        """The figures of label column ``l<j>`` under ``profile``, with the text ``key`` grouped in
+        ``keys``: the LABEL grain's over ``pairs``, the LABEL_TEXT grain's over ``texts`` (both left
+        for the examples), then the ROW grain's from them and ``text`` (the text figures); with
+        LLE's text+label figures when ``lle``."""
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE pairs AS {registry.per_pair_sql(key, f'l{j}', source)}")
+        items = registry.lle_items(registry.TEXT_AND_LABEL) if lle else []
+        items += registry.profile_figures_sql(profile, registry.Grain.LABEL, declared) if exact else []
+        figures = self._select(registry.aggregate_sql(items, "pairs"))
+        if exact:
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE texts AS {registry.per_text_sql(len(key), keys, 'pairs')}")
+            items = registry.profile_figures_sql(profile, registry.Grain.LABEL_TEXT, declared)
+            figures.update(self._select(registry.aggregate_sql(items, "texts")))
+            bound = {n: v for n, v in {**text, **figures}.items() if n.startswith(profile.name + "_")}
+            figures.update(self._select(registry.row_grain_sql(profile, bound), bound))
+        return figures
+
+    def _column_figures(self, profile: registry.Profile, i: int, labels: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Every figure of ``registry.per_column_figures()`` for text column ``t<i>`` alone under
+        ``profile``: its text figures, and its label figures per label column, over the rows of
+        ``rows_profile`` (:meth:`_profile_rows`) whose value of the column is neither empty nor
+        NULL. Named by stem, without the profile's prefix."""
+        column_hash = f"h_c{i}" if profile is registry.RAW else f"h_nc{i}"
+        value = self.raw_text[i] if profile is registry.RAW else self.normalized_text[i]
+        declared = registry.per_column_figures()
+        source = registry.PER_COLUMN_SOURCE
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {source} AS SELECT * FROM rows_profile WHERE {column_hash} IS NOT NULL")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE keys_column AS {registry.per_key_sql([column_hash], source)}")
+        column_key = [column_hash]
+        if not self._hash_is_exact(column_hash, [value], "keys_column"):  # group by the values, read again
+            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {source} AS SELECT p.*, r.{self.raw_text[i]} FROM rows_profile "
+                             f"AS p JOIN rows_all AS r ON r.rowid = p.row_id WHERE p.{column_hash} IS NOT NULL")
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE keys_column AS {registry.per_key_sql([value], source)}")
+            column_key = [value]
+        items = [*registry.profile_figures_sql(profile, registry.Grain.TEXT, declared),
+                 *registry.profile_figures_sql(profile, registry.Grain.COLUMN, declared)]
+        text = self._select(registry.aggregate_sql(items, "keys_column"))
+        by_label = [self._label_figures(profile, column_key, "keys_column", j, text, lle=False, exact=True,
+                                        source=source, declared=declared) for j in range(labels)]
+        self.con.execute(f"DROP TABLE keys_column; DROP VIEW {source}")
+        prefix = profile.name + "_"
+        return ({n.removeprefix(prefix): v for n, v in text.items()},
+                [{n.removeprefix(prefix): v for n, v in figures.items()} for figures in by_label])
+
+    def _profile_rows(self, profile: registry.Profile, key: Sequence[str], keys: str, labels: int) -> None:
+        """``rows_profile``: what the figures of each text column alone read under ``profile``, one
+        row per row of ``rows_all``: ``split``, ``pos``, ``row_id``, the labels, every text column's
+        hash (NULL: empty or NULL) and ``text_in_train`` (the whole text ``key``, grouped in
+        ``keys``, occurs in train). No string: once per profile, where each column reads it again."""
+        hashes = [f"h_c{i}" if profile is registry.RAW else f"h_nc{i}" for i in range(len(self.raw_text))]
+        self.con.execute("CREATE OR REPLACE TEMP TABLE rows_profile AS "
+                         + registry.per_column_rows_sql(["rowid AS row_id", *(f"l{j}" for j in range(labels)), *hashes],
+                                                        key, keys))
+
     def measure(self, text_columns: Sequence[str], label_columns: Sequence[str],
                 methods: Collection[str] | None = None, *, examples: int = 0,
                 positions: int = EXAMPLE_POSITIONS) -> Measured:
@@ -433,6 +533,9 @@ class Engine:
         examples are picked from the same tables, each dropped once used: at most one text table
         and one pair table are held at a time. ``methods`` (default: all) limits the figures to
         those methods' (the benchmark measures LLE alone with it).
+
+        With two text columns or more, the exact method also measures each text column alone
+        (``Measurement.per_column``, :meth:`_column_figures`), per profile, from ``rows_profile``.
         """
         every = {c.method for c in registry.figure_columns()}
         methods = every if methods is None else set(methods)
@@ -443,11 +546,14 @@ class Engine:
         text_columns, label_columns = tuple(text_columns), tuple(label_columns)
         if near:
             near_method.warm_up()  # while DuckDB reads and hashes
-        self._load(text_columns, label_columns, normalized=exact or near)
+        self._load(text_columns, label_columns, normalized=exact or near, per_column=exact and self.per_column)
         text: dict[str, Any] = {}
         by_label: list[dict[str, Any]] = [{} for _ in label_columns]
         found: list[dict[str, Any]] = []
         normalized_key: list[str] | None = None
+        # per label column (one when there is none): {text column: {profile: figures}}
+        per_column_names = [c.name for c in registry.per_column_columns()]
+        by_column: list[dict[str, dict[str, dict[str, Any]]]] = [{} for _ in label_columns or (None,)]
         for profile in self._profiles if exact else (registry.RAW,):
             raw = profile is registry.RAW
             keys = f"keys_{profile.name}"
@@ -459,20 +565,18 @@ class Engine:
             if examples:
                 found += self._examples_of(profile, key, keys, TEXT_EXAMPLE_KINDS, None, examples, positions)
             for j, label in enumerate(label_columns):
-                figures = by_label[j]
-                self.con.execute(f"CREATE OR REPLACE TEMP TABLE pairs AS {registry.per_pair_sql(key, f'l{j}')}")
-                items = registry.lle_items(registry.TEXT_AND_LABEL) if raw else []
-                items += registry.profile_figures_sql(profile, registry.Grain.LABEL) if exact else []
-                figures.update(self._select(registry.aggregate_sql(items, "pairs")))
-                if exact:
-                    self.con.execute(f"CREATE OR REPLACE TEMP TABLE texts AS {registry.per_text_sql(len(key), keys, 'pairs')}")
-                    items = registry.profile_figures_sql(profile, registry.Grain.LABEL_TEXT)
-                    figures.update(self._select(registry.aggregate_sql(items, "texts")))
-                    bound = {n: v for n, v in {**text, **figures}.items() if n.startswith(profile.name + "_")}
-                    figures.update(self._select(registry.row_grain_sql(profile, bound), bound))
+                by_label[j].update(self._label_figures(profile, key, keys, j, text, lle=raw, exact=exact))
                 if examples:
                     found += self._examples_of(profile, key, "texts", LABEL_EXAMPLE_KINDS, (label, j), examples, positions)
-            self.con.execute(f"DROP TABLE IF EXISTS {keys}; DROP TABLE IF EXISTS pairs; DROP TABLE IF EXISTS texts")
+            if exact and self._per_column:
+                self._profile_rows(profile, key, keys, len(label_columns))
+                for i, column in enumerate(text_columns):
+                    per_text, per_label = self._column_figures(profile, i, len(label_columns))
+                    for figures, found_column in zip(by_column, per_label or [{}]):
+                        found_column = {**per_text, **found_column}  # a figure not measured is NR
+                        figures.setdefault(column, {})[profile.name] = {n: found_column.get(n) for n in per_column_names}
+            self.con.execute(f"DROP TABLE IF EXISTS {keys}; DROP TABLE IF EXISTS pairs; DROP TABLE IF EXISTS texts; "
+                             "DROP TABLE IF EXISTS rows_profile")
         near_result = None
         if near:
             if normalized_key is None:  # the exact method did not check the normalized hash
@@ -486,12 +590,13 @@ class Engine:
         columns = [c for c in registry.figure_columns() if c.method in methods]
         if not label_columns:
             # No label column: every figure that needs one is NR.
-            return Measured([Measurement(None, text_columns, {c.name: text.get(c.name) for c in columns})], found, near_result)
+            return Measured([Measurement(None, text_columns, {c.name: text.get(c.name) for c in columns},
+                                         by_column[0] or None)], found, near_result)
         out = []
-        for label, figures in zip(label_columns, by_label):
+        for label, figures, per_column in zip(label_columns, by_label, by_column):
             figures = {**text, **figures}
             figures.update(self._row_figures(figures))
-            out.append(Measurement(label, text_columns, {c.name: figures.get(c.name) for c in columns}))
+            out.append(Measurement(label, text_columns, {c.name: figures.get(c.name) for c in columns}, per_column or None))
         return Measured(out, found, near_result)
 
     def fingerprints(self) -> dict[str, pa.Table] | None:

@@ -78,6 +78,7 @@ EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_passages.py::test_every_code_point_alone_and_beside_others_folds_as_normalize_text": "(70 s)",
     "tests/test_exact_reference.py::test_invariants_on_every_shared_config": "(60 s)",
     "tests/test_engine.py::test_every_shared_config_equals_reference": "every shared config (50 s)",
+    "tests/test_per_column.py::test_every_multi_column_shared_config_equals_reference": "17 shared configs (55 s)",
     "tests/test_crossleaks.py::test_crossleaks_on_the_shared_datasets_equals_sets_over_their_rows": "(20 s)",
     "tests/test_near_compiled.py::test_shared_configs_pair_as_the_reference": "every shared config (110 s)",
     "tests/test_fingerprint.py::test_every_shared_split_equals_the_reference": "every shared split (15 s)",

@@ -97,3 +97,28 @@ def test_exclusions_by_reason_come_from_the_crawl(surveyed):
     planted = Counter(o for o in expected.values() if o != "eligible" and not o.startswith("error:"))
     assert planted["gated"] and planted["not_text"]  # the mini-hub plants both
     assert {reason: excluded.get(reason, 0) for reason in planted} == dict(planted)
+
+
+def test_per_column_figures_stored_by_the_survey_equal_the_truth(surveyed):
+    """The survey stores each multi-column config's figures per text column (column_measurements),
+    equal to truth.json's, and findings_shared_columns counts those configs."""
+    db, _, _ = surveyed
+    truth = json.loads((db.parent / "hub" / "truth.json").read_text())["measurements"]
+    planted = {(m["dataset_id"], m["config"], m["label_column"]): m["per_column"] for m in truth if "per_column" in m}
+    with Store(db) as store:
+        stored = store.records("SELECT * FROM column_measurements")
+        overview = findings(store)["shared_columns_overview"][0]
+    got: dict[tuple, dict] = {}
+    for r in stored:
+        figures = {k: v for k, v in r.items() if k in planted[(r["dataset_id"], r["config"], r["label_column"])]
+                   [r["text_column"]][r["profile"]]}
+        got.setdefault((r["dataset_id"], r["config"], r["label_column"]), {}).setdefault(r["text_column"], {})[r["profile"]] = figures
+    assert got.keys() == planted.keys()
+    for key, by_column in planted.items():
+        for column, by_profile in by_column.items():
+            for profile, figures in by_profile.items():
+                for name, value in figures.items():
+                    found = got[key][column][profile][name]
+                    assert found == pytest.approx(value) if isinstance(value, float) else found == value, (key, column, name)
+    assert overview["configs"] == len({(d, c) for d, c, _ in planted})
+    assert overview["configs_shared"] >= 2  # the shared passages and the shared premises

@@ -78,7 +78,7 @@ def _download(hub, repo_id, filename, tmp_path, revision=PARQUET, token=False) -
 @pytest.mark.slow
 def test_list_datasets_expand_and_pagination(hub, api):
     items = list(api.list_datasets(expand=["tags", "gated", "sha"]))
-    visible = 22 + FILLER  # the private mini-hub dataset is not listed without an approved token
+    visible = 24 + FILLER  # the private mini-hub dataset is not listed without an approved token
     assert len(items) == visible
     assert len({d.id for d in items}) == visible
     assert hub.stats()["list"] <= math.ceil(visible / 1000)
@@ -515,7 +515,7 @@ def test_truth_matches_reference_recomputed_from_files(minihub):
     assert index["filler"] == {"count": FILLER, "seed": 0}
     measured = {(m["dataset_id"], m["config"]) for m in truth["measurements"]}
     assert {d for d, _ in measured} == {d for d, outcome in truth["expected"].items() if outcome == "eligible"}
-    assert len(truth["measurements"]) == 16  # 13 eligible datasets (a fork and two absorbing test rows), 2 with two label columns, 1 with two configs
+    assert len(truth["measurements"]) == 18  # 15 eligible datasets (a fork and two absorbing test rows), 2 with two label columns, 1 with two configs
     for m in truth["measurements"]:
         splits = _read_splits(minihub / m["dataset_id"].replace("/", "__") / m["config"])
         assert m["figures"] == lle_reference(splits, m["text_columns"], m["label_column"]), m

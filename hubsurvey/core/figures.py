@@ -18,7 +18,7 @@ without a label column. The method, in words, with a worked example: ``docs/meth
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
@@ -152,6 +152,10 @@ class Grain(Enum):
     LABEL_TEXT = "label per text"
     #: computed from the profile's other figures of the same row (``{p}`` is the profile's prefix).
     ROW = "row"
+    #: one row per distinct value of one text column (empty and NULL values left out, never matched):
+    #: ``n_<split>``, and ``n_test_text_not_in_train``, the test rows holding the value whose whole
+    #: text key does not occur in train. Only the per-column figures (``PER_COLUMN_FIGURES``) use it.
+    COLUMN = "column"
 
 
 @dataclass(frozen=True)
@@ -174,7 +178,7 @@ class ProfileFigure:
 
     @property
     def needs_label(self) -> bool:
-        return self.grain is not Grain.TEXT
+        return self.grain not in (Grain.TEXT, Grain.COLUMN)
 
     def name(self, profile: Profile) -> str:
         return f"{profile.name}_{self.stem}"
@@ -335,6 +339,44 @@ PROFILE_FIGURES: tuple[ProfileFigure, ...] = (
         for split in ("train", "validation", "test")
     ),
 )
+
+
+# --- the per-column figures (method exact-2026, table column_measurements) ---------------------------
+# For a config with two or more text columns, every PROFILE_FIGURES entry is measured again with the
+# text key made of one text column alone (its TEXT grain table is the COLUMN grain's), under both
+# profiles; rows whose value of that column is empty or NULL are never matched. These figures are
+# measured at that grain only: a QA passage or an NLI premise shared across splits while the
+# question or the hypothesis differs.
+
+PER_COLUMN_FIGURES: tuple[ProfileFigure, ...] = (
+    ProfileFigure(
+        "test_rows_column_in_train_only",
+        "coalesce(sum(n_test_text_not_in_train) FILTER (WHERE n_train > 0), 0)",
+        "test rows whose value of this column occurs in train while their whole text key does not: "
+        "the same passage or premise with another question or hypothesis",
+        "column in train, text not",
+        grain=Grain.COLUMN,
+        needs=("train",),
+        percent=("test_rows_column_in_train_only_pct", "test"),
+    ),
+)
+
+
+def per_column_figures() -> tuple[ProfileFigure, ...]:
+    """The figures of one text column alone (``column_measurements``): every exact figure, then
+    the per-column ones."""
+    return (*PROFILE_FIGURES, *PER_COLUMN_FIGURES)
+
+
+def per_column_columns() -> list[Column]:
+    """The figure columns of ``column_measurements``, named by stem (its ``profile`` column says
+    which profile): the names ``audit --json`` uses under ``exact.raw``."""
+    def stem(name: str) -> str:
+        return name.removeprefix(RAW.name + "_")
+
+    return [replace(c, name=stem(c.name), published_name=stem(c.published_name), profile=None,
+                    definition=stem(c.definition.removesuffix(f"; {RAW.name} profile")))
+            for f in per_column_figures() for c in _profile_columns(f, RAW)]
 
 
 # --- the near-duplicate figures (method near-2026) -----------------------------------------------------
@@ -535,13 +577,14 @@ def _nr_guard(sql: str, needs: Iterable[str], needs_any: Iterable[str] = ()) -> 
     return f"CASE WHEN {' AND '.join(conditions)} THEN {sql} END"
 
 
-def profile_figures_sql(profile: Profile, grain: Grain) -> list[str]:
+def profile_figures_sql(profile: Profile, grain: Grain, declared: Iterable[ProfileFigure] = PROFILE_FIGURES) -> list[str]:
     """The SELECT items of a profile's figures of one grain (count, then percentage), named as stored.
 
     ``$rows_<split>`` binds the split's row count; ``$has_<split>`` says which splits exist.
+    ``declared``: the figures to pick from (``per_column_figures()`` for one text column).
     """
     items = []
-    for f in PROFILE_FIGURES:
+    for f in declared:
         if f.grain is not grain:
             continue
         count = _nr_guard(f.sql.replace("{p}", f"{profile.name}_"), f.needs, f.needs_any)
@@ -553,26 +596,47 @@ def profile_figures_sql(profile: Profile, grain: Grain) -> list[str]:
     return items
 
 
-def per_key_sql(key: Sequence[str]) -> str:
+def per_key_sql(key: Sequence[str], source: str = "rows_all") -> str:
     """The TEXT grain's table: ``rows_all`` grouped by ``key`` (SQL expressions), one row per distinct
-    key: ``k0..`` (the key) and ``n_train``, ``n_validation``, ``n_test``, the rows of each split holding it."""
+    key: ``k0..`` (the key) and ``n_train``, ``n_validation``, ``n_test``, the rows of each split holding it.
+    ``source``: ``rows_column`` for one text column (then the COLUMN grain's table, see :func:`per_column_key_sql`)."""
     aliases = ", ".join(f"{k} AS k{i}" for i, k in enumerate(key))
+    extra = PER_COLUMN_COUNTS if source == PER_COLUMN_SOURCE else ""
     return f"""
 SELECT {aliases},          -- one row per distinct key: how many rows of each split hold it
-       {SPLIT_COUNTS}
-FROM rows_all
+       {SPLIT_COUNTS}{extra}
+FROM {source}
 GROUP BY {', '.join(key)}
 """
 
 
-def per_pair_sql(key: Sequence[str], label: str) -> str:
+#: The rows of one text column's key (``rows_all`` without the rows whose value of the column is
+#: empty or NULL, with ``text_in_train``): the source of the COLUMN grain's table.
+PER_COLUMN_SOURCE = "rows_column"
+PER_COLUMN_COUNTS = ",\n       count(*) FILTER (WHERE split = 'test' AND NOT text_in_train) AS n_test_text_not_in_train"
+
+
+def per_column_rows_sql(kept: Sequence[str], key: Sequence[str], per_key: str) -> str:
+    """The rows of ``rows_all`` as the COLUMN grain reads them: ``split``, ``pos``, the ``kept``
+    columns (the labels, each text column's hash) and ``text_in_train``: the row's whole text
+    ``key`` (SQL expressions, as grouped in ``per_key``, the TEXT grain's table) occurs in train.
+    ``rows_column`` is those of them whose hash of the one column measured is set."""
+    on = " AND ".join(f"k.k{i} IS NOT DISTINCT FROM {k}" for i, k in enumerate(key))
+    return f"""
+SELECT split, pos, {', '.join(kept)},
+       EXISTS (SELECT 1 FROM {per_key} AS k WHERE k.n_train > 0 AND {on}) AS text_in_train
+FROM rows_all
+"""
+
+
+def per_pair_sql(key: Sequence[str], label: str, source: str = "rows_all") -> str:
     """The LABEL grain's table: ``rows_all`` grouped by (text key, label), one row per distinct pair:
     ``k0..``, ``label`` and ``n_<split>``. The label is compared exactly (a list as a whole)."""
     aliases = ", ".join(f"{k} AS k{i}" for i, k in enumerate(key))
     return f"""
 SELECT {aliases}, {label} AS label,   -- one row per distinct (text key, label)
        {SPLIT_COUNTS}
-FROM rows_all
+FROM {source}
 GROUP BY {', '.join(key)}, {label}
 """
 
@@ -812,14 +876,17 @@ def nr_rule(column: Column) -> str:
     return "NR when " + " or ".join(reasons) if reasons else "never NR"
 
 
-def markdown_exact_sql() -> str:
-    """docs/method.md's table of the exact figures: each one's SQL beside its definition."""
+def markdown_exact_sql(declared: Sequence[ProfileFigure] = PROFILE_FIGURES) -> str:
+    """docs/method.md's table of the exact figures: each one's SQL beside its definition
+    (docs/per-column.md's of ``PER_COLUMN_FIGURES``, stored without a profile prefix)."""
+    named = "`raw_` / `normalized_` + …" if declared is PROFILE_FIGURES else "column of `column_measurements`"
     lines = [
-        "| figure (`raw_` / `normalized_` + …) | per-key table | SQL (an aggregate over it) | NR | definition |",
+        f"| figure ({named}) | per-key table | SQL (an aggregate over it) | NR | definition |",
         "|---|---|---|---|---|",
     ]
-    for f in PROFILE_FIGURES:
-        column = next(c for c in figure_columns(f.method) if c.figure is f and c.percent_of is None)
+    columns = [*figure_columns(EXACT_METHOD), *per_column_columns()]
+    for f in declared:
+        column = next(c for c in columns if c.figure is f and c.percent_of is None)
         sql = f.sql.replace("|", "\\|")
         pct = f"; `{f.percent[0]}` = it / rows of {f.percent[1]} × 100" if f.percent else ""
         lines.append(f"| `{f.stem}` | {f.grain.value} | `{sql}` | {nr_rule(column)} | {f.definition}{pct} |")

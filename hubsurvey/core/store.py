@@ -385,6 +385,26 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (dataset_id, revision_sha, config, profile)
     );
     """,
+    # The figures of each text column alone (exact-2026, for configs with two text columns or more):
+    # one row per (measurement, text column, profile). The figure columns are added from the
+    # registry (figures.per_column_columns()), as the measurements' are; written with the
+    # measurement rows, in their transaction.
+    """
+    CREATE TABLE column_measurements (
+        dataset_id     VARCHAR NOT NULL,
+        revision_sha   VARCHAR NOT NULL,
+        config         VARCHAR NOT NULL,
+        label_column   VARCHAR,              -- NULL: the config has no label column
+        text_columns   VARCHAR[] NOT NULL,   -- the whole text key's columns
+        text_column    VARCHAR NOT NULL,     -- the one text column whose values are compared
+        profile        VARCHAR NOT NULL,     -- 'raw' or 'normalized'
+        method         VARCHAR NOT NULL,     -- 'exact-2026'
+        method_version INTEGER NOT NULL,
+        tool_version   VARCHAR NOT NULL,
+        measured_at    TIMESTAMPTZ NOT NULL,
+        run_id         VARCHAR
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The clean_test table in a published results dataset (its clean_test config): analysis/export.py
@@ -496,12 +516,28 @@ def markdown_measurements_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _figure_columns_ddl(existing: set[str]) -> list[str]:
+def _figure_columns_ddl(existing: set[str], table: str = "measurements") -> list[str]:
     """ALTER statements adding the registry's figure columns that the table does not have yet."""
+    declared = figures.per_column_columns() if table == "column_measurements" else figures.figure_columns()
     return [
-        f"ALTER TABLE measurements ADD COLUMN {quote_ident(c.name)} {c.sql_type}"
-        for c in figures.figure_columns()
+        f"ALTER TABLE {table} ADD COLUMN {quote_ident(c.name)} {c.sql_type}"
+        for c in declared
         if c.name not in existing
+    ]
+
+
+def column_measurement_rows(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``column_measurements`` rows of one measurement row (its ``per_column`` figures), with
+    the row's identity and provenance."""
+    names = [c.name for c in figures.per_column_columns()]
+    return [
+        {"dataset_id": row["dataset_id"], "revision_sha": row["revision_sha"], "config": row["config"],
+         "label_column": row.get("label_column"), "text_columns": list(row["text_columns"]), "text_column": column,
+         "profile": profile, "method": figures.EXACT_METHOD, "method_version": figures.EXACT_METHOD_VERSION,
+         "tool_version": row["tool_version"], "measured_at": row["measured_at"], "run_id": row.get("run_id"),
+         **{n: found.get(n) for n in names}}
+        for column, by_profile in (row.get("per_column") or {}).items()
+        for profile, found in by_profile.items()
     ]
 
 
@@ -690,6 +726,10 @@ class Store:
         }
         for ddl in _figure_columns_ddl(existing):
             self.con.execute(ddl)
+        per_column = {r[0] for r in self.con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'column_measurements'").fetchall()}
+        for ddl in _figure_columns_ddl(per_column, "column_measurements") if per_column else ():  # no table: a DB of fewer migrations
+            self.con.execute(ddl)
         for name in reversed(views()):  # dependants first
             self.con.execute(f"DROP VIEW IF EXISTS {quote_ident(name)}")
         for name, select in views().items():
@@ -736,10 +776,13 @@ class Store:
         """
         where = {"d": dataset_id, "r": revision_sha, "c": config}
         with self.transaction() as con:
-            for table in ("measurements", "examples"):
+            for table in ("measurements", "examples", "column_measurements"):
                 con.execute(f"DELETE FROM {table} WHERE dataset_id = $d AND revision_sha = $r AND config = $c", where)
             for row in rows:
-                insert(con, "measurements", row)
+                insert(con, "measurements", {k: v for k, v in row.items() if k != "per_column"})
+            per_column = [r for row in rows for r in column_measurement_rows(row)]
+            if per_column:
+                insert_many(con, "column_measurements", per_column)
             if examples:
                 insert_many(con, "examples", examples)
             content = {s: rows[0].get(f"fingerprint_{s}") for s in ("train", "validation", "test")} if rows else {}
