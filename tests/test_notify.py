@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
+from hubsurvey.analysis import site
+
 try:
     from leaks import db_hits, secret_hits
 except ImportError:  # tests/ imported as a package
@@ -83,7 +85,8 @@ def test_lists_site_urls_and_opt_out(tmp_path):
                 "https://someone@s.example"):
         with pytest.raises(UsageError):
             bot.check_site_url(bad)
-    assert bot.site_page("https://s.example", "acme/x y") == "https://s.example/d/acme%252Fx%2520y.html"
+    shard = site.dataset_page_path("acme/x y").split("/")[1]  # the site's own page, its file name encoded once more
+    assert bot.site_page("https://s.example", "acme/x y") == f"https://s.example/d/{shard}/acme%252Fx%2520y.html"
     assert bot.opted_out(["a", "HubSurvey-Opt-Out"]) and bot.opted_out([], {"hubsurvey": "opt-out"})
     assert not bot.opted_out(["hubsurvey"], {"hubsurvey": "yes"})
 
@@ -213,10 +216,11 @@ def test_dry_run_drafts_reviews_and_touches_no_hub(hub_db, monkeypatch):
     text = (db.parent / "msgs" / "acme__leaky.md").read_text()
     assert "50.0% of the test rows" in text and "hubsurvey audit acme/leaky --config default" in text
     assert "hubsurvey clean acme/leaky --config default" in text and "hubsurvey-opt-out" in text
-    assert "https://survey.example.org/d/acme%252Fleaky.html" in text
+    page = "https://survey.example.org/" + site.href(site.dataset_page_path("acme/leaky"))
+    assert page in text
     rendered = COMMONMARK.render(text)
     links = re.findall(r'<a href="([^"]*)"', rendered)
-    assert links == ["https://survey.example.org/d/acme%252Fleaky.html"]  # no link from the data
+    assert links == [page]  # no link from the data
     assert "<img" not in rendered and "@" not in text and "\x1b" not in text and "\u202e" not in text
     spans = _code_spans(rendered)
     assert sum(s in spans for s in (bot._neutral(v, bot.VALUE_CHARS) for v in HOSTILE)) == 3  # three examples
