@@ -18,6 +18,7 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.test_analysis_fixtures import T0, audit_folder, build_planted_db, write_folder
 
+from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.site import (
     INDEX_COLUMNS,
     MARKER,
@@ -199,8 +200,6 @@ def test_the_headline_figures_equal_the_db(planted):
     assert index.value("data-figure", "pct_with_test_duplicates") == [
         f"{100 * sum(d['dups'] > 0 for d in dups) / len(dups):.2f}%"]
     with Store(db, read_only=True) as store:
-        from hubsurvey.analysis.findings import create_views
-
         create_views(store)
         verdicts = dict(store.query("SELECT dataset_id, verdict FROM findings_dataset_verdict")[1])
     for verdict in ("clean", "minor", "caution", "unreliable"):
@@ -448,3 +447,16 @@ def test_the_demo_db_builds_a_site_whose_figures_equal_the_db(surveyed, tmp_path
     index = read_page(site / "index.html")
     assert index.value("data-figure", "datasets") == ["13"]
     assert int(re.search(r"(\d+) of (\d+) datasets checked", "".join(index.text)).group(2)) == plain["tested"]
+    # the models the mini-hub's cards declare: the index's rows per benchmark are findings_model_exposure's
+    with Store(surveyed, read_only=True) as store:
+        create_views(store)
+        exposed = store.records("SELECT benchmark_id, model_id, contaminated_rows FROM findings_model_exposure "
+                                "ORDER BY benchmark_id, benchmark_config, benchmark_split, contaminated_rows DESC, model_id")
+        declared = dict(store.query("SELECT dataset_id, count(DISTINCT model_id) FROM model_exposure GROUP BY ALL")[1])
+    assert exposed and declared
+    html = (site / "index.html").read_text().split('id="exposure"')[1].split("</section>")[0]
+    shown = re.findall(r'<tr><th scope="row">([^<]+)</th><td>[^<]*</td><td>[^<]*</td>\s*<td data-field="exposure_rows">(\d+)</td>', html)
+    assert shown == [(e["model_id"], str(e["contaminated_rows"])) for e in exposed]
+    for dataset_id, models in declared.items():
+        page = page_of(site, dataset_id)
+        assert len(set(page.value("data-field", "exposure_model"))) == models
