@@ -37,7 +37,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
 
 from hubsurvey import __version__
 from hubsurvey.analysis.examples import KIND_WORDS
@@ -189,9 +188,12 @@ def check_site_url(url: str | None) -> str | None:
 
 
 def site_page(site_url: str, dataset_id: str) -> str:
-    """The dataset's page on the survey site: the file ``d/<safe_name(id)>.html``, its path
-    percent-encoded as a URL (``%2F`` in the file's name is ``%252F`` in the link)."""
-    return f"{site_url}/{quote(f'd/{safe_name(dataset_id)}.html')}"
+    """The dataset's page on the survey site: the file :func:`hubsurvey.analysis.site.dataset_page_path`
+    (``d/<shard>/<safe_name(id)>.html``), its path percent-encoded as a URL (``%2F`` in the file's
+    name is ``%252F`` in the link)."""
+    from hubsurvey.analysis.site import dataset_page_path, href  # the site imports this module
+
+    return f"{site_url}/{href(dataset_page_path(dataset_id))}"
 
 
 # --- lists and opt-out ---------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ except ImportError:  # tests/ imported as a package
     from tests.leaks import db_hits, secret_hits
 
 from hubsurvey.analysis import notify as bot
+from hubsurvey.analysis.site import dataset_page_path, href
 from hubsurvey.cli import app
 from hubsurvey.core.errors import UsageError
 from hubsurvey.core.hub import HubClient
@@ -83,7 +84,12 @@ def test_lists_site_urls_and_opt_out(tmp_path):
                 "https://someone@s.example"):
         with pytest.raises(UsageError):
             bot.check_site_url(bad)
-    assert bot.site_page("https://s.example", "acme/x y") == "https://s.example/d/acme%252Fx%2520y.html"
+    # the link a browser decodes to the file the site writes for the dataset (d/<shard>/<safe name>)
+    from urllib.parse import unquote, urlsplit
+
+    page = bot.site_page("https://s.example", "acme/x y")
+    assert unquote(urlsplit(page).path) == "/" + dataset_page_path("acme/x y")
+    assert page.startswith("https://s.example/d/") and page.endswith("/acme%252Fx%2520y.html")
     assert bot.opted_out(["a", "HubSurvey-Opt-Out"]) and bot.opted_out([], {"hubsurvey": "opt-out"})
     assert not bot.opted_out(["hubsurvey"], {"hubsurvey": "yes"})
 
@@ -213,10 +219,11 @@ def test_dry_run_drafts_reviews_and_touches_no_hub(hub_db, monkeypatch):
     text = (db.parent / "msgs" / "acme__leaky.md").read_text()
     assert "50.0% of the test rows" in text and "hubsurvey audit acme/leaky --config default" in text
     assert "hubsurvey clean acme/leaky --config default" in text and "hubsurvey-opt-out" in text
-    assert "https://survey.example.org/d/acme%252Fleaky.html" in text
+    page = f"https://survey.example.org/{href(dataset_page_path('acme/leaky'))}"  # the site's page
+    assert page.endswith("/acme%252Fleaky.html") and page in text
     rendered = COMMONMARK.render(text)
     links = re.findall(r'<a href="([^"]*)"', rendered)
-    assert links == ["https://survey.example.org/d/acme%252Fleaky.html"]  # no link from the data
+    assert links == [page]  # no link from the data
     assert "<img" not in rendered and "@" not in text and "\x1b" not in text and "\u202e" not in text
     spans = _code_spans(rendered)
     assert sum(s in spans for s in (bot._neutral(v, bot.VALUE_CHARS) for v in HOSTILE)) == 3  # three examples
