@@ -42,7 +42,6 @@ from hubsurvey import __version__
 from hubsurvey.analysis.examples import KIND_WORDS
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.render import environment, pct3
-from hubsurvey.analysis.site import dataset_page_path, href
 from hubsurvey.core import figures
 from hubsurvey.core.errors import HubError, HubStoppedAnsweringError, HubUnreachableError, UsageError, one_line
 from hubsurvey.core.safety import visible
@@ -189,8 +188,11 @@ def check_site_url(url: str | None) -> str | None:
 
 
 def site_page(site_url: str, dataset_id: str) -> str:
-    """The dataset's page on the survey site (``hubsurvey site``: ``analysis.site.dataset_page_path``),
-    its path percent-encoded as a URL (``%2F`` in the file's name is ``%252F`` in the link)."""
+    """The dataset's page on the survey site: the file :func:`hubsurvey.analysis.site.dataset_page_path`
+    (``d/<shard>/<safe_name(id)>.html``), its path percent-encoded as a URL (``%2F`` in the file's
+    name is ``%252F`` in the link)."""
+    from hubsurvey.analysis.site import dataset_page_path, href  # the site imports this module
+
     return f"{site_url}/{href(dataset_page_path(dataset_id))}"
 
 

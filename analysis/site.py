@@ -12,9 +12,14 @@ static Hugging Face Space (``publish --site``, :func:`publish_site`).
 - ``d/<shard>/<safe>.html``: one page per dataset (:func:`dataset_page_path`): its verdict, every
   figure per config and label column with its definition from the registry, the stored examples,
   the near-duplicate curve, contamination with benchmarks, leaks across datasets and its family,
-  the revisions measured and how to reproduce them. Two sections show data another part of the
-  survey may add (:func:`history_rows`, :func:`fingerprint_values`): a page omits them when the DB
-  has neither the ``history`` view nor the ``fingerprint_*`` columns.
+  the split fingerprints, every revision measured (the ``history`` view), its badge and the
+  markdown to paste it, the models that declare it as training data, its clean test splits, and
+  how to reproduce them.
+- ``index.html`` also shows what changed since the last run (:func:`since_last_run`, as the report)
+  and, per benchmark, the models whose declared training data holds its items.
+- ``badges/<safe>.json``: each dataset's shields.io endpoint badge, the files the results dataset
+  holds (:func:`hubsurvey.analysis.badges.badge_files`); with ``site_url`` (where the site is
+  served) each page gives the badge's markdown (:func:`badge_markdown`).
 
 Every value from the DB is escaped (Jinja autoescape in the pages; ``textContent`` in site.js). A
 Hub name becomes a file name through :func:`hubsurvey.core.store.safe_name`, so it never leaves its
@@ -46,8 +51,11 @@ from urllib.parse import quote
 from markupsafe import Markup, escape
 
 from hubsurvey import __version__
+from hubsurvey.analysis.badges import BADGES_DIR, LABEL, badge_files, badge_path, read_badges
 from hubsurvey.analysis.examples import KIND_WORDS
 from hubsurvey.analysis.findings import create_views
+from hubsurvey.analysis.history import since_last_run
+from hubsurvey.analysis.notify import check_site_url
 from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
@@ -76,10 +84,15 @@ INDEX_COLUMNS = ("id", "href", "verdict", "contaminated_pct", "near_pct", "bench
 #: The methods whose figures a dataset page lists, in order, with their heading.
 METHOD_TITLES = ((figures.LLE_METHOD, "LLE figures"), (figures.EXACT_METHOD, "Exact figures (raw and normalized key profiles)"),
                  (figures.NEAR_METHOD, "Near-duplicate figures"))
-#: The split fingerprint columns another part of the survey adds to measurements (shown when present).
+#: The split fingerprint columns of measurements, shown per label column.
 FINGERPRINT_COLUMNS = ("fingerprint_train", "fingerprint_validation", "fingerprint_test")
-#: The view of every revision measured, per (dataset, config, label column), that another part adds.
-HISTORY_VIEW = "history"
+#: Where shields.io renders an endpoint badge from the JSON served at ``?url=``.
+SHIELDS_ENDPOINT = "https://img.shields.io/endpoint?url="
+#: The models the index lists per benchmark (the most contaminated rows first); every model is on
+#: the pages of the datasets it declares.
+INDEX_MODELS_PER_BENCHMARK = 25
+#: Why rows went from a clean test split, in the order ``clean`` counts them (survey/clean.py).
+CLEAN_REASONS = ("train", "validation", "repeated", "near")
 
 
 @dataclass
@@ -255,37 +268,94 @@ def _json(value: Any) -> Any:
 
 
 def fingerprint_values(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The split fingerprints of one measurement row (``fingerprint_<split>``), when the DB has
-    those columns; empty otherwise (the page then omits the section)."""
-    return {c.removeprefix("fingerprint_"): row[c] for c in FINGERPRINT_COLUMNS if c in row}
+    """The split fingerprints of one measurement row, by split (None: no such split)."""
+    return {c.removeprefix("fingerprint_"): row[c] for c in FINGERPRINT_COLUMNS}
 
 
-def history_rows(store: Store, dataset_ids: Sequence[str]) -> dict[str, tuple[list[str], list[tuple]]]:
-    """The ``history`` view's rows of these datasets (its columns, its rows), by dataset id; empty
-    when the DB has no such view or it has no ``dataset_id`` column (the pages omit the section)."""
-    exists = store.query("SELECT count(*) FROM duckdb_views() WHERE view_name = $v AND NOT internal",
-                         {"v": HISTORY_VIEW})[1][0][0]
-    if not exists:
-        return {}
-    import duckdb
+#: The ``history`` view's rows of a batch of datasets, in the view's order.
+HISTORY_SQL = ("SELECT * FROM history WHERE dataset_id IN (SELECT dataset_id FROM site_ids) "
+               "ORDER BY dataset_id, config, label_column NULLS FIRST, measured_at, revision_sha, source")
 
-    try:
-        names, rows = store.query(f'SELECT * FROM "{HISTORY_VIEW}" WHERE dataset_id IN (SELECT dataset_id FROM site_ids)') \
-            if "dataset_id" in _view_columns(store, HISTORY_VIEW) else ([], [])
-    except duckdb.Error as e:  # a view of another hubsurvey version: the pages go without it
-        log.warning("site: the %s view cannot be read, the pages omit it: %s", HISTORY_VIEW, str(e).splitlines()[0])
-        return {}
-    out: dict[str, tuple[list[str], list[tuple]]] = {}
-    if not names:
-        return out
+
+def history_rows(store: Store) -> dict[str, tuple[list[str], list[tuple]]]:
+    """The ``history`` view's rows of the datasets in ``site_ids`` (its columns, its rows), by dataset id."""
+    names, rows = store.query(HISTORY_SQL)
     at = names.index("dataset_id")
+    out: dict[str, tuple[list[str], list[tuple]]] = {}
     for r in rows:
         out.setdefault(r[at], (names, []))[1].append(r)
     return out
 
 
-def _view_columns(store: Store, view: str) -> list[str]:
-    return [r[0] for r in store.query(f'DESCRIBE "{view}"')[1]]
+def badge_markdown(site_url: str, dataset_id: str) -> str:
+    """The markdown of a dataset's badge for its card: the shields.io endpoint whose ``url`` is the
+    badge file of the site served at ``site_url`` (the file's URL percent-encoded as a query value,
+    so the ``%`` of its name survives both decodings)."""
+    file_url = f"{site_url}/{href(badge_path(dataset_id))}"
+    return f"![{LABEL}]({SHIELDS_ENDPOINT}{quote(file_url, safe='')})"
+
+
+#: Per benchmark, the models whose declared training data holds its items (findings_model_exposure).
+EXPOSURE_INDEX_SQL = f"""
+SELECT *, row_number() OVER (PARTITION BY benchmark_id, benchmark_config, benchmark_split
+                             ORDER BY contaminated_rows DESC, model_id) AS rank,
+       count(*) OVER (PARTITION BY benchmark_id, benchmark_config, benchmark_split) AS models_total
+FROM findings_model_exposure
+QUALIFY rank <= {INDEX_MODELS_PER_BENCHMARK}
+ORDER BY benchmark_id, benchmark_config, benchmark_split, rank
+"""
+
+
+def exposure_by_benchmark(store: Store) -> list[dict[str, Any]]:
+    """``[{benchmark_id, benchmark_config, benchmark_split, models: [rows]}]``: per benchmark, its
+    models from findings_model_exposure, the most contaminated rows first, at most
+    :data:`INDEX_MODELS_PER_BENCHMARK` (each row's ``models_total`` says how many there are)."""
+    create_views(store)
+    return _by_benchmark(store.records(EXPOSURE_INDEX_SQL))
+
+
+#: Per dataset of the batch, the models declaring it, per contaminated benchmark (the rows of
+#: findings_model_exposure's per-dataset step: model_exposure at the dataset's current revision).
+EXPOSURE_PAGE_SQL = """
+SELECT e.dataset_id, e.benchmark_id, e.benchmark_config, e.benchmark_split, e.model_id,
+       arg_max(e.model_sha, e.looked_up_at) AS model_sha, string_agg(DISTINCT e.declared_by, ', ') AS declared_by,
+       sum(e.contaminated_rows)::BIGINT AS contaminated_rows, sum(e.rows_split)::BIGINT AS rows,
+       string_agg(e.contaminated_rows || ' rows in ' || e.config || '/' || e.split_name, ', '
+                  ORDER BY e.config, e.split) AS where_found,
+       bool_or(coalesce(p.benchmark_copy, false)) AS benchmark_copy, max(e.looked_up_at) AS looked_up_at
+FROM model_exposure e
+JOIN site_ids USING (dataset_id)
+LEFT JOIN site_pairs p
+    ON p.dataset_id = e.dataset_id AND p.revision_sha = e.revision_sha AND p.config = e.config AND p.split = e.split
+   AND p.benchmark_id = e.benchmark_id AND p.benchmark_config = e.benchmark_config AND p.benchmark_split = e.benchmark_split
+WHERE EXISTS (SELECT 1 FROM site_current m
+              WHERE m.dataset_id = e.dataset_id AND m.revision_sha = e.revision_sha AND m.config = e.config)
+GROUP BY ALL
+ORDER BY e.dataset_id, e.benchmark_id, e.benchmark_config, e.benchmark_split, contaminated_rows DESC, e.model_id
+"""
+
+#: Per dataset of the batch, its newest clean test split per (config, profile) (clean_test).
+CLEAN_PAGE_SQL = """
+SELECT c.dataset_id, c.config, c.profile, c.revision_sha, c.parquet_sha, c.test_split, c.rows_test, c.rows_kept,
+       c.dropped, c.test_fingerprint, c.clean_fingerprint, c.method, c.method_version, c.tool_version, c.cleaned_at,
+       EXISTS (SELECT 1 FROM site_current m WHERE m.dataset_id = c.dataset_id AND m.revision_sha = c.revision_sha
+                                             AND m.config = c.config) AS is_current
+FROM clean_test c
+JOIN site_ids USING (dataset_id)
+QUALIFY row_number() OVER (PARTITION BY c.dataset_id, c.config, c.profile ORDER BY c.cleaned_at DESC, c.revision_sha) = 1
+ORDER BY c.dataset_id, c.config, c.profile
+"""
+
+
+def clean_entry(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One clean_test row as a page shows it: the rows dropped by reason, and how to get it."""
+    dropped = _json(row["dropped"]) or {}
+    return {**row, "dropped": {reason: dropped.get(reason, 0) for reason in CLEAN_REASONS},
+            "command": (f"hubsurvey clean {shlex.quote(row['dataset_id'])} --config {shlex.quote(row['config'])}"
+                        + (f" --profile {shlex.quote(row['profile'])}" if row["profile"] != "normalized" else "")
+                        + " --out clean-test"),
+            "python": (f"hubsurvey.load_clean_test({json_text(row['dataset_id'])}, {json_text(row['config'])}, "
+                       f"profile={json_text(row['profile'])}, db=\"results.duckdb\")") if row["parquet_sha"] else None}
 
 
 # --- charts (inline SVG) ------------------------------------------------------------------------------
@@ -352,13 +422,17 @@ def _swap_in(tmp: Path, out: Path) -> None:
 
 
 def build_site(store: Store, out_dir: str | Path = DEFAULT_SITE_DIR, *,
-               progress: Callable[[int, int], None] | None = None) -> SiteSummary:
+               progress: Callable[[int, int], None] | None = None, site_url: str | None = None) -> SiteSummary:
     """Write the static site of the DB's results into ``out_dir``; return what was written.
 
     ``out_dir`` may be missing, empty or a site built before (it is replaced whole); anything else is
     refused with one line. ``progress(done, total)`` is called after each batch of dataset pages.
+    ``site_url``: where the site will be served (http or https); each dataset page then gives the
+    markdown of its badge, whose shields.io endpoint reads the badge file there. Without it the pages
+    link the badge file and say how to get the markdown.
     """
     started = time.perf_counter()
+    site_url = check_site_url(site_url)
     out = Path(out_dir)
     _check_out_dir(out)
     create_views(store)
@@ -367,7 +441,7 @@ def build_site(store: Store, out_dir: str | Path = DEFAULT_SITE_DIR, *,
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
     try:
-        summary = _write_site(store, tmp, progress)
+        summary = _write_site(store, tmp, progress, site_url)
         (tmp / MARKER).write_text(f"hubsurvey {__version__}\n", encoding="utf-8")
         _swap_in(tmp, out)
     except BaseException:
@@ -386,16 +460,21 @@ def _provenance(store: Store) -> dict[str, Any]:
         "max(measured_at) AS last_measured_at, min(measured_at) AS first_measured_at FROM current_measurements")[0]
 
 
-def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] | None) -> SiteSummary:
+def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] | None,
+                site_url: str | None) -> SiteSummary:
     env = _environment()
     summary = SiteSummary(root)
     head = headline(store)
     rows = index_rows(store)
     ids = {r["dataset_id"] for r in rows}
     summary.datasets = len(rows)
-    common = {"version": __version__, "provenance": _provenance(store)}
+    common = {"version": __version__, "provenance": _provenance(store), "site_url": site_url}
     for name in ASSETS:
         (root / name).write_bytes(resources.files(TEMPLATES_PACKAGE).joinpath(name).read_bytes())
+    # the badges, as the results dataset holds them
+    (root / BADGES_DIR).mkdir()
+    for path, data in badge_files(store).items():
+        (root / path).write_bytes(data)
     # the table's data, in chunks
     (root / "data").mkdir()
     chunks = [rows[i:i + CHUNK_ROWS] for i in range(0, len(rows), CHUNK_ROWS)] or [[]]
@@ -420,7 +499,10 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
     }
     (root / "index.html").write_text(env.get_template("site_index.html.j2").render(
         **common, h=head, charts=charts, chunks=len(chunks), tasks=tasks, verdicts=VERDICTS, list_pages=pages,
-        first_list=href(list_page_path(1)), columns=INDEX_COLUMNS), encoding="utf-8")
+        first_list=href(list_page_path(1)), columns=INDEX_COLUMNS, since=since_last_run(store),
+        page=lambda d: href(dataset_page_path(d)) if d in ids else None,
+        exposure=exposure_by_benchmark(store),
+        exposure_overview=store.records("SELECT * FROM findings_model_exposure_overview")[0]), encoding="utf-8")
     # the plain list pages
     (root / "list").mkdir()
     list_template = env.get_template("site_list.html.j2")
@@ -435,7 +517,9 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
     for table, view in _MATERIALIZED.items():
         store.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {view}")
     try:
-        _write_dataset_pages(store, env, root, [r["dataset_id"] for r in rows], ids, common, summary, progress)
+        badges = read_badges(store)
+        _write_dataset_pages(store, env, root, [r["dataset_id"] for r in rows], ids, {**common, "badges": badges},
+                             summary, progress)
     finally:
         for table in _MATERIALIZED:
             store.con.execute(f"DROP TABLE IF EXISTS {table}")
@@ -454,7 +538,7 @@ def _write_dataset_pages(store: Store, env: Any, root: Path, ordered: Sequence[s
     shards: set[str] = set()
     for start in range(0, len(ordered), BATCH_DATASETS):
         batch = ordered[start:start + BATCH_DATASETS]
-        for dataset_id, page in _dataset_pages(store, batch, ids):
+        for dataset_id, page in _dataset_pages(store, batch, ids, common["site_url"]):
             path = dataset_page_path(dataset_id)
             folder = path.rsplit("/", 1)[0]
             if folder not in shards:
@@ -484,7 +568,18 @@ _CURRENT = ("(SELECT DISTINCT dataset_id, revision_sha, config FROM site_current
             "JOIN site_ids USING (dataset_id))")
 
 
-def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str]) -> Iterable[tuple[str, dict[str, Any]]]:
+def _by_benchmark(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A dataset's exposure rows grouped by benchmark: ``[{benchmark_id, benchmark_config, benchmark_split, models}]``."""
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in rows:
+        key = (r["benchmark_id"], r["benchmark_config"], r["benchmark_split"])
+        out.setdefault(key, {"benchmark_id": key[0], "benchmark_config": key[1], "benchmark_split": key[2],
+                             "models": []})["models"].append(r)
+    return list(out.values())
+
+
+def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str],
+                   site_url: str | None) -> Iterable[tuple[str, dict[str, Any]]]:
     """Each dataset page's context, for one batch of dataset ids (a few queries for the whole batch)."""
     import pyarrow as pa
 
@@ -509,7 +604,9 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str]) -> It
             "SELECT * FROM dataset_families JOIN site_ids USING (dataset_id)")}
         crawl = {r["dataset_id"]: r for r in store.records(
             "SELECT dataset_id, sha, parquet_sha, tags, downloads, likes FROM datasets JOIN site_ids USING (dataset_id)")}
-        history = history_rows(store, batch)
+        history = history_rows(store)
+        exposure = _grouped(store, EXPOSURE_PAGE_SQL)
+        cleaned = _grouped(store, CLEAN_PAGE_SQL)
     finally:
         store.con.unregister("site_ids")
 
@@ -545,8 +642,10 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str]) -> It
             "family": {"family_id": fam["family_id"], "members": [link(m) for m in fam["members"] if m != dataset_id]}
                       if fam else None,
             "history": history.get(dataset_id),
-            "has_fingerprints": any(any(v is not None for v in row["fingerprints"].values())
-                                    for c in configs.values() for row in c["rows"]),
+            "exposure": _by_benchmark(exposure.get(dataset_id, [])),
+            "clean": [clean_entry(r) for r in cleaned.get(dataset_id, [])],
+            "badge_file": href(badge_path(dataset_id)),
+            "badge_markdown": badge_markdown(site_url, dataset_id) if site_url else None,
         }
 
 
@@ -564,11 +663,16 @@ SPACE_CARD = "README.md"
 #: Paths of a Space that a site build writes: a remote file among them that the build no longer
 #: produces is deleted by the push; anything else in the Space is its owner's.
 OWNED_SITE_FILES = frozenset({SPACE_CARD, "index.html", MARKER, *ASSETS})
-OWNED_SITE_FOLDERS = ("d/", "list/", "data/")
+OWNED_SITE_FOLDERS = ("d/", "list/", "data/", f"{BADGES_DIR}/")
 
 
 def is_site_file(path_in_repo: str) -> bool:
     return path_in_repo in OWNED_SITE_FILES or path_in_repo.startswith(OWNED_SITE_FOLDERS)
+
+
+def space_url(repo_id: str) -> str:
+    """Where a static Space serves its files as they are (the badges' JSON among them)."""
+    return f"https://huggingface.co/spaces/{quote(repo_id, safe='/')}/resolve/main"
 
 
 def space_card(repo_id: str, summary: SiteSummary) -> str:
@@ -600,7 +704,7 @@ def publish_site(store: Store, repo_id: str, out_dir: str | Path, *, push: bool 
     from hubsurvey.analysis.publish import check_repo_id, plan_file, push_folder
 
     check_repo_id(repo_id)
-    summary = build_site(store, out_dir)
+    summary = build_site(store, out_dir, site_url=space_url(repo_id))
     folder = Path(out_dir)
     (folder / SPACE_CARD).write_text(space_card(repo_id, summary), encoding="utf-8")
     paths = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())

@@ -1,8 +1,8 @@
 """Two nights of a survey through the stand-in: night 1 surveys the mini-hub (plus one clean dataset),
 a dataset gets new data between the nights (a commit to the stand-in), night 2 measures it again.
-The history (view, function, command, export) shows both revisions with their figures, and the
-report's "Since the last run" section shows what the change did: a verdict that got worse, new
-contamination with a benchmark, a new leak across datasets. Figures are checked against plain
+The history (view, function, command, export, the site's dataset page) shows both revisions with
+their figures, and the report's "Since the last run" section (and the site's index) shows what the
+change did: a verdict that got worse, new contamination with a benchmark, a new leak across datasets. Figures are checked against plain
 Python over the rows that were committed, and against plain SQL over ``measurements``."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import io
 import json
 import random
 from pathlib import Path
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 import pytest
@@ -22,13 +23,20 @@ from hubsurvey.analysis.card import render_card
 from hubsurvey.analysis.export import export_results
 from hubsurvey.analysis.findings import findings
 from hubsurvey.analysis.history import dataset_verdicts, history, since_last_run
+from hubsurvey.analysis.render import num
 from hubsurvey.analysis.report import render_report
+from hubsurvey.analysis.site import build_site, dataset_page_path
 from hubsurvey.cli import app
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store
 from hubsurvey.pipeline import RunOptions, run_survey
 from hubsurvey_standin import StandinHub, generate_minihub
 from hubsurvey_standin import parquetio as pio
+
+try:
+    from test_site_results import tables_of
+except ImportError:  # tests/ imported as a package
+    from tests.test_site_results import tables_of
 
 pytestmark = pytest.mark.slow
 
@@ -256,3 +264,28 @@ def test_the_history_command(nights):
                                       "(run `hubsurvey audit nobody/nothing` or a survey first)")
     no_config = runner.invoke(app, ["history", CHANGED, "--config", "xx", "--db", db])
     assert no_config.exit_code == 2 and "no config 'xx' was measured (configs: default)" in no_config.stderr
+
+
+def test_the_site_after_night_two_shows_both_revisions_and_the_worse_verdict(nights, tmp_path):
+    site = tmp_path / "site"
+    with Store(nights["db"], read_only=True) as store:
+        build_site(store, site)
+        names, rows = store.query("SELECT * FROM history WHERE dataset_id = $d ORDER BY measured_at", {"d": CHANGED})
+        since = since_last_run(store)
+    # the changed dataset's page: its history table is the view's rows, both revisions
+    page = tables_of(site / dataset_page_path(CHANGED))
+    shown = page.rows("history")
+    assert shown == [[num(v) for v in r] for r in rows]
+    at = names.index("revision_sha")
+    assert [r[at] for r in shown] == [nights["sha1"], nights["sha2"]]
+    assert [r[names.index("verdict")] for r in shown] == ["clean", "unreliable"]
+    # the index: the worse verdict since the last run, linked to the page; the new contamination and leak
+    index = tables_of(site / "index.html")
+    assert index.rows("since-verdicts") == [[CHANGED, "clean", "unreliable", "worse", "0.0%", "25.0%", "near-2026",
+                                             nights["sha1"][:12], nights["sha2"][:12]]]
+    ((link,),) = index.links("since-verdicts")
+    assert (site / unquote(link)).resolve() == (site / dataset_page_path(CHANGED)).resolve()
+    assert [(r[0], r[1]) for r in index.rows("since-contamination")] == [(CHANGED, f"{BENCHMARK} [default/test]")]
+    assert [(r[0], r[2], r[4], r[5]) for r in index.rows("since-cross")] == [
+        (c["test_dataset"], c["source_dataset"], c["source_split"], str(c["rows"])) for c in since["new_cross_leaks"]]
+    assert (LEAKED_FROM, CHANGED) in {(r[0], r[2]) for r in index.rows("since-cross")}

@@ -17,14 +17,13 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
-from hubsurvey.analysis import site
-
 try:
     from leaks import db_hits, secret_hits
 except ImportError:  # tests/ imported as a package
     from tests.leaks import db_hits, secret_hits
 
 from hubsurvey.analysis import notify as bot
+from hubsurvey.analysis.site import dataset_page_path, href
 from hubsurvey.cli import app
 from hubsurvey.core.errors import UsageError
 from hubsurvey.core.hub import HubClient
@@ -85,8 +84,12 @@ def test_lists_site_urls_and_opt_out(tmp_path):
                 "https://someone@s.example"):
         with pytest.raises(UsageError):
             bot.check_site_url(bad)
-    shard = site.dataset_page_path("acme/x y").split("/")[1]  # the site's own page, its file name encoded once more
-    assert bot.site_page("https://s.example", "acme/x y") == f"https://s.example/d/{shard}/acme%252Fx%2520y.html"
+    # the link a browser decodes to the file the site writes for the dataset (d/<shard>/<safe name>)
+    from urllib.parse import unquote, urlsplit
+
+    page = bot.site_page("https://s.example", "acme/x y")
+    assert unquote(urlsplit(page).path) == "/" + dataset_page_path("acme/x y")
+    assert page.startswith("https://s.example/d/") and page.endswith("/acme%252Fx%2520y.html")
     assert bot.opted_out(["a", "HubSurvey-Opt-Out"]) and bot.opted_out([], {"hubsurvey": "opt-out"})
     assert not bot.opted_out(["hubsurvey"], {"hubsurvey": "yes"})
 
@@ -216,8 +219,8 @@ def test_dry_run_drafts_reviews_and_touches_no_hub(hub_db, monkeypatch):
     text = (db.parent / "msgs" / "acme__leaky.md").read_text()
     assert "50.0% of the test rows" in text and "hubsurvey audit acme/leaky --config default" in text
     assert "hubsurvey clean acme/leaky --config default" in text and "hubsurvey-opt-out" in text
-    page = "https://survey.example.org/" + site.href(site.dataset_page_path("acme/leaky"))
-    assert page in text
+    page = f"https://survey.example.org/{href(dataset_page_path('acme/leaky'))}"  # the site's page
+    assert page.endswith("/acme%252Fleaky.html") and page in text
     rendered = COMMONMARK.render(text)
     links = re.findall(r'<a href="([^"]*)"', rendered)
     assert links == [page]  # no link from the data

@@ -1,5 +1,5 @@
 """hubsurvey site: the static site's figures equal the DB's, every link resolves, hostile names stay
-text, the sections another part adds appear only when the DB has them, and publish --site pushes it
+text, every page has its history and split fingerprints, and publish --site pushes it
 as a static Space to the stand-in. The browser's side is tests/test_site_browser.py."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.test_analysis_fixtures import T0, audit_folder, build_planted_db, write_folder
 
+from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.site import (
     INDEX_COLUMNS,
     MARKER,
@@ -199,8 +200,6 @@ def test_the_headline_figures_equal_the_db(planted):
     assert index.value("data-figure", "pct_with_test_duplicates") == [
         f"{100 * sum(d['dups'] > 0 for d in dups) / len(dups):.2f}%"]
     with Store(db, read_only=True) as store:
-        from hubsurvey.analysis.findings import create_views
-
         create_views(store)
         verdicts = dict(store.query("SELECT dataset_id, verdict FROM findings_dataset_verdict")[1])
     for verdict in ("clean", "minor", "caution", "unreliable"):
@@ -294,13 +293,13 @@ def test_a_rebuild_replaces_the_site_whole_and_a_failed_one_keeps_it(planted, tm
     assert [p.name for p in tmp_path.iterdir()] == ["site"]  # no build folder left behind
 
 
-# --- hostile names, and what another part of the survey adds ----------------------------------------------
+# --- hostile names, history and fingerprints ------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     """A DB whose dataset id and config name hold a script tag, quotes and ``</td>``, with a task
-    category that is an HTML tag, and a second DB that also has the history view and fingerprints."""
+    category that is an HTML tag."""
     root = tmp_path_factory.mktemp("site-hostile")
     db = root / "results.duckdb"
     audit_folder(write_folder(root, "acme/alpha", {"train": [("a", 0), ("b", 1)], "test": [("a", 0), ("a", 0)]}), db,
@@ -336,33 +335,24 @@ def test_hostile_names_stay_text(hostile, tmp_path):
 
 
 @pytest.mark.slow
-def test_history_and_fingerprints_appear_only_when_the_db_has_them(hostile, tmp_path):
-    import shutil
-
-    plain = tmp_path / "plain"
+def test_history_and_fingerprints_are_on_every_page_of_a_db_of_audits(hostile, tmp_path):
+    """A DB of one-off audits: every page has its history (one revision) and its split fingerprints,
+    the DB's values; the index says there is no run to compare with. tests/test_site_results.py has
+    two recorded runs."""
     with Store(hostile, read_only=True) as store:
-        build_site(store, plain)
-    html = (plain / dataset_page_path("acme/plain")).read_text()
-    assert 'id="history"' not in html and "Split fingerprints" not in html
-
-    db = tmp_path / "more.duckdb"
-    shutil.copy(hostile, db)
-    with Store(db) as store:
-        for split in ("train", "validation", "test"):
-            store.con.execute(f"ALTER TABLE measurements ADD COLUMN fingerprint_{split} VARCHAR")
-        store.con.execute("UPDATE measurements SET fingerprint_train = 'hs1:' || left(revision_sha, 8), "
-                          "fingerprint_test = 'hs1:<b>t</b>'")
-        store.con.execute("CREATE VIEW history AS SELECT dataset_id, config, label_column, revision_sha, measured_at "
-                          "FROM measurements")
-    with Store(db, read_only=True) as store:
         build_site(store, tmp_path / "site")
-        revision = store.query("SELECT revision_sha FROM measurements WHERE dataset_id = 'acme/plain'")[1][0][0]
-    page = page_of(tmp_path / "site", "acme/plain")
-    assert page.value("data-fingerprint", "train") == [f"hs1:{revision[:8]}"]
-    assert page.value("data-fingerprint", "test") == ["hs1:<b>t</b>"]  # escaped text
-    assert page.value("data-fingerprint", "validation") == ["NR"]
-    html = (tmp_path / "site" / dataset_page_path("acme/plain")).read_text()
-    assert 'id="history"' in html and revision in html.split('id="history"')[1]
+        rows = store.records("SELECT dataset_id, revision_sha, fingerprint_train, fingerprint_validation, fingerprint_test "
+                             "FROM current_measurements")
+    assert len(rows) == 2
+    for row in rows:
+        page = page_of(tmp_path / "site", row["dataset_id"])
+        for split in ("train", "validation", "test"):
+            assert page.value("data-fingerprint", split) == [row[f"fingerprint_{split}"] or "NR"]
+        assert row["fingerprint_train"].startswith("hs1:") and row["fingerprint_validation"] is None
+        history = (tmp_path / "site" / dataset_page_path(row["dataset_id"])).read_text().split('id="history"')[1]
+        assert history.count("<tr><td>") == 1 and row["revision_sha"] in history
+    index = "".join(read_page(tmp_path / "site" / "index.html").text)
+    assert "No survey run is recorded in this DB (one-off audits only)" in index
 
 
 # --- publish --site: a static Space on the stand-in -------------------------------------------------------
@@ -457,3 +447,16 @@ def test_the_demo_db_builds_a_site_whose_figures_equal_the_db(surveyed, tmp_path
     index = read_page(site / "index.html")
     assert index.value("data-figure", "datasets") == ["13"]
     assert int(re.search(r"(\d+) of (\d+) datasets checked", "".join(index.text)).group(2)) == plain["tested"]
+    # the models the mini-hub's cards declare: the index's rows per benchmark are findings_model_exposure's
+    with Store(surveyed, read_only=True) as store:
+        create_views(store)
+        exposed = store.records("SELECT benchmark_id, model_id, contaminated_rows FROM findings_model_exposure "
+                                "ORDER BY benchmark_id, benchmark_config, benchmark_split, contaminated_rows DESC, model_id")
+        declared = dict(store.query("SELECT dataset_id, count(DISTINCT model_id) FROM model_exposure GROUP BY ALL")[1])
+    assert exposed and declared
+    html = (site / "index.html").read_text().split('id="exposure"')[1].split("</section>")[0]
+    shown = re.findall(r'<tr><th scope="row">([^<]+)</th><td>[^<]*</td><td>[^<]*</td>\s*<td data-field="exposure_rows">(\d+)</td>', html)
+    assert shown == [(e["model_id"], str(e["contaminated_rows"])) for e in exposed]
+    for dataset_id, models in declared.items():
+        page = page_of(site, dataset_id)
+        assert len(set(page.value("data-field", "exposure_model"))) == models

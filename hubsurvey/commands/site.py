@@ -12,9 +12,11 @@ from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.store import DEFAULT_DB
 
 SiteOut = Annotated[Path, typer.Option("--out", help="Folder of the site (replaced whole if it is a site built before)")]
+SiteUrl = Annotated[str | None, typer.Option(
+    "--site-url", help="Where the site is served (http or https): each dataset page then gives its badge's markdown")]
 
 
-def site(out: SiteOut = Path("site"), db: ReadDb = Path(DEFAULT_DB)) -> None:
+def site(out: SiteOut = Path("site"), db: ReadDb = Path(DEFAULT_DB), site_url: SiteUrl = None) -> None:
     """Build a static site of the results: an index of every dataset and one page per dataset.
 
     Self-contained (no server, no CDN): open <out>/index.html from disk, or serve the folder as a
@@ -26,7 +28,8 @@ def site(out: SiteOut = Path("site"), db: ReadDb = Path(DEFAULT_DB)) -> None:
 
     store = open_results(db)
     try:
-        summary = build_site(store, out, progress=lambda done, total: typer.echo(f"pages: {done} of {total}", err=True))
+        summary = build_site(store, out, progress=lambda done, total: typer.echo(f"pages: {done} of {total}", err=True),
+                             site_url=site_url)
     except OSError as e:
         raise BadInputError(f"{out}: {e.strerror or e}") from None
     finally:
