@@ -43,9 +43,12 @@ KIND_WORDS: dict[str, str] = {
 }
 
 
-def resolve_dataset(store: Store, dataset: str) -> str:
-    """The dataset id that ``dataset`` names: an exact id, or the name part of exactly one id."""
-    ids = [r[0] for r in store.query("SELECT DISTINCT dataset_id FROM current_measurements ORDER BY 1")[1]]
+def resolve_dataset(store: Store, dataset: str, *, any_revision: bool = False) -> str:
+    """The dataset id that ``dataset`` names among the measured datasets (``current_measurements``;
+    ``any_revision``: ``measurements``, every revision): an exact id, or the name part of exactly
+    one id. Else one line (:class:`BadInputError`, exit 2)."""
+    table = "measurements" if any_revision else "current_measurements"
+    ids = [r[0] for r in store.query(f"SELECT DISTINCT dataset_id FROM {table} ORDER BY 1")[1]]
     if dataset in ids:
         return dataset
     matches = [i for i in ids if i.rsplit("/", 1)[-1] == dataset]
@@ -53,7 +56,7 @@ def resolve_dataset(store: Store, dataset: str) -> str:
         return matches[0]
     if matches:
         raise BadInputError(f"{dataset}: names several measured datasets ({', '.join(matches[:5])}); give the full id")
-    raise BadInputError(f"{dataset}: not measured in this DB (run `hubsurvey audit {dataset}` first)")
+    raise BadInputError(f"{dataset}: not measured in this DB (run `hubsurvey audit {dataset}` or a survey first)")
 
 
 def find_examples(

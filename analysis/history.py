@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from hubsurvey.analysis.examples import resolve_dataset
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.history import BASES, VERDICTS, grade, history_view_sql
 from hubsurvey.core.store import Store
@@ -34,20 +35,6 @@ def _ensure_view(store: Store) -> None:
         store.con.execute(f"CREATE OR REPLACE TEMP VIEW history AS {history_view_sql()}")
 
 
-def resolve_history_dataset(store: Store, dataset: str) -> str:
-    """The dataset id ``dataset`` names among every measured dataset (any revision): an exact id, or
-    the name part of exactly one id. Else one line (:class:`BadInputError`, exit 2)."""
-    ids = [r[0] for r in store.query("SELECT DISTINCT dataset_id FROM measurements ORDER BY 1")[1]]
-    if dataset in ids:
-        return dataset
-    matches = [i for i in ids if i.rsplit("/", 1)[-1] == dataset]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise BadInputError(f"{dataset}: names several measured datasets ({', '.join(matches[:5])}); give the full id")
-    raise BadInputError(f"{dataset}: not measured in this DB (run `hubsurvey audit {dataset}` or a survey first)")
-
-
 def history(store: Store, dataset_id: str, config: str | None = None) -> list[dict[str, Any]]:
     """One dataset's rows of the ``history`` view: every revision measured of each (config, label
     column), oldest first, with its ``revision_sha``, ``parquet_sha``, ``measured_at``, ``run_id``,
@@ -57,7 +44,7 @@ def history(store: Store, dataset_id: str, config: str | None = None) -> list[di
     config it never had, raises :class:`BadInputError` (one line, exit 2).
     """
     _ensure_view(store)
-    dataset_id = resolve_history_dataset(store, dataset_id)
+    dataset_id = resolve_dataset(store, dataset_id, any_revision=True)
     rows = store.records("SELECT * FROM history WHERE dataset_id = $d", {"d": dataset_id})
     if config is not None:
         configs = sorted({r["config"] for r in rows})
