@@ -242,6 +242,37 @@ def figure_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: The figures of each text column alone at the batch's current revisions (column_measurements).
+COLUMN_PAGE_SQL = """
+SELECT c.* FROM column_measurements c JOIN site_current m
+  ON m.dataset_id = c.dataset_id AND m.revision_sha = c.revision_sha AND m.config = c.config
+ AND m.label_column IS NOT DISTINCT FROM c.label_column
+WHERE c.dataset_id IN (SELECT dataset_id FROM site_ids)
+ORDER BY c.dataset_id, c.config, list_position(c.text_columns, c.text_column), c.label_column NULLS FIRST,
+         c.profile = 'normalized', c.profile"""  # raw first, as audit prints them
+
+
+def column_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One config's per-column figures (``column_measurements`` rows), one table per text column:
+    a row per figure (its name, its value for each label column and profile, its one-line
+    definition from the registry). ``[{text_column, heads, html}]``; ``heads``: the value columns,
+    ``(label column, profile)``."""
+    by_column: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_column.setdefault(r["text_column"], []).append(r)
+    out = []
+    for text_column, column_rows in by_column.items():
+        heads = [(r["label_column"], r["profile"]) for r in column_rows]
+        body = []
+        for column in figures.per_column_columns():
+            values = "".join(f'<td data-column="{column.name}" data-profile="{escape(r["profile"])}">'
+                             f'{figures.published(r.get(column.name), column.fmt)}</td>' for r in column_rows)
+            body.append(f'<tr><th scope="row">{escape(column.published_name)}</th>{values}'
+                        f'<td class="definition">{escape(column.definition)}</td></tr>')
+        out.append({"text_column": text_column, "heads": heads, "html": Markup("\n".join(body))})
+    return out
+
+
 @functools.cache
 def _figure_cells(method: str) -> tuple[tuple[figures.Column, tuple[str, str]], ...]:
     """Each figure column of ``method`` with the escaped cells around its values: its name, its definition."""
@@ -607,6 +638,7 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str],
         history = history_rows(store)
         exposure = _grouped(store, EXPOSURE_PAGE_SQL)
         cleaned = _grouped(store, CLEAN_PAGE_SQL)
+        per_column = _grouped(store, COLUMN_PAGE_SQL)
     finally:
         store.con.unregister("site_ids")
 
@@ -622,8 +654,12 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str],
             c["rows"].append({"measurement": r, "fingerprints": fingerprint_values(r), "methods": _methods(r.get("methods"))})
             if c["curve"] is None and r.get("near_curve"):
                 c["curve"] = curve_chart(_json(r["near_curve"]) or [], r["rows_test"])
+        columns_of: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in per_column.get(dataset_id, []):
+            columns_of[r["config"]].append(r)
         for c in configs.values():
             c["tables"] = figure_tables([row["measurement"] for row in c["rows"]])
+            c["column_tables"] = column_tables(columns_of.get(c["config"], []))
         for e in examples.get(dataset_id, []):
             if e["config"] in configs:
                 configs[e["config"]]["examples"].append({**e, "words": KIND_WORDS.get(e["kind"], e["kind"]),

@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from markupsafe import escape
 from typer.testing import CliRunner
 
 try:
@@ -462,3 +463,27 @@ def test_the_demo_db_builds_a_site_whose_figures_equal_the_db(surveyed, tmp_path
     for dataset_id, models in declared.items():
         page = page_of(site, dataset_id)
         assert len(set(page.value("data-field", "exposure_model"))) == models
+
+
+@pytest.mark.slow
+def test_a_multi_column_config_shows_each_text_column_alone_as_the_db_holds_it(shared_datasets, tmp_path):
+    """A config with several text columns: its page has one table per text column, each figure's
+    value per (label column, profile) the column_measurements row's, with the registry's definition."""
+    from hubsurvey.survey.audit import audit
+
+    db = tmp_path / "columns.duckdb"
+    audit(str(shared_datasets / "community-datasets__definite_pronoun_resolution"), near=False, db=db)
+    with Store(db, read_only=True) as store:
+        build_site(store, tmp_path / "site")
+        rows = store.records("SELECT * FROM column_measurements ORDER BY config, list_position(text_columns, text_column), "
+                             "label_column NULLS FIRST, profile = 'normalized', profile")
+    assert {r["text_column"] for r in rows} >= {"sentence", "pronoun"}  # two text columns at least
+    html = (tmp_path / "site" / dataset_page_path("community-datasets/definite_pronoun_resolution")).read_text()
+    for text_column in dict.fromkeys(r["text_column"] for r in rows):
+        section = html.split(f'data-text-column="{text_column}"')[1].split("</table>")[0]
+        mine = [r for r in rows if r["text_column"] == text_column]
+        cells = re.findall(r'<td data-column="([^"]+)" data-profile="([^"]+)">([^<]*)</td>', section)
+        assert cells == [(c.name, r["profile"], figures.published(r[c.name], c.fmt))
+                         for c in figures.per_column_columns() for r in mine]
+        for c in figures.per_column_columns():
+            assert str(escape(c.definition)) in section
