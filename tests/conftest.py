@@ -69,6 +69,14 @@ E2E_TESTS: dict[str, str] = {
     "tests/test_site.py::test_the_demo_db_builds_a_site_whose_figures_equal_the_db": "the demo's whole survey, then its site",
     "tests/test_exposure.py::test_runs_list_the_models_once_and_again_when_a_revision_changes": "three whole runs",
     "tests/test_history_nights.py": "two nights of the mini-hub survey with benchmarks, a commit between them (40 s at load 5, 230 s at load 10)",
+    "tests/test_cache.py::test_a_survey_with_a_small_budget_never_goes_over_it": "two whole surveys under a cache budget (10 s)",
+    "tests/test_transport.py::test_a_crawl_holds_the_quota_of_a_compressed_clock_with_no_429_after_the_first_window":
+        "quota windows on a compressed clock, waited out (5 s)",
+    "tests/test_transport.py::test_a_stream_of_calls_holds_the_quota_with_no_429_after_the_first_window":
+        "quota windows on a compressed clock, waited out (5 s)",
+    "tests/test_transport.py::test_a_hub_scale_crawl_holds_both_buckets_of_a_compressed_clock_with_no_429_after_the_first_window":
+        "a Hub-scale crawl over quota windows on a compressed clock (4 s)",
+    "tests/test_site_browser.py::test_only_the_rows_in_view_are_drawn_and_every_chunk_loads": "Chromium scrolling three data chunks (6 s)",
 }
 EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_near_recall.py::test_engine_against_the_exhaustive_reference": "every shared config (1100 s)",
@@ -78,6 +86,8 @@ EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_passages.py::test_every_code_point_alone_and_beside_others_folds_as_normalize_text": "(70 s)",
     "tests/test_exact_reference.py::test_invariants_on_every_shared_config": "(60 s)",
     "tests/test_engine.py::test_every_shared_config_equals_reference": "every shared config (50 s)",
+    "tests/test_engine.py::test_engine_equals_reference_on_random_splits": "the hypothesis sweep of random splits (23 s)",
+    "tests/test_per_column.py::test_random_splits_equal_reference": "the hypothesis sweep of random splits (7 s)",
     "tests/test_per_column.py::test_every_multi_column_shared_config_equals_reference": "17 shared configs (55 s)",
     "tests/test_crossleaks.py::test_crossleaks_on_the_shared_datasets_equals_sets_over_their_rows": "(20 s)",
     "tests/test_near_compiled.py::test_shared_configs_pair_as_the_reference": "every shared config (110 s)",
