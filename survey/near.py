@@ -42,9 +42,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import prange
 
+from hubsurvey.core.compiled import compiled
 from hubsurvey.core.figures import NEAR_CURVE, NEAR_DEFAULT_SHINGLE, NEAR_DEFAULT_THRESHOLD
 from hubsurvey.survey import normalize, passages
-from hubsurvey.survey.passages import compiled
 
 _EMPTY = np.iinfo(np.uint64).max  # a signature bin no shingle landed in
 #: The candidates' Jaccard is first estimated from this many signature bins (16 bits each: 128

@@ -17,6 +17,7 @@ from urllib.parse import unquote
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from test_contamination import benchmarks_file
 from typer.testing import CliRunner
 
 from hubsurvey.analysis.card import render_card
@@ -85,15 +86,6 @@ def _add_clean_dataset(root: Path) -> tuple[list[str], list[str]]:
     return train, test
 
 
-def _bench_file(path: Path, benchmarks: list[dict]) -> Path:
-    lines = []
-    for b in benchmarks:
-        lines += ["[[benchmark]]", f"id = {json.dumps(b['id'])}", f"config = {json.dumps(b['config'])}",
-                  f"split = {json.dumps(b['split'])}", f"text_columns = {json.dumps(b['text_columns'])}", ""]
-    path.write_text("\n".join(lines))
-    return path
-
-
 def _lle_reference(train: list[str], test: list[str]) -> dict[str, float | int]:
     """The LLE text figures of a train/test pair, in plain Python (no validation split)."""
     leaks = len(set(train) & set(test))
@@ -108,7 +100,7 @@ def nights(tmp_path_factory):
     root = generate_minihub(tmp / "hub", seed=0)
     train1, test = _add_clean_dataset(root)
     truth = json.loads((root / "truth.json").read_text())
-    bench = _bench_file(tmp / "bench.toml", truth["benchmarks"])
+    bench = benchmarks_file(tmp / "bench.toml", truth["benchmarks"])
     db = tmp / "r.duckdb"
     foreign_test = _split_texts(root, LEAKED_FROM, "test", "text")
     foreign = foreign_test[:COPIED_FOREIGN_ROWS]
