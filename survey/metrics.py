@@ -78,25 +78,57 @@ EXAMPLE_POSITIONS = 10  # row positions kept per split and example
 NEAR_BATCH_ROWS = 1 << 17
 
 
+def _without_views(t: pa.DataType) -> pa.DataType:
+    """``t`` with every string view as a large string (and a list view as a list): pyarrow's
+    filter and take have no kernel for views, and DuckDB's scan never gave them (nor dictionaries)."""
+    if pa.types.is_dictionary(t):
+        return _without_views(t.value_type)
+    if pa.types.is_string_view(t):
+        return pa.large_string()
+    if pa.types.is_list(t) or pa.types.is_list_view(t):
+        return pa.list_(_without_views(t.value_type))
+    if pa.types.is_large_list(t) or pa.types.is_large_list_view(t):
+        return pa.large_list(_without_views(t.value_type))
+    return t
+
+
+def _plain(batch: pa.RecordBatch) -> pa.RecordBatch:
+    schema = pa.schema([f.with_type(_without_views(f.type)) for f in batch.schema])
+    return batch if schema.equals(batch.schema) else batch.cast(schema)
+
+
 def _chunked(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
     return values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values], type=values.type)
 
 
 class _NearTexts(near_method.TextSource):
-    """The near stage's texts, read from DuckDB: each distinct normalized text key of ``near_texts``
-    with the text of its first row (``rep``, a rowid of ``rows_all``), normalized batch by batch and
-    sampled (``near.sample_mask``) by key. ``rows_all`` is scanned in order and its ``rep`` rows
-    kept: a join to ``near_texts`` built a hash table of every key (+130 MB at 1M rows), and an
-    any_value(text) in the GROUP BY held every string in the aggregate (+490 MB), which DuckDB
-    keeps. The candidates' texts are read again by rowid."""
+    """The near stage's texts: each distinct normalized text key of ``near_texts`` with the text of
+    one of its rows (``rep``, a rowid of ``rows_all``: any row of a key has its normalized text),
+    read split by split from the splits' own views (the Parquet files, or the Arrow table),
+    normalized batch by batch and sampled (``near.sample_mask``) by key.
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, columns: Sequence[str], max_texts: int):
-        self.con, self.columns = con, list(columns)
-        reps = con.sql("SELECT rep, n_test > 0 OR n_validation > 0 AS asked FROM near_texts ORDER BY rep").fetchnumpy()
-        self.reps, self.asked = np.asarray(reps["rep"], dtype=np.int64), np.asarray(reps["asked"], dtype=np.bool_)
+    Not from ``rows_all``: the engine drops its text columns before the stage (220 MB at 1M rows of
+    the benchmark), once this source has taken, per split, each position's rowid (8 bytes a row).
+    The candidates' texts are read again by position (``Engine._texts_at``)."""
+
+    def __init__(self, engine: Engine, max_texts: int):
+        self.engine, con = engine, engine.con
+        reps = con.sql("SELECT rep, k, n_test > 0 OR n_validation > 0 AS asked FROM near_texts ORDER BY rep").fetchnumpy()
+        self.reps = np.asarray(reps["rep"], dtype=np.int64)
+        self.rep_keys = np.asarray(reps["k"], dtype=np.uint64)
+        self.asked = np.asarray(reps["asked"], dtype=np.bool_)
         self.rate = near_method.sample_rate(len(self.reps), int(self.asked.sum()), max_texts)
+        self.splits = [s for s in CANONICAL_SPLITS if s in engine.data.splits]
+        self.rowid_at: dict[str, np.ndarray] = {}
+        for split in self.splits:
+            got = con.sql(f"SELECT pos, rowid AS r FROM rows_all WHERE split = '{split}'").fetchnumpy()
+            at = np.full(engine.rows[split], -1, dtype=np.int64)
+            at[np.asarray(got["pos"], dtype=np.int64)] = np.asarray(got["r"], dtype=np.int64)
+            self.rowid_at[split] = at
+        aliases = dict(zip(engine.raw_text, engine._loaded[0]))
+        self.selects = engine._split_selects(aliases)
         self._keys: list[np.ndarray] = []
-        self._rowids: list[np.ndarray] = []
+        self._where: list[tuple[int, np.ndarray]] = []  # (split's index in self.splits, positions) per batch
 
     def __len__(self) -> int:
         return len(self.reps)
@@ -107,7 +139,7 @@ class _NearTexts(near_method.TextSource):
 
     def _normalized(self, table: pa.Table | pa.RecordBatch) -> Any:
         # String columns stay in Arrow (the pass reads their bytes in place); lists take Python
-        normalized = [near_method.normalize_column(_chunked(table.column(t))) for t in self.columns]
+        normalized = [near_method.normalize_column(_chunked(table.column(t))) for t in self.engine.raw_text]
         texts = near_method.arrow_row_texts(normalized)
         return texts if texts is not None else near_method.row_texts([c.to_pylist() for c in normalized])
 
@@ -121,35 +153,70 @@ class _NearTexts(near_method.TextSource):
                 ahead = pool.submit(next, read, None)
                 yield batch
 
-    def _read(self) -> Iterator[tuple[Any, np.ndarray]]:
-        columns = ", ".join(self.columns)
-        reader = self.con.sql(f"SELECT rowid AS r, h_ntext AS k, {columns} FROM rows_all").to_arrow_reader(NEAR_BATCH_ROWS)
-        last = len(self.reps) - 1
+    def _split_batches(self, split: str) -> Iterator[tuple[np.ndarray, pa.RecordBatch | pa.Table]]:
+        """(positions, text columns ``t*``) of a split's rows, batch by batch, in any order.
+
+        A split's files are read by pyarrow with a buffered stream, its text columns alone: DuckDB's
+        scan of a file's single row group held 150 MB more at the 1M-row benchmark. A name pyarrow
+        resolves otherwise than expected (a dot names nested fields there) takes the split's view."""
+        data = self.engine.data.splits[split]
+        names = list(self.engine._loaded[0])
+        aliases = self.engine.raw_text
+        if data.table is not None:
+            offset = 0
+            for batch in data.table.select(names).to_batches(max_chunksize=NEAR_BATCH_ROWS):
+                yield np.arange(offset, offset + batch.num_rows, dtype=np.int64), _plain(batch.rename_columns(aliases))
+                offset += batch.num_rows
+            return
+        if all("." not in n for n in names):
+            offset = 0
+            for path in data.files:
+                source = pq.ParquetFile(path, buffer_size=1 << 22)
+                for batch in source.iter_batches(batch_size=NEAR_BATCH_ROWS, columns=names, use_threads=False):
+                    if batch.schema.names != names:  # never expected: fall back to the view
+                        break
+                    yield np.arange(offset, offset + batch.num_rows, dtype=np.int64), _plain(batch.rename_columns(aliases))
+                    offset += batch.num_rows
+                else:
+                    continue
+                break
+            else:
+                return
+            # a fall back after some batches: the rest from the view, without the positions given
+            done = offset
+        else:
+            done = 0
+        reader = self.engine.con.sql(f"SELECT {self.selects[split]} WHERE pos >= {int(done)}").to_arrow_reader(NEAR_BATCH_ROWS)
         for batch in reader:
-            rowids = np.asarray(batch.column(0), dtype=np.int64)
-            at = np.minimum(np.searchsorted(self.reps, rowids), max(last, 0))
-            kept = (self.reps[at] == rowids) if len(self.reps) else np.zeros(len(rowids), dtype=np.bool_)
-            # a copy: a view of the batch's keys would keep the whole batch (its texts) alive
-            keys = np.asarray(batch.column(1), dtype=np.uint64)[kept]
-            query, at = self.asked[at[kept]], at[kept]
-            sampled = near_method.sample_mask(keys, query, self.rate)
-            kept[kept] = sampled
-            keys, query = keys[sampled], query[sampled]
-            if not len(keys):
-                continue
-            self._keys.append(keys)
-            self._rowids.append(rowids[kept])
-            yield self._normalized(batch.filter(pa.array(kept))), query
+            yield np.asarray(batch.column(0), dtype=np.int64), batch.drop_columns(["pos"])
+
+    def _read(self) -> Iterator[tuple[Any, np.ndarray]]:
+        last = len(self.reps) - 1
+        for code, split in enumerate(self.splits):
+            for positions, batch in self._split_batches(split):
+                rowids = self.rowid_at[split][positions]
+                at = np.minimum(np.searchsorted(self.reps, rowids), max(last, 0))
+                kept = (self.reps[at] == rowids) if len(self.reps) else np.zeros(len(rowids), dtype=np.bool_)
+                at = at[kept]
+                keys, query = self.rep_keys[at], self.asked[at]
+                sampled = near_method.sample_mask(keys, query, self.rate)
+                kept[kept] = sampled
+                keys, query = keys[sampled], query[sampled]
+                if not len(keys):
+                    continue
+                self._keys.append(keys)
+                self._where.append((code, positions[kept]))
+                yield self._normalized(batch.filter(pa.array(kept))), query
 
     def take(self, rows: np.ndarray) -> Any:
-        rowids = np.concatenate(self._rowids)[rows]
-        self.con.register("near_wanted", pa.table({"i": np.arange(len(rows), dtype=np.int64), "r": rowids}))
-        try:
-            found = self.con.sql(f"SELECT {', '.join(f'a.{t}' for t in self.columns)} FROM near_wanted w "
-                                 "JOIN rows_all a ON a.rowid = w.r ORDER BY w.i").to_arrow_table()
-        finally:
-            self.con.unregister("near_wanted")
-        return self._normalized(found)
+        codes = np.concatenate([np.full(len(p), c, dtype=np.int8) for c, p in self._where]) if self._where \
+            else np.zeros(0, np.int8)
+        positions = np.concatenate([p for _, p in self._where]) if self._where else np.zeros(0, np.int64)
+        codes, positions = codes[rows], positions[rows]
+        # read split by split, then put back in the order asked
+        order = np.argsort(codes, kind="stable")
+        found = self.engine._texts_at({s: positions[order][codes[order] == c] for c, s in enumerate(self.splits)})
+        return self._normalized(found.take(pa.array(np.argsort(order, kind="stable"))))
 
 
 @dataclass(frozen=True)
@@ -219,6 +286,9 @@ class Engine:
         if memory_limit:
             self.con.execute("SET memory_limit = $m", {"m": memory_limit})
         self.con.execute("SET preserve_insertion_order = false")  # not needed; lets GROUP BY spill
+        # jemalloc's background threads give freed memory back to the system (56 MB less at the end
+        # of the load of the 1M-row benchmark; the near stage drops rows_all's texts, 220 MB)
+        self.con.execute("SET allocator_background_threads = true")
         self.rows = {name: split.num_rows for name, split in data.splits.items()}
         self._renamed = contextlib.ExitStack()  # renamed copies of files whose names DuckDB reserves
         for name, split in data.splits.items():
@@ -284,7 +354,11 @@ class Engine:
         return found[0]
 
     def _stack(self, aliases: Mapping[str, str]) -> str:
-        """SQL for ``(split, pos, <alias>...)`` over the present splits.
+        """SQL for ``(split, pos, <alias>...)`` over the present splits (:meth:`_split_selects`)."""
+        return " UNION ALL ".join(f"SELECT '{name}' AS split, {select}" for name, select in self._split_selects(aliases).items())
+
+    def _split_selects(self, aliases: Mapping[str, str]) -> dict[str, str]:
+        """Per present split, SQL for ``pos, <alias>...`` (without ``SELECT``) over its view.
 
         ``aliases`` maps a positional alias (``t0``, ``l0``) to the dataset's column name. Each
         view's columns are renamed ``c0..c<n-1>, pos`` by position (``FROM view AS s(c0, ...)``),
@@ -293,7 +367,7 @@ class Engine:
         schema = self.data.splits["test"].schema()
         picked = ", ".join(f"c{self._position(schema, column)} AS {alias}" for alias, column in aliases.items())
         renamed = ", ".join([*(f"c{i}" for i in range(len(schema))), "pos"])
-        selects = []
+        selects = {}
         for name in CANONICAL_SPLITS:
             if name in self.data.splits:
                 width = len(self.con.table(f"split_{name}").columns) - 1  # without pos
@@ -302,8 +376,28 @@ class Engine:
                         f"{self.data.where(self.data.splits[name].source_name)}: "
                         f"DuckDB reads {width} columns where Arrow has {len(schema)}"
                     )
-                selects.append(f"SELECT '{name}' AS split, pos, {picked} FROM split_{name} AS s({renamed})")
-        return " UNION ALL ".join(selects)
+                selects[name] = f"pos, {picked} FROM split_{name} AS s({renamed})"
+        return selects
+
+    def _texts_at(self, wanted: Mapping[str, np.ndarray]) -> pa.Table:
+        """The text columns (``t*``) of the rows at ``wanted[split]`` positions (one entry per present
+        split, maybe empty), read from the splits' own views (``rows_all`` holds no texts during the
+        near stage), in the order given: split by split in ``wanted``'s order, each split's
+        positions as listed."""
+        aliases = dict(zip(self.raw_text, self._loaded[0]))
+        selects = self._split_selects(aliases)
+        order = np.concatenate([np.asarray(p, dtype=np.int64) for p in wanted.values()])
+        code = np.concatenate([np.full(len(p), k, dtype=np.int8) for k, p in enumerate(wanted.values())])
+        self.con.register("texts_wanted", pa.table({"i": np.arange(len(order), dtype=np.int64), "s": code, "p": order}))
+        try:
+            parts = " UNION ALL ".join(
+                f"SELECT w.i, {', '.join(f'x.{t}' for t in self.raw_text)} FROM texts_wanted AS w "
+                f"JOIN (SELECT {selects[split]}) AS x ON w.s = {k} AND x.pos = w.p"
+                for k, split in enumerate(wanted))
+            found = self.con.sql(f"SELECT * FROM ({parts}) ORDER BY i").to_arrow_table()
+        finally:
+            self.con.unregister("texts_wanted")
+        return found.drop_columns(["i"])
 
     def _load(self, text_columns: Sequence[str], label_columns: Sequence[str], *, normalized: bool = True,
               per_column: bool = True) -> None:
@@ -673,7 +767,9 @@ class Engine:
         self.con.execute(f"""CREATE OR REPLACE TEMP TABLE near_texts AS
             SELECT h_ntext AS k, {registry.SPLIT_COUNTS}, min(pos) FILTER (WHERE split = 'test') AS first_test, min(rowid) AS rep
             FROM rows_all GROUP BY h_ntext""")
-        source = _NearTexts(self.con, self.raw_text, params.max_texts)
+        source = _NearTexts(self, params.max_texts)
+        # the texts are read from the splits' own views from here on: rows_all's copy goes
+        self.con.execute('; '.join(f'ALTER TABLE rows_all DROP COLUMN {t}' for t in self.raw_text))
         pairs = near_method.find_pairs_in(source, params)
         keys = source.keys()
         a, b = keys[pairs.pairs[:, 0]], keys[pairs.pairs[:, 1]]
@@ -730,11 +826,17 @@ class Engine:
         if not rows:
             return []
         keys = sorted({int(r[2]) for r in rows} | {int(r[3]) for r in rows})
-        values = ", ".join([*(f"arg_min({t}, pos) AS {t}" for t in self.raw_text),
-                            *(f"arg_min(l{j}, pos) AS l{j}" for j in range(len(label_columns)))])
-        sides = {(k, split): (pos, vals) for k, split, pos, *vals in self.con.execute(
-            f"SELECT h_ntext, split, min(pos), {values} FROM rows_all WHERE list_contains($keys, h_ntext) GROUP BY ALL",
-            {"keys": keys}).fetchall()}
+        labels = "".join(f", arg_min(l{j}, pos) AS l{j}" for j in range(len(label_columns)))
+        firsts = self.con.execute(
+            f"SELECT h_ntext, split, min(pos){labels} FROM rows_all WHERE list_contains($keys, h_ntext) GROUP BY ALL",
+            {"keys": keys}).fetchall()
+        # each side's texts from its first row, read from the split's view (rows_all has none now)
+        wanted = {s: np.array([r[2] for r in firsts if r[1] == s], dtype=np.int64)
+                  for s in CANONICAL_SPLITS if s in self.data.splits}
+        texts = self._texts_at(wanted).to_pylist()
+        text_of = dict(zip(((s, int(q)) for s, ps in wanted.items() for q in ps), texts))
+        sides = {(int(k), split): (pos, [*(text_of[(split, int(pos))][t] for t in self.raw_text), *vals])
+                 for k, split, pos, *vals in firsts}
         text_columns = self._loaded[0]
         out = []
         for label, kind, a, b, jaccard, split_a, split_b, rank in rows:

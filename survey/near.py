@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from numba import prange
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from hubsurvey.core.compiled import compiled
 from hubsurvey.core.figures import NEAR_CURVE, NEAR_DEFAULT_SHINGLE, NEAR_DEFAULT_THRESHOLD
@@ -59,6 +60,8 @@ _P = np.uint64(0x100000001B3)  # the rolling hash's base (FNV's prime: odd, spre
 #: nearest non-empty bin to the right: a bin is left to the fallback with probability e^t, where e
 #: is the share of empty bins (a text of k shingles in 128 bins: e = e^(-k/128); 0.6^32 ~ 1e-7).
 DENSIFY_ATTEMPTS = 32
+_QUICK_ATTEMPTS = 4  # the attempts the pass reads for every empty bin, without a branch
+assert DENSIFY_ATTEMPTS >= _QUICK_ATTEMPTS
 #: The code points a batch of texts holds at most (its UTF-8 bytes: 1-4 each): the pass's memory
 #: besides its 256 bytes a text of bands and sketch.
 BATCH_CHARS = 1 << 23
@@ -272,18 +275,34 @@ def _sketch_pass(data, offsets, cap, n, seed, shift, band_rows, borrow, lend_sta
             for j in range(bins):
                 filled += sig[j] != _U64_EMPTY
             if filled >= _DENSE_BINS:  # a few attempts find a filled bin
+                # Only the empty bins are visited (the set bits of a mask, 64 bins a word), and
+                # their first _QUICK_ATTEMPTS borrow rows are read and chosen among without a
+                # branch: a branch per bin on whether it is empty mispredicts on a third of them
+                # (measured: 1.4x the time of the whole pass); the rest is the rare fallback.
                 for j in range(bins):
-                    value = sig[j]
-                    if value == _U64_EMPTY:
-                        for a in range(attempts):
-                            value = sig[borrow[a, j]]
-                            if value != _U64_EMPTY:
-                                break
-                        step = 1
-                        while value == _U64_EMPTY and step < bins:
-                            value = sig[(j + step) % bins]
-                            step += 1
-                    out[j] = value
+                    out[j] = sig[j]
+                for w in range((bins + 63) // 64):
+                    empty = np.uint64(0)
+                    for b in range(min(64, bins - 64 * w)):
+                        empty |= np.uint64(sig[64 * w + b] == _U64_EMPTY) << np.uint64(b)
+                    while empty:
+                        j = 64 * w + trailing_zeros(empty)
+                        empty &= empty - np.uint64(1)
+                        v0 = sig[borrow[0, j]]
+                        v1 = sig[borrow[1, j]]
+                        v2 = sig[borrow[2, j]]
+                        v3 = sig[borrow[3, j]]
+                        value = v0 if v0 != _U64_EMPTY else (v1 if v1 != _U64_EMPTY else (v2 if v2 != _U64_EMPTY else v3))
+                        if value == _U64_EMPTY:
+                            for a in range(_QUICK_ATTEMPTS, attempts):
+                                value = sig[borrow[a, j]]
+                                if value != _U64_EMPTY:
+                                    break
+                            step = 1
+                            while value == _U64_EMPTY and step < bins:
+                                value = sig[(j + step) % bins]
+                                step += 1
+                        out[j] = value
             else:  # few filled bins (a short text): each lends to the empty bins whose rows name it
                 for j in range(bins):
                     out[j] = sig[j]
