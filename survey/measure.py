@@ -110,7 +110,8 @@ def measure_config(
             measurements, samples, near = measured.measurements, measured.examples, measured.near
             rows_by_split = engine.rows
             fingerprints = engine.fingerprints()
-        content = {name: fingerprint_split(split) for name, split in data.splits.items()}
+            read = engine.split_fingerprints  # the near stage's read gave them, else they are read now
+        content = {name: read.get(name) or fingerprint_split(split) for name, split in data.splits.items()}
     except SurveyError:
         raise
     except Exception as e:

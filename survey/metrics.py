@@ -33,6 +33,7 @@ from duckdb.func import FunctionNullHandling, PythonUDFType
 
 from hubsurvey.core import figures as registry
 from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.fingerprint import SplitFingerprint
 from hubsurvey.core.splits import CANONICAL_SPLITS
 from hubsurvey.core.store import quote_ident
 from hubsurvey.survey import near as near_method
@@ -126,10 +127,10 @@ class _NearTexts(near_method.TextSource):
             at = np.full(engine.rows[split], -1, dtype=np.int64)
             at[np.asarray(got["pos"], dtype=np.int64)] = np.asarray(got["r"], dtype=np.int64)
             self.rowid_at[split] = at
-        aliases = dict(zip(engine.raw_text, engine._loaded[0]))
-        self.selects = engine._split_selects(aliases)
         self._keys: list[np.ndarray] = []
         self._where: list[tuple[int, np.ndarray]] = []  # (split's index in self.splits, positions) per batch
+        #: each split's content fingerprint (``hubsurvey.core.fingerprint``), once its batches are read
+        self.fingerprints: dict[str, str] = {}
 
     def __len__(self) -> int:
         return len(self.reps)
@@ -154,42 +155,30 @@ class _NearTexts(near_method.TextSource):
                 ahead = pool.submit(next, read, None)
                 yield batch
 
-    def _split_batches(self, split: str) -> Iterator[tuple[np.ndarray, pa.RecordBatch | pa.Table]]:
-        """(positions, text columns ``t*``) of a split's rows, batch by batch, in any order.
+    def _split_batches(self, split: str) -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
+        """(positions, text columns ``t*``) of a split's rows, batch by batch, in order.
 
-        A split's files are read by pyarrow with a buffered stream, its text columns alone: DuckDB's
-        scan of a file's single row group held 150 MB more at the 1M-row benchmark. A name pyarrow
-        resolves otherwise than expected (a dot names nested fields there) takes the split's view."""
+        Every column is read, by pyarrow with a buffered stream (DuckDB's scan of a file's single
+        row group held 150 MB more at the 1M-row benchmark), so that the same read gives the split's
+        content fingerprint (``self.fingerprints``): one read of the files, not two. The text
+        columns are then taken by position, as the views take them."""
         data = self.engine.data.splits[split]
-        names = list(self.engine._loaded[0])
-        aliases = self.engine.raw_text
+        schema = data.schema()
+        picked = [self.engine._position(schema, column) for column in self.engine._loaded[0]]
+        fingerprint = SplitFingerprint(schema.names)
         if data.table is not None:
-            offset = 0
-            for batch in data.table.select(names).to_batches(max_chunksize=NEAR_BATCH_ROWS):
-                yield np.arange(offset, offset + batch.num_rows, dtype=np.int64), _plain(batch.rename_columns(aliases))
-                offset += batch.num_rows
-            return
-        if all("." not in n for n in names):
-            offset = 0
-            for path in data.files:
-                source = pq.ParquetFile(path, buffer_size=1 << 22)
-                for batch in source.iter_batches(batch_size=NEAR_BATCH_ROWS, columns=names, use_threads=False):
-                    if batch.schema.names != names:  # never expected: fall back to the view
-                        break
-                    yield np.arange(offset, offset + batch.num_rows, dtype=np.int64), _plain(batch.rename_columns(aliases))
-                    offset += batch.num_rows
-                else:
-                    continue
-                break
-            else:
-                return
-            # a fall back after some batches: the rest from the view, without the positions given
-            done = offset
+            batches: Iterator[pa.RecordBatch] = iter(data.table.to_batches(max_chunksize=NEAR_BATCH_ROWS))
         else:
-            done = 0
-        reader = self.engine.con.sql(f"SELECT {self.selects[split]} WHERE pos >= {int(done)}").to_arrow_reader(NEAR_BATCH_ROWS)
-        for batch in reader:
-            yield np.asarray(batch.column(0), dtype=np.int64), batch.drop_columns(["pos"])
+            batches = (batch for path in data.files
+                       for batch in pq.ParquetFile(path, buffer_size=1 << 22).iter_batches(batch_size=NEAR_BATCH_ROWS,
+                                                                                         use_threads=False))
+        offset = 0
+        for batch in batches:
+            fingerprint.add(batch)
+            texts = pa.RecordBatch.from_arrays([batch.column(i) for i in picked], names=self.engine.raw_text)
+            yield np.arange(offset, offset + batch.num_rows, dtype=np.int64), _plain(texts)
+            offset += batch.num_rows
+        self.fingerprints[split] = fingerprint.value()
 
     def _read(self) -> Iterator[tuple[Any, np.ndarray]]:
         last = len(self.reps) - 1
@@ -291,6 +280,9 @@ class Engine:
         # of the load of the 1M-row benchmark; the near stage drops rows_all's texts, 220 MB)
         self.con.execute("SET allocator_background_threads = true")
         self.rows = {name: split.num_rows for name, split in data.splits.items()}
+        #: the splits' content fingerprints that the near stage's read of every row gave (the others
+        #: are read for them alone: ``survey/measure.py``)
+        self.split_fingerprints: dict[str, str] = {}
         self._renamed = contextlib.ExitStack()  # renamed copies of files whose names DuckDB reserves
         for name, split in data.splits.items():
             self._register(name, split)
@@ -772,6 +764,7 @@ class Engine:
         # the texts are read from the splits' own views from here on: rows_all's copy goes
         self.con.execute('; '.join(f'ALTER TABLE rows_all DROP COLUMN {t}' for t in self.raw_text))
         pairs = near_method.find_pairs_in(source, params)
+        self.split_fingerprints.update(source.fingerprints)
         keys = source.keys()
         a, b = keys[pairs.pairs[:, 0]], keys[pairs.pairs[:, 1]]
         both = pa.table({"a": np.concatenate([a, b]), "b": np.concatenate([b, a]),
