@@ -81,13 +81,15 @@ NEAR_BATCH_ROWS = 1 << 16
 
 
 def _without_views(t: pa.DataType) -> pa.DataType:
-    """``t`` with every string view as a large string (and a list view as a list): pyarrow's
-    filter and take have no kernel for views, and DuckDB's scan never gave them (nor dictionaries)."""
+    """``t`` as DuckDB's scan gave the near stage its texts before it read the files itself: every
+    string view a large string (pyarrow's filter and take have no kernel for views), a dictionary
+    its values, and a fixed-size list or a list view a list (``normalize_array`` folds lists: a
+    fixed-size list of strings, as pyarrow reads one, would pass unfolded)."""
     if pa.types.is_dictionary(t):
         return _without_views(t.value_type)
     if pa.types.is_string_view(t):
         return pa.large_string()
-    if pa.types.is_list(t) or pa.types.is_list_view(t):
+    if pa.types.is_list(t) or pa.types.is_list_view(t) or pa.types.is_fixed_size_list(t):
         return pa.list_(_without_views(t.value_type))
     if pa.types.is_large_list(t) or pa.types.is_large_list_view(t):
         return pa.large_list(_without_views(t.value_type))
@@ -761,7 +763,7 @@ class Engine:
             SELECT h_ntext AS k, {registry.SPLIT_COUNTS}, min(pos) FILTER (WHERE split = 'test') AS first_test, min(rowid) AS rep
             FROM rows_all GROUP BY h_ntext""")
         source = _NearTexts(self, params.max_texts)
-        # the texts are read from the splits' own views from here on: rows_all's copy goes
+        # the texts are read from the splits' files or tables from here on: rows_all's copy goes
         self.con.execute('; '.join(f'ALTER TABLE rows_all DROP COLUMN {t}' for t in self.raw_text))
         pairs = near_method.find_pairs_in(source, params)
         self.split_fingerprints.update(source.fingerprints)

@@ -704,7 +704,7 @@ def _pick(texts: Texts, rows: np.ndarray) -> Texts:
 class TextSource:
     """The texts to compare, as the pass reads them: batch by batch (each with which of its texts
     are query texts: test or validation), then again, only those a candidate pair names, by
-    index. This one holds its texts; the engine's reads them from DuckDB (``survey/metrics.py``),
+    index. This one holds its texts; the engine's reads them from the splits' files (``survey/metrics.py``),
     so a config's texts are never all in memory at once."""
 
     def __init__(self, texts: Texts, query: np.ndarray):

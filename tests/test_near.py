@@ -145,3 +145,72 @@ def test_sampling_over_the_budget_is_recorded(monkeypatch):
     engine_rows = measure(tables, text_columns=["text"])
     info = __import__("json").loads(engine_rows[0]["near"])
     assert info["sampled"] is True and info["texts"] == 22 and info["texts_compared"] < 22
+
+
+# --- the texts the pass is given: the normalized profile of each distinct row, whatever the layout --
+
+_COLUMN_KINDS = {
+    "fixed_size_list": lambda values: pa.array(values, pa.list_(pa.string(), 2)),
+    "list": lambda values: pa.array(values, pa.list_(pa.string())),
+    "large_list": lambda values: pa.array(values, pa.large_list(pa.string())),
+}
+
+
+@pytest.mark.parametrize("stored", ["table", "files"])
+@pytest.mark.parametrize("kind", [*_COLUMN_KINDS, "string_view", "dictionary", "large_string"])
+def test_the_pass_gets_each_rows_normalized_text_from_files_and_tables(tmp_path, monkeypatch, stored, kind):
+    """The near stage reads its texts from the splits themselves (pyarrow, not DuckDB): a fixed-size
+    list, as pyarrow reads one from Parquet, a dictionary or a view must still reach the pass folded,
+    exactly as ``normalize_text`` of each value (joined as ``row_texts`` joins them)."""
+    import pyarrow.parquet as pq
+
+    from hubsurvey.core.figures import NEAR_METHOD
+    from hubsurvey.core.roles import RoleOverrides
+    from hubsurvey.survey.measure import measure_config
+    from hubsurvey.survey.sources import FolderSource
+
+    rng = __import__("random").Random(5)
+    words = ["The Sniper", "the  TERRORIST", "Ünïcödé Ärger", "naruto", "Code Geass", "ﬁne"]
+    rows = {split: [(f"{rng.choice(words)} {i % 7} {rng.choice(words).upper()}", [rng.choice(words), rng.choice(words)])
+                    for i in range(n)] for split, n in (("train", 40), ("test", 15))}
+
+    def table(pairs):
+        text = [t for t, _ in pairs]
+        lists = [v for _, v in pairs]
+        if kind in _COLUMN_KINDS:
+            return pa.table({"sentence": text, "candidates": _COLUMN_KINDS[kind](lists), "label": [0] * len(pairs)})
+        column = {"string_view": pa.array(text, pa.string_view()), "dictionary": pa.array(text).dictionary_encode(),
+                  "large_string": pa.array(text, pa.large_string())}[kind]
+        return pa.table({"sentence": column, "label": [0] * len(pairs)})
+    tables = {split: table(pairs) for split, pairs in rows.items()}
+    text_columns = ["sentence", "candidates"] if kind in _COLUMN_KINDS else ["sentence"]
+    given: list[str] = []
+    original = near.sketch_batches
+
+    def capture(batches, capacity, params, **kwargs):
+        def tap():
+            for batch in batches:
+                given.extend(batch.to_pylist() if hasattr(batch, "to_pylist") else list(batch))
+                yield batch
+        return original(tap(), capacity, params, **kwargs)
+
+    near.warm_up()
+    near._warmed()  # its own few texts are not the data's
+    monkeypatch.setattr(near, "sketch_batches", capture)
+    if stored == "table":
+        measure(tables, text_columns=text_columns, label_columns=["label"])
+    else:
+        if kind == "string_view":
+            pytest.skip("Parquet stores a string view as a string")
+        for split, t in tables.items():
+            (tmp_path / "default" / split).mkdir(parents=True)
+            pq.write_table(t, tmp_path / "default" / split / "0000.parquet")
+        data = FolderSource(tmp_path).load("default")
+        overrides = RoleOverrides({data.dataset_id: {"*": {"text": text_columns, "labels": ["label"]}}})
+        measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], overrides=overrides)
+    expected = set()
+    for pairs in rows.values():
+        for text, values in pairs:
+            parts = [normalize_text(text)] + ([" ".join(normalize_text(v) for v in values)] if kind in _COLUMN_KINDS else [])
+            expected.add(" ".join(p for p in parts if p))
+    assert set(given) == expected and len(given) == len(expected)
