@@ -283,12 +283,12 @@ def _sketch_pass(data, offsets, cap, n, seed, shift, band_rows, borrow, lend_sta
                 for j in range(bins):
                     out[j] = sig[j]
                 for w in range((bins + 63) // 64):
-                    empty = np.uint64(0)
+                    unfilled = np.uint64(0)
                     for b in range(min(64, bins - 64 * w)):
-                        empty |= np.uint64(sig[64 * w + b] == _U64_EMPTY) << np.uint64(b)
-                    while empty:
-                        j = 64 * w + trailing_zeros(empty)
-                        empty &= empty - np.uint64(1)
+                        unfilled |= np.uint64(sig[64 * w + b] == _U64_EMPTY) << np.uint64(b)
+                    while unfilled:
+                        j = 64 * w + trailing_zeros(unfilled)  # type: ignore[call-arg]  # a numba intrinsic
+                        unfilled &= unfilled - np.uint64(1)
                         v0 = sig[borrow[0, j]]
                         v1 = sig[borrow[1, j]]
                         v2 = sig[borrow[2, j]]
