@@ -30,6 +30,7 @@ from hubsurvey.commands.options import Benchmarks, Db, Examples, Format, Json, N
 from hubsurvey.commands.per_column import per_column_json, render_per_column
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
+from hubsurvey.core.runs import STOP_REQUESTED
 from hubsurvey.core.safety import json_text, visible, visible_output
 from hubsurvey.core.store import DEFAULT_DB
 
@@ -68,6 +69,7 @@ app = typer.Typer(
 
 
 def _interrupt(signum: int, _frame: Any) -> None:
+    STOP_REQUESTED.set()
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
@@ -78,11 +80,13 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    STOP_REQUESTED.clear()  # a command of its own (the tests run several in one process)
+    previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _keep_control_sequences() -> None:
@@ -122,6 +126,8 @@ def handled(command: Callable[..., Any]) -> Callable[..., Any]:
             typer.echo(f"error: {visible(one_line(e), one_line=True)}", err=True)
             raise typer.Exit(int(e.exit_code)) from None
         except Exception as e:
+            if STOP_REQUESTED.is_set():  # the stop's doing (an interrupted DuckDB query): as Ctrl-C ends
+                raise KeyboardInterrupt(str(e)) from e
             log.debug("internal error in %s", command.__name__, exc_info=True)
             typer.echo(f"internal error (a bug in hubsurvey): {visible(one_line(e), one_line=True)}", err=True)
             raise typer.Exit(int(ExitCode.INTERNAL)) from None

@@ -41,7 +41,7 @@ from hubsurvey.core import livestate
 from hubsurvey.core.errors import DbLockedError
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobQueue
-from hubsurvey.core.runs import Runs, RunStatus, new_run_id
+from hubsurvey.core.runs import Runs, RunStatus, is_interruption, new_run_id
 from hubsurvey.core.settings import Settings
 from hubsurvey.core.steps import Counts, RunContext, RunOptions, Step
 from hubsurvey.core.store import Store, StoreError
@@ -210,7 +210,7 @@ def run_survey(
                     for step in run_steps(filters) if steps is None else steps:
                         summary.steps[step.name] = step.run(ctx)
                 except BaseException as e:
-                    summary.status = (RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED).value
+                    summary.status = (RunStatus.INTERRUPTED if is_interruption(e) else RunStatus.FAILED).value
                     raise
                 recording.status = ctx.status
                 summary.status = ctx.status.value

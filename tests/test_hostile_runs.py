@@ -337,3 +337,40 @@ def test_the_client_scrubs_listing_items_and_refuses_a_tree_holding_the_token(tm
     assert item.card_data.to_dict()["nested"] == [{"deep": "..***.."}]
     assert TOKEN not in str(refused.value) and "echoed credentials" in str(refused.value)
     assert not is_transient(refused.value)
+
+
+def test_an_error_after_a_stop_signal_is_the_stops_doing(tmp_path):
+    """A SIGTERM or Ctrl-C that lands inside a DuckDB query ends it with RuntimeError("Query
+    interrupted"), not KeyboardInterrupt (a CI run caught it during the plan step): once a stop was
+    asked, the run is recorded ``interrupted`` and the command ends as Ctrl-C ends it, not as a bug."""
+    import typer
+
+    from hubsurvey.cli import _interrupt, _sigterm_as_ctrl_c, handled
+    from hubsurvey.core.runs import STOP_REQUESTED, Runs
+
+    with Store(tmp_path / "r.duckdb") as store:
+        runs = Runs(store)
+        def query_interrupted(stopped: bool) -> None:
+            with runs.recording("run"):
+                if stopped:
+                    with pytest.raises(KeyboardInterrupt):
+                        _interrupt(signal.SIGTERM, None)
+                raise RuntimeError("Query interrupted")
+
+        for stopped, expected in ((False, ["failed"]), (True, ["failed", "interrupted"])):
+            STOP_REQUESTED.clear()
+            with pytest.raises(RuntimeError):
+                query_interrupted(stopped)
+            assert sorted(status for (status,) in store.query("SELECT status FROM runs")[1]) == expected
+
+    def interrupted_query() -> None:
+        with pytest.raises(KeyboardInterrupt):
+            _interrupt(signal.SIGINT, None)
+        raise RuntimeError("Query interrupted")
+
+    with pytest.raises(KeyboardInterrupt, match="Query interrupted"):
+        handled(interrupted_query)()
+    with pytest.raises(typer.Exit):  # without a stop, the same error is a bug in hubsurvey
+        handled(lambda: (_ for _ in ()).throw(RuntimeError("Query interrupted")))()
+    with _sigterm_as_ctrl_c():
+        assert not STOP_REQUESTED.is_set()  # each command starts without one

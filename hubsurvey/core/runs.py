@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -23,6 +24,16 @@ from hubsurvey import __version__
 from hubsurvey.core.errors import HubsurveyError, one_line
 from hubsurvey.core.processes import process_alive
 from hubsurvey.core.store import Store, insert, now
+
+#: Set when the process is asked to stop (Ctrl-C or SIGTERM, ``hubsurvey.cli``). An error raised
+#: after it is the stop's doing: DuckDB ends a query the signal interrupts with
+#: ``RuntimeError("Query interrupted")``, not KeyboardInterrupt.
+STOP_REQUESTED = threading.Event()
+
+
+def is_interruption(error: BaseException) -> bool:
+    """Whether ``error`` ends a command because it was asked to stop (the run is ``interrupted``)."""
+    return isinstance(error, KeyboardInterrupt) or STOP_REQUESTED.is_set()
 
 
 class RunStatus(StrEnum):
@@ -110,7 +121,7 @@ class Runs:
             yield recording
             status = recording.status
         except BaseException as e:
-            status = RunStatus.INTERRUPTED if isinstance(e, KeyboardInterrupt) else RunStatus.FAILED
+            status = RunStatus.INTERRUPTED if is_interruption(e) else RunStatus.FAILED
             failure = e
             raise
         finally:
