@@ -339,14 +339,24 @@ def test_the_client_scrubs_listing_items_and_refuses_a_tree_holding_the_token(tm
     assert not is_transient(refused.value)
 
 
-def test_an_error_after_a_stop_signal_is_the_stops_doing(tmp_path):
+@pytest.fixture
+def stop_mark():
+    """The process-wide stop mark, cleared again after the test whatever it asserted."""
+    from hubsurvey.core.runs import STOP_REQUESTED
+
+    STOP_REQUESTED.clear()
+    yield STOP_REQUESTED
+    STOP_REQUESTED.clear()
+
+
+def test_an_error_after_a_stop_signal_is_the_stops_doing(tmp_path, stop_mark):
     """A SIGTERM or Ctrl-C that lands inside a DuckDB query ends it with RuntimeError("Query
     interrupted"), not KeyboardInterrupt (a CI run caught it during the plan step): once a stop was
     asked, the run is recorded ``interrupted`` and the command ends as Ctrl-C ends it, not as a bug."""
     import typer
 
     from hubsurvey.cli import _interrupt, _sigterm_as_ctrl_c, handled
-    from hubsurvey.core.runs import STOP_REQUESTED, Runs
+    from hubsurvey.core.runs import Runs
 
     with Store(tmp_path / "r.duckdb") as store:
         runs = Runs(store)
@@ -358,7 +368,7 @@ def test_an_error_after_a_stop_signal_is_the_stops_doing(tmp_path):
                 raise RuntimeError("Query interrupted")
 
         for stopped, expected in ((False, ["failed"]), (True, ["failed", "interrupted"])):
-            STOP_REQUESTED.clear()
+            stop_mark.clear()
             with pytest.raises(RuntimeError):
                 query_interrupted(stopped)
             assert sorted(status for (status,) in store.query("SELECT status FROM runs")[1]) == expected
@@ -373,4 +383,4 @@ def test_an_error_after_a_stop_signal_is_the_stops_doing(tmp_path):
     with pytest.raises(typer.Exit):  # without a stop, the same error is a bug in hubsurvey
         handled(lambda: (_ for _ in ()).throw(RuntimeError("Query interrupted")))()
     with _sigterm_as_ctrl_c():
-        assert not STOP_REQUESTED.is_set()  # each command starts without one
+        assert not stop_mark.is_set()  # each command starts without one
