@@ -108,7 +108,7 @@ def _chunked(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
 class _NearTexts(near_method.TextSource):
     """The near stage's texts: each distinct normalized text key of ``near_texts`` with the text of
     one of its rows (``rep``, a rowid of ``rows_all``: any row of a key has its normalized text),
-    read split by split from the splits' own views (the Parquet files, or the Arrow table),
+    read split by split from the splits themselves (their Parquet files, or their Arrow table),
     normalized batch by batch and sampled (``near.sample_mask``) by key.
 
     Not from ``rows_all``: the engine drops its text columns before the stage (220 MB at 1M rows of
@@ -204,11 +204,7 @@ class _NearTexts(near_method.TextSource):
         codes = np.concatenate([np.full(len(p), c, dtype=np.int8) for c, p in self._where]) if self._where \
             else np.zeros(0, np.int8)
         positions = np.concatenate([p for _, p in self._where]) if self._where else np.zeros(0, np.int64)
-        codes, positions = codes[rows], positions[rows]
-        # read split by split, then put back in the order asked
-        order = np.argsort(codes, kind="stable")
-        found = self.engine._texts_at({s: positions[order][codes[order] == c] for c, s in enumerate(self.splits)})
-        return self._normalized(found.take(pa.array(np.argsort(order, kind="stable"))))
+        return self._normalized(self.engine._texts_at(self.splits, codes[rows], positions[rows]))
 
 
 @dataclass(frozen=True)
@@ -374,21 +370,17 @@ class Engine:
                 selects[name] = f"pos, {picked} FROM split_{name} AS s({renamed})"
         return selects
 
-    def _texts_at(self, wanted: Mapping[str, np.ndarray]) -> pa.Table:
-        """The text columns (``t*``) of the rows at ``wanted[split]`` positions (one entry per present
-        split, maybe empty), read from the splits' own views (``rows_all`` holds no texts during the
-        near stage), in the order given: split by split in ``wanted``'s order, each split's
-        positions as listed."""
-        aliases = dict(zip(self.raw_text, self._loaded[0]))
-        selects = self._split_selects(aliases)
-        order = np.concatenate([np.asarray(p, dtype=np.int64) for p in wanted.values()])
-        code = np.concatenate([np.full(len(p), k, dtype=np.int8) for k, p in enumerate(wanted.values())])
-        self.con.register("texts_wanted", pa.table({"i": np.arange(len(order), dtype=np.int64), "s": code, "p": order}))
+    def _texts_at(self, splits: Sequence[str], codes: np.ndarray, positions: np.ndarray) -> pa.Table:
+        """The text columns (``t*``) of the rows ``splits[codes[i]]`` at ``positions[i]``, in that
+        order, read from the splits' own views (``rows_all`` holds no texts during the near stage)."""
+        selects = self._split_selects(dict(zip(self.raw_text, self._loaded[0])))
+        self.con.register("texts_wanted", pa.table({"i": np.arange(len(positions), dtype=np.int64),
+                                                    "s": np.asarray(codes, dtype=np.int8), "p": np.asarray(positions, dtype=np.int64)}))
         try:
             parts = " UNION ALL ".join(
                 f"SELECT w.i, {', '.join(f'x.{t}' for t in self.raw_text)} FROM texts_wanted AS w "
                 f"JOIN (SELECT {selects[split]}) AS x ON w.s = {k} AND x.pos = w.p"
-                for k, split in enumerate(wanted))
+                for k, split in enumerate(splits))
             found = self.con.sql(f"SELECT * FROM ({parts}) ORDER BY i").to_arrow_table()
         finally:
             self.con.unregister("texts_wanted")
@@ -827,12 +819,11 @@ class Engine:
             f"SELECT h_ntext, split, min(pos){labels} FROM rows_all WHERE list_contains($keys, h_ntext) GROUP BY ALL",
             {"keys": keys}).fetchall()
         # each side's texts from its first row, read from the split's view (rows_all has none now)
-        wanted = {s: np.array([r[2] for r in firsts if r[1] == s], dtype=np.int64)
-                  for s in CANONICAL_SPLITS if s in self.data.splits}
-        texts = self._texts_at(wanted).to_pylist()
-        text_of = dict(zip(((s, int(q)) for s, ps in wanted.items() for q in ps), texts))
-        sides = {(int(k), split): (pos, [*(text_of[(split, int(pos))][t] for t in self.raw_text), *vals])
-                 for k, split, pos, *vals in firsts}
+        splits = [s for s in CANONICAL_SPLITS if s in self.data.splits]
+        texts = self._texts_at(splits, np.array([splits.index(r[1]) for r in firsts]),
+                               np.array([r[2] for r in firsts])).to_pylist()
+        sides = {(int(k), split): (pos, [*(text[t] for t in self.raw_text), *vals])
+                 for (k, split, pos, *vals), text in zip(firsts, texts)}
         text_columns = self._loaded[0]
         out = []
         for label, kind, a, b, jaccard, split_a, split_b, rank in rows:
