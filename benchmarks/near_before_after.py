@@ -51,6 +51,8 @@ def main() -> None:
     runs: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)  # `python -m hubsurvey.cli` in a checkout would import that checkout, not the install
+        for name, python in sides.items():  # untimed: each checkout's kernels compiled into numba's cache
+            _run([python, str(checkouts[name] / "benchmarks" / "bench_near.py"), "--child", str(folder)], args.timeout)
         for i in range(args.repeat):
             for name, python in sides.items():
                 bench = str(checkouts[name] / "benchmarks" / "bench_near.py")

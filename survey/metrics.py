@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import tempfile
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -34,6 +35,7 @@ from duckdb.func import FunctionNullHandling, PythonUDFType
 from hubsurvey.core import figures as registry
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.fingerprint import SplitFingerprint
+from hubsurvey.core.memory import release_freed_memory
 from hubsurvey.core.splits import CANONICAL_SPLITS
 from hubsurvey.core.store import quote_ident
 from hubsurvey.survey import near as near_method
@@ -78,6 +80,8 @@ EXAMPLE_POSITIONS = 10  # row positions kept per split and example
 #: batch read ahead) are what the near stage holds of the texts, besides its 256 bytes a text.
 #: 2^16 held 30 MB less than 2^17 at the 1M-row benchmark, in no more time.
 NEAR_BATCH_ROWS = 1 << 16
+#: DuckDB's memory limit while the near stage's pass runs (``Engine._set_tables_aside``)
+ASIDE_MEMORY_LIMIT = "32MB"
 
 
 def _without_views(t: pa.DataType) -> pa.DataType:
@@ -171,9 +175,11 @@ class _NearTexts(near_method.TextSource):
         if data.table is not None:
             batches: Iterator[pa.RecordBatch] = iter(data.table.to_batches(max_chunksize=NEAR_BATCH_ROWS))
         else:
+            # a buffered stream without pre-buffering: pyarrow's default reads a row group's whole column
+            # chunks first (67 MB for the benchmark's 800k-row train file, at the stage's peak), in no less time
             batches = (batch for path in data.files
-                       for batch in pq.ParquetFile(path, buffer_size=1 << 22).iter_batches(batch_size=NEAR_BATCH_ROWS,
-                                                                                         use_threads=False))
+                       for batch in pq.ParquetFile(path, buffer_size=1 << 22, pre_buffer=False)
+                       .iter_batches(batch_size=NEAR_BATCH_ROWS, use_threads=False))
         offset = 0
         for batch in batches:
             fingerprint.add(batch)
@@ -271,8 +277,15 @@ class Engine:
         self.con = duckdb.connect(":memory:")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
+        self._memory_limit = memory_limit
         if memory_limit:
             self.con.execute("SET memory_limit = $m", {"m": memory_limit})
+        # DuckDB's spill files (a GROUP BY over the memory limit, the tables the near stage sets
+        # aside) go to a folder of the engine's own, removed with it: DuckDB's default for an
+        # in-memory database is .tmp in the working directory
+        self._spill = tempfile.TemporaryDirectory(prefix="hubsurvey-engine-")
+        self.con.execute("SET temp_directory = $d", {"d": self._spill.name})
+        self._aside = False  # DuckDB's tables are set aside (``_set_tables_aside``)
         self.con.execute("SET preserve_insertion_order = false")  # not needed; lets GROUP BY spill
         # jemalloc's background threads give freed memory back to the system (56 MB less at the end
         # of the load of the 1M-row benchmark; the near stage drops rows_all's texts, 220 MB)
@@ -291,6 +304,29 @@ class Engine:
     def __exit__(self, *exc: Any) -> None:
         self.con.close()
         self._renamed.close()
+        self._spill.cleanup()
+
+    def _set_tables_aside(self) -> None:
+        """While the near stage's pass holds its band hashes and sketches (256 bytes a text),
+        DuckDB's tables sit idle. A memory limit of ``ASIDE_MEMORY_LIMIT`` has DuckDB write them to
+        its spill folder (its own larger-than-memory mechanism: 120 MB at the 1M-row benchmark, a
+        config whose tables fit under it writes nothing), and their pages go back to the system;
+        :meth:`_bring_tables_back` restores the limit before DuckDB is queried again, and the tables
+        are read back as the SQL needs them. Best effort: a limit DuckDB cannot meet is left as it was."""
+        try:
+            self.con.execute("SET memory_limit = $m", {"m": ASIDE_MEMORY_LIMIT})
+        except duckdb.Error:  # "could not free up enough memory": pinned blocks
+            return
+        self._aside = True
+        release_freed_memory()
+
+    def _bring_tables_back(self) -> None:
+        if self._aside:
+            self._aside = False
+            if self._memory_limit:
+                self.con.execute("SET memory_limit = $m", {"m": self._memory_limit})
+            else:
+                self.con.execute("RESET memory_limit")
 
     def _readable(self, path: str) -> str:
         """``path``, or a copy with positional column names when a column's name is one DuckDB's
@@ -373,6 +409,7 @@ class Engine:
     def _texts_at(self, splits: Sequence[str], codes: np.ndarray, positions: np.ndarray) -> pa.Table:
         """The text columns (``t*``) of the rows ``splits[codes[i]]`` at ``positions[i]``, in that
         order, read from the splits' own views (``rows_all`` holds no texts during the near stage)."""
+        self._bring_tables_back()
         selects = self._split_selects(dict(zip(self.raw_text, self._loaded[0])))
         self.con.register("texts_wanted", pa.table({"i": np.arange(len(positions), dtype=np.int64),
                                                     "s": np.asarray(codes, dtype=np.int8), "p": np.asarray(positions, dtype=np.int64)}))
@@ -757,7 +794,11 @@ class Engine:
         source = _NearTexts(self, params.max_texts)
         # the texts are read from the splits' files or tables from here on: rows_all's copy goes
         self.con.execute('; '.join(f'ALTER TABLE rows_all DROP COLUMN {t}' for t in self.raw_text))
-        pairs = near_method.find_pairs_in(source, params)
+        self._set_tables_aside()  # and the pages of the texts and the load's hash tables go back now
+        try:
+            pairs = near_method.find_pairs_in(source, params)
+        finally:
+            self._bring_tables_back()
         self.split_fingerprints.update(source.fingerprints)
         keys = source.keys()
         a, b = keys[pairs.pairs[:, 0]], keys[pairs.pairs[:, 1]]

@@ -582,6 +582,39 @@ def candidate_pairs(bands: np.ndarray, query: np.ndarray, max_pairs: int, max_bu
     out: a bucket over ``max_bucket`` texts, or ``max_pairs`` reached (thousands of similar texts
     make millions of pairs: the figures then say so rather than the survey hanging). A band whose
     pairs would pass the budget is skipped, and the next ones tried, in band order."""
+    return band_buckets(bands, query, max_pairs, max_bucket).pairs()
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """The buckets of every band kept (:func:`band_buckets`): their texts, one bucket after the
+    other, and what :meth:`pairs` needs to write their pairs; the band hashes are no longer needed."""
+
+    ids: list[np.ndarray]  # per band kept: its buckets' texts (int32)
+    sizes: list[np.ndarray]  # per band kept: its buckets' sizes (int32)
+    pairs_of_band: list[int]  # per band kept: the pairs it writes, repeats across bands included
+    query: np.ndarray  # uint8 per text
+    capped: bool
+
+    def pairs(self) -> tuple[np.ndarray, bool]:
+        """The distinct pairs, as :func:`candidate_pairs` returns them."""
+        n = len(self.query)
+        if not self.ids:
+            return np.empty((0, 2), dtype=np.int64), self.capped
+        id_starts = np.r_[0, np.cumsum([len(x) for x in self.ids])]
+        size_starts = np.r_[0, np.cumsum([len(x) for x in self.sizes])]
+        pair_starts = np.r_[0, np.cumsum(self.pairs_of_band)]
+        codes = np.empty(int(pair_starts[-1]), dtype=np.int64)
+        _bucket_pairs(np.concatenate(self.ids), id_starts, np.concatenate(self.sizes), size_starts, pair_starts,
+                      self.query, n, codes)
+        codes.sort()
+        codes = codes[np.r_[True, codes[1:] != codes[:-1]]]
+        return np.stack([codes // n, codes % n], axis=1), self.capped
+
+
+def band_buckets(bands: np.ndarray, query: np.ndarray, max_pairs: int, max_bucket: int = 500) -> Buckets:
+    """The buckets :func:`candidate_pairs` pairs, band by band: a caller holding nothing else of
+    ``bands`` can let them go before the pairs are written (128 bytes a text)."""
     n, n_bands = bands.shape
     bands_t = np.ascontiguousarray(bands.T)
     query8 = np.ascontiguousarray(query, dtype=np.uint8)
@@ -608,18 +641,7 @@ def candidate_pairs(bands: np.ndarray, query: np.ndarray, max_pairs: int, max_bu
             kept_ids.append(ids_out[j, :written].copy())
             kept_sizes.append(sizes_out[j, :buckets].copy())
             kept_pairs.append(pairs)
-    del ids_out, sizes_out
-    if not kept_ids:
-        return np.empty((0, 2), dtype=np.int64), capped
-    id_starts = np.r_[0, np.cumsum([len(x) for x in kept_ids])]
-    size_starts = np.r_[0, np.cumsum([len(x) for x in kept_sizes])]
-    pair_starts = np.r_[0, np.cumsum(kept_pairs)]
-    codes = np.empty(int(pair_starts[-1]), dtype=np.int64)
-    _bucket_pairs(np.concatenate(kept_ids), id_starts, np.concatenate(kept_sizes), size_starts, pair_starts, query8, n, codes)
-    del kept_ids
-    codes.sort()
-    codes = codes[np.r_[True, codes[1:] != codes[:-1]]]
-    return np.stack([codes // n, codes % n], axis=1), capped
+    return Buckets(kept_ids, kept_sizes, kept_pairs, query8, capped)
 
 
 @compiled(parallel=True)
@@ -774,15 +796,18 @@ def _find_pairs(source: TextSource, params: NearParams, max_pairs: int) -> NearP
 
     sketched = sketch_batches(texts(), len(source), params)
     query = np.concatenate(queries) if queries else np.zeros(0, dtype=np.bool_)
-    candidates, capped = candidate_pairs(sketched.bands, query, max_pairs, params.max_bucket)
+    buckets = band_buckets(sketched.bands, query, max_pairs, params.max_bucket)
+    sketch, cut = sketched.sketch, sketched.cut
+    del sketched  # the band hashes go before the pairs are written: the stage's peak was there
+    candidates, capped = buckets.pairs()
+    del buckets
     listed = len(candidates)
     # Most candidates of real data are texts that share a band by chance (J ~ 0.1-0.3); the
     # sketch's estimate of J sends them away before the exact (and costlier) check.
     estimate = np.empty(len(candidates))
-    _estimates(sketched.sketch, np.ascontiguousarray(candidates[:, 0]), np.ascontiguousarray(candidates[:, 1]), estimate)
+    _estimates(sketch, np.ascontiguousarray(candidates[:, 0]), np.ascontiguousarray(candidates[:, 1]), estimate)
     candidates = candidates[estimate >= params.lowest - SKETCH_MARGIN]
-    cut = sketched.cut
-    del sketched  # the bands and sketches: the verification holds the candidates' texts instead
+    del sketch  # the verification holds the candidates' texts instead
     used = np.unique(candidates.ravel())
     similarity = jaccard_of(candidates, used, source.take(used), params.shingle_size, params.max_text_chars) \
         if len(candidates) else np.empty(0)
