@@ -23,6 +23,7 @@ def _rss_mb() -> float:
 @pytest.mark.skipif(memory._jemalloc_purge() is None, reason="this DuckDB build has no jemalloc of its own to purge")
 def test_release_freed_memory_gives_duckdbs_freed_pages_back():
     con = duckdb.connect()  # without background threads, jemalloc returns freed pages only as it allocates again
+    con.execute("SET allocator_flush_threshold = '100GB'")  # nor does DuckDB flush them itself after a task
     con.execute("CREATE TABLE t AS SELECT repeat('x', 120) || i::VARCHAR AS s FROM range(1000000) r(i)")
     con.execute("DROP TABLE t")
     held = _rss_mb()
