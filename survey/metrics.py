@@ -313,11 +313,9 @@ class Engine:
         config whose tables fit under it writes nothing), and their pages go back to the system;
         :meth:`_bring_tables_back` restores the limit before DuckDB is queried again, and the tables
         are read back as the SQL needs them. Best effort: a limit DuckDB cannot meet is left as it was."""
-        try:
+        with contextlib.suppress(duckdb.Error):  # "could not free up enough memory": pinned blocks
             self.con.execute("SET memory_limit = $m", {"m": ASIDE_MEMORY_LIMIT})
-        except duckdb.Error:  # "could not free up enough memory": pinned blocks
-            return
-        self._aside = True
+            self._aside = True
         release_freed_memory()
 
     def _bring_tables_back(self) -> None:

@@ -78,3 +78,22 @@ def test_the_near_stage_sets_duckdbs_tables_aside_with_the_same_figures(monkeypa
     (engine,) = engines
     assert not __import__("os").path.exists(engine._spill.name)  # the engine's spill folder goes with it
     assert list((tmp_path / "cwd").iterdir()) == []  # DuckDB's default (.tmp in the working directory) unused
+
+
+def test_a_limit_duckdb_refuses_leaves_the_tables_where_they_are(monkeypatch):
+    tables = _config(seed=3)
+    expected = measure(tables, text_columns=["text"], label_columns=["label"])
+    engines: list[metrics.Engine] = []
+    original = metrics.Engine._set_tables_aside
+
+    def set_aside(self):
+        engines.append(self)
+        original(self)
+        assert not self._aside  # best effort: refused, the limit is left as it was
+        engines.append(self.con.cursor().execute("SELECT current_setting('memory_limit')").fetchone()[0])
+
+    monkeypatch.setattr(metrics, "ASIDE_MEMORY_LIMIT", "not a size")
+    monkeypatch.setattr(metrics.Engine, "_set_tables_aside", set_aside)
+    got = measure(tables, text_columns=["text"], label_columns=["label"])
+    assert got == [{**row, "measured_at": got[0]["measured_at"]} for row in expected]
+    assert engines[1] != "not a size" and len(engines) == 2
