@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -63,7 +65,7 @@ def test_the_near_stage_sets_duckdbs_tables_aside_with_the_same_figures(monkeypa
         (engine,) = engines
         spilled = engine.con.cursor().execute("SELECT sum(temporary_storage_bytes) FROM duckdb_memory()").fetchone()[0]
         seen["spilled"] = spilled
-        seen["files"] = sorted(p.name for p in __import__("pathlib").Path(engine._spill.name).rglob("*") if p.is_file())
+        seen["files"] = sorted(p.name for p in Path(engine._spill.name).rglob("*") if p.is_file())
         return original_sketch(batches, capacity, params, **kwargs)
 
     monkeypatch.setattr(metrics, "ASIDE_MEMORY_LIMIT", "1MB")  # tables of a few MB: they are spilled
@@ -76,7 +78,7 @@ def test_the_near_stage_sets_duckdbs_tables_aside_with_the_same_figures(monkeypa
     assert seen["spilled"] and seen["files"], "DuckDB kept its tables in memory during the pass"
     assert got == [{**row, "measured_at": got[0]["measured_at"]} for row in expected]
     (engine,) = engines
-    assert not __import__("os").path.exists(engine._spill.name)  # the engine's spill folder goes with it
+    assert not os.path.exists(engine._spill.name)  # the engine's spill folder goes with it
     assert list((tmp_path / "cwd").iterdir()) == []  # DuckDB's default (.tmp in the working directory) unused
 
 
