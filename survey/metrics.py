@@ -648,7 +648,8 @@ class Engine:
         the table of the label figures (LLE's text_and_label_ figures from the raw one). The
         examples are picked from the same tables, each dropped once used: at most one text table
         and one pair table are held at a time. ``methods`` (default: all) limits the figures to
-        those methods' (the benchmark measures LLE alone with it).
+        those methods' (the benchmark measures LLE alone with it), and the work to theirs: the near
+        method alone runs no raw profile GROUP BY.
 
         With two text columns or more, the exact method also measures each text column alone
         (``Measurement.per_column``, :meth:`_column_figures`), per profile, from ``rows_profile``.
@@ -657,6 +658,7 @@ class Engine:
         methods = every if methods is None else set(methods)
         exact = registry.EXACT_METHOD in methods
         near = registry.NEAR_METHOD in methods
+        lle = registry.LLE_METHOD in methods
         examples_wanted = examples
         examples = examples if exact else 0
         text_columns, label_columns = tuple(text_columns), tuple(label_columns)
@@ -670,7 +672,9 @@ class Engine:
         # per label column (one when there is none): {text column: {profile: figures}}
         per_column_names = [c.name for c in registry.per_column_columns()]
         by_column: list[dict[str, dict[str, dict[str, Any]]]] = [{} for _ in label_columns or (None,)]
-        for profile in self._profiles if exact else (registry.RAW,):
+        # the raw profile's GROUP BYs give LLE's figures (and the exact method's raw ones): not run
+        # when neither is asked for
+        for profile in self._profiles if exact else (registry.RAW,) if lle else ():
             raw = profile is registry.RAW
             keys = f"keys_{profile.name}"
             key = self._key("h_text" if raw else "h_ntext", self.raw_text if raw else self.normalized_text, keys)
@@ -709,10 +713,14 @@ class Engine:
             return Measured([Measurement(None, text_columns, {c.name: text.get(c.name) for c in columns},
                                          by_column[0] or None)], found, near_result)
         out = []
-        for label, figures, per_column in zip(label_columns, by_label, by_column):
-            figures = {**text, **figures}
-            figures.update(self._row_figures(figures))
-            out.append(Measurement(label, text_columns, {c.name: figures.get(c.name) for c in columns}, per_column or None))
+        # a figure of a method not measured is NULL in the row figures' inputs (their own are dropped below)
+        row_figures = {f.name for f in registry.ROW_FIGURES}
+        not_measured: dict[str, Any] = {c.name: None for c in registry.figure_columns()
+                                        if c.method not in methods and c.name not in row_figures}
+        for label, of_label, per_column in zip(label_columns, by_label, by_column):
+            row = {**not_measured, **text, **of_label}
+            row.update(self._row_figures(row))
+            out.append(Measurement(label, text_columns, {c.name: row.get(c.name) for c in columns}, per_column or None))
         return Measured(out, found, near_result)
 
     def fingerprints(self) -> dict[str, pa.Table] | None:

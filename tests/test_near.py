@@ -213,3 +213,29 @@ def test_the_pass_gets_each_rows_normalized_text_from_files_and_tables(tmp_path,
             parts = [normalize_text(text)] + ([" ".join(normalize_text(v) for v in values)] if kind in _COLUMN_KINDS else [])
             expected.add(" ".join(p for p in parts if p))
     assert set(given) == expected and len(given) == len(expected)
+
+
+def test_the_near_method_alone_gives_the_figures_it_gives_beside_the_others(shared_datasets, monkeypatch):
+    """Measured alone, the near method skips the raw profile's GROUP BYs (LLE's figures, which it
+    would drop) and gives the same near figures, per label column, as a measurement of every method."""
+    from hubsurvey.core.figures import NEAR_METHOD, figure_columns
+    from hubsurvey.survey.measure import measure_config
+    from hubsurvey.survey.sources import FolderSource
+
+    data = FolderSource(shared_datasets / "dair-ai__emotion").load("split")
+    everything = measure_config(data, n_configs=1, source="folder", examples=0).rows
+    grouped: list[str] = []
+    original = Engine._label_figures
+
+    def spy(self, profile, *args, **kwargs):
+        grouped.append(profile.name)
+        return original(self, profile, *args, **kwargs)
+
+    monkeypatch.setattr(Engine, "_label_figures", spy)
+    alone = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0).rows
+    assert grouped == []
+    near_columns = [c.name for c in figure_columns(NEAR_METHOD)]
+    assert len(alone) == len(everything) == 1 and near_columns
+    assert {n: alone[0][n] for n in near_columns} == {n: everything[0][n] for n in near_columns}
+    assert everything[0]["test_rows_near_train"] > 0  # emotion's test split has near train rows
+    assert alone[0].get("text_leaks_train_wrt_test") is None
