@@ -247,98 +247,108 @@ def _text_shingles(data: np.ndarray, start: int, stop: int, cap: int, n: int, se
     return count - n + 1, cut
 
 
+@compiled()
+def _sketch_task(data, offsets, cap, n, seed64, shift, band_rows, borrow, lend_start, lend_attempt, lend_bin, sketch_step,
+                 bands_t, sketch, cut, signatures, first, task):  # pragma: no cover - compiled
+    """:func:`_sketch_pass` of the texts of one task (``_TEXTS_PER_TASK`` of them): not inlined in
+    the parallel loop, because numba's parallel code loaded from its on-disk cache ran this work
+    1.3x slower than the same code compiled in the process (measured), where a plain function
+    loaded from the cache is as fast as compiled."""
+    n_texts = len(offsets) - 1
+    bins = borrow.shape[1]
+    attempts = borrow.shape[0]
+    n_bands = bins // band_rows
+    sig = np.empty(bins, dtype=np.uint64)
+    out = np.empty(bins, dtype=np.uint64)
+    taken = np.empty(bins, dtype=np.int64)
+    ring = np.empty(n, dtype=np.uint64)
+    no_out = np.empty(0, dtype=np.uint64)
+    for t in range(task * _TEXTS_PER_TASK, min(n_texts, (task + 1) * _TEXTS_PER_TASK)):
+        sig[:] = _U64_EMPTY
+        _, was_cut = _text_shingles(data, offsets[t], offsets[t + 1], cap, n, seed64, ring, no_out, sig, np.uint64(shift))
+        cut[first + t] = was_cut
+        # densify: an empty bin takes the first non-empty bin its borrow row names, else the
+        # nearest non-empty one to its right (a text always has a shingle: every bin is filled)
+        filled = 0
+        for j in range(bins):
+            filled += sig[j] != _U64_EMPTY
+        if filled >= _DENSE_BINS:  # a few attempts find a filled bin
+            # Only the empty bins are visited (the set bits of a mask, 64 bins a word), and
+            # their first _QUICK_ATTEMPTS borrow rows are read and chosen among without a
+            # branch: a branch per bin on whether it is empty mispredicts on a third of them
+            # (measured: 1.4x the time of the whole pass); the rest is the rare fallback.
+            for j in range(bins):
+                out[j] = sig[j]
+            for w in range((bins + 63) // 64):
+                unfilled = np.uint64(0)
+                for b in range(min(64, bins - 64 * w)):
+                    unfilled |= np.uint64(sig[64 * w + b] == _U64_EMPTY) << np.uint64(b)
+                while unfilled:
+                    j = 64 * w + trailing_zeros(unfilled)  # type: ignore[call-arg]  # a numba intrinsic
+                    unfilled &= unfilled - np.uint64(1)
+                    v0 = sig[borrow[0, j]]
+                    v1 = sig[borrow[1, j]]
+                    v2 = sig[borrow[2, j]]
+                    v3 = sig[borrow[3, j]]
+                    value = v0 if v0 != _U64_EMPTY else (v1 if v1 != _U64_EMPTY else (v2 if v2 != _U64_EMPTY else v3))
+                    if value == _U64_EMPTY:
+                        for a in range(_QUICK_ATTEMPTS, attempts):
+                            value = sig[borrow[a, j]]
+                            if value != _U64_EMPTY:
+                                break
+                        step = 1
+                        while value == _U64_EMPTY and step < bins:
+                            value = sig[(j + step) % bins]
+                            step += 1
+                    out[j] = value
+        else:  # few filled bins (a short text): each lends to the empty bins whose rows name it
+            for j in range(bins):
+                out[j] = sig[j]
+                taken[j] = attempts
+            for source in range(bins):
+                if sig[source] != _U64_EMPTY:
+                    for e in range(lend_start[source], lend_start[source + 1]):
+                        j = lend_bin[e]
+                        if sig[j] == _U64_EMPTY and lend_attempt[e] < taken[j]:
+                            taken[j] = lend_attempt[e]
+                            out[j] = sig[source]
+            nearest = _U64_EMPTY  # the fallback, by one sweep leftwards over two turns
+            for position in range(2 * bins - 1, -1, -1):
+                j = position % bins
+                if position < bins and taken[j] == attempts and sig[j] == _U64_EMPTY:
+                    out[j] = nearest
+                if sig[j] != _U64_EMPTY:
+                    nearest = sig[j]
+        for band in range(n_bands):
+            h = np.uint64(0)
+            empty = True
+            for r in range(band_rows):
+                v = out[band * band_rows + r]
+                empty = empty and v == _U64_EMPTY
+                h = _mix1(h ^ (v + np.uint64(r)))
+            h32 = np.uint32(h >> np.uint64(32))
+            if empty:
+                h32 = np.uint32(0)
+            elif h32 == 0:
+                h32 = np.uint32(1)  # 0 is reserved for "empty"
+            bands_t[band, first + t] = h32
+        for s in range(sketch.shape[1]):
+            sketch[first + t, s] = np.uint16(out[s * sketch_step] >> np.uint64(48))
+        if signatures.shape[0]:
+            signatures[t, :] = out
+
+
 @compiled(parallel=True)
 def _sketch_pass(data, offsets, cap, n, seed, shift, band_rows, borrow, lend_start, lend_attempt, lend_bin, sketch_step,
                  bands_t, sketch, cut, signatures, first):  # pragma: no cover - compiled
     """Each text ``data[offsets[t]:offsets[t + 1]]``: its OPH signature, densified; its band hashes
     into ``bands_t[:, first + t]``, its sketch into ``sketch[first + t]``, whether the cap cut it
     into ``cut[first + t]`` (and the signature into ``signatures[t]`` when that has rows). The
-    texts are split among numba's threads."""
-    n_texts = len(offsets) - 1
-    bins = borrow.shape[1]
-    attempts = borrow.shape[0]
-    n_bands = bins // band_rows
-    seed64 = np.uint64(seed)
-    no_out = np.empty(0, dtype=np.uint64)
-    tasks = (n_texts + _TEXTS_PER_TASK - 1) // _TEXTS_PER_TASK
+    texts are split among numba's threads, ``_TEXTS_PER_TASK`` at a time."""
+    tasks = (len(offsets) - 1 + _TEXTS_PER_TASK - 1) // _TEXTS_PER_TASK
     for task in prange(tasks):
-        sig = np.empty(bins, dtype=np.uint64)
-        out = np.empty(bins, dtype=np.uint64)
-        taken = np.empty(bins, dtype=np.int64)
-        ring = np.empty(n, dtype=np.uint64)
-        for t in range(task * _TEXTS_PER_TASK, min(n_texts, (task + 1) * _TEXTS_PER_TASK)):
-            sig[:] = _U64_EMPTY
-            _, was_cut = _text_shingles(data, offsets[t], offsets[t + 1], cap, n, seed64, ring, no_out, sig, np.uint64(shift))
-            cut[first + t] = was_cut
-            # densify: an empty bin takes the first non-empty bin its borrow row names, else the
-            # nearest non-empty one to its right (a text always has a shingle: every bin is filled)
-            filled = 0
-            for j in range(bins):
-                filled += sig[j] != _U64_EMPTY
-            if filled >= _DENSE_BINS:  # a few attempts find a filled bin
-                # Only the empty bins are visited (the set bits of a mask, 64 bins a word), and
-                # their first _QUICK_ATTEMPTS borrow rows are read and chosen among without a
-                # branch: a branch per bin on whether it is empty mispredicts on a third of them
-                # (measured: 1.4x the time of the whole pass); the rest is the rare fallback.
-                for j in range(bins):
-                    out[j] = sig[j]
-                for w in range((bins + 63) // 64):
-                    unfilled = np.uint64(0)
-                    for b in range(min(64, bins - 64 * w)):
-                        unfilled |= np.uint64(sig[64 * w + b] == _U64_EMPTY) << np.uint64(b)
-                    while unfilled:
-                        j = 64 * w + trailing_zeros(unfilled)  # type: ignore[call-arg]  # a numba intrinsic
-                        unfilled &= unfilled - np.uint64(1)
-                        v0 = sig[borrow[0, j]]
-                        v1 = sig[borrow[1, j]]
-                        v2 = sig[borrow[2, j]]
-                        v3 = sig[borrow[3, j]]
-                        value = v0 if v0 != _U64_EMPTY else (v1 if v1 != _U64_EMPTY else (v2 if v2 != _U64_EMPTY else v3))
-                        if value == _U64_EMPTY:
-                            for a in range(_QUICK_ATTEMPTS, attempts):
-                                value = sig[borrow[a, j]]
-                                if value != _U64_EMPTY:
-                                    break
-                            step = 1
-                            while value == _U64_EMPTY and step < bins:
-                                value = sig[(j + step) % bins]
-                                step += 1
-                        out[j] = value
-            else:  # few filled bins (a short text): each lends to the empty bins whose rows name it
-                for j in range(bins):
-                    out[j] = sig[j]
-                    taken[j] = attempts
-                for source in range(bins):
-                    if sig[source] != _U64_EMPTY:
-                        for e in range(lend_start[source], lend_start[source + 1]):
-                            j = lend_bin[e]
-                            if sig[j] == _U64_EMPTY and lend_attempt[e] < taken[j]:
-                                taken[j] = lend_attempt[e]
-                                out[j] = sig[source]
-                nearest = _U64_EMPTY  # the fallback, by one sweep leftwards over two turns
-                for position in range(2 * bins - 1, -1, -1):
-                    j = position % bins
-                    if position < bins and taken[j] == attempts and sig[j] == _U64_EMPTY:
-                        out[j] = nearest
-                    if sig[j] != _U64_EMPTY:
-                        nearest = sig[j]
-            for band in range(n_bands):
-                h = np.uint64(0)
-                empty = True
-                for r in range(band_rows):
-                    v = out[band * band_rows + r]
-                    empty = empty and v == _U64_EMPTY
-                    h = _mix1(h ^ (v + np.uint64(r)))
-                h32 = np.uint32(h >> np.uint64(32))
-                if empty:
-                    h32 = np.uint32(0)
-                elif h32 == 0:
-                    h32 = np.uint32(1)  # 0 is reserved for "empty"
-                bands_t[band, first + t] = h32
-            for s in range(sketch.shape[1]):
-                sketch[first + t, s] = np.uint16(out[s * sketch_step] >> np.uint64(48))
-            if signatures.shape[0]:
-                signatures[t, :] = out
+        _sketch_task(data, offsets, cap, n, np.uint64(seed), shift, band_rows, borrow, lend_start, lend_attempt, lend_bin,
+                     sketch_step, bands_t, sketch, cut, signatures, first, task)
 
 
 @compiled()
