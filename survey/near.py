@@ -829,8 +829,9 @@ _warming: threading.Thread | None = None
 
 
 def warm_up() -> None:
-    """Load the compiled pass (numba's on-disk cache, or compile it) and build the character tables
-    in a thread, once a process, on a few texts: 0.4-0.9 s, which then overlaps the reading and
+    """Load the compiled pass (numba's on-disk cache, or compile it) and load the character table
+    (``passages.char_table``: built by the first process, read from its cache by the others) in a
+    thread, once a process, on a few texts: 0.4-1.0 s, which then overlaps the reading and
     hashing before the near stage (DuckDB releases the GIL). The stage's entry points wait for it
     (:func:`_warmed`): two threads must not launch the parallel kernels at once."""
     global _warming

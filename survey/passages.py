@@ -31,16 +31,24 @@ index's keys; a window across two rows never exists (every row starts afresh).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import inspect
+import os
+import sys
+import tempfile
 import unicodedata
+import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hubsurvey.core.compiled import compiled
+from hubsurvey.core.compiled import cache_folder, compiled
 
 # The hash's definition, shared with the reference in contamination.py (fnv1a, window_hashes).
 NGRAM = 13  # words in a matched passage; an item with fewer is matched whole
@@ -85,8 +93,66 @@ class CharTable:
 
 @lru_cache(maxsize=1)
 def char_table() -> CharTable:
-    """The classes, from this Python's ``unicodedata`` (built once per process, about 0.5 s)."""
-    return _char_table(TABLE_LIMIT)
+    """The classes, from this Python's ``unicodedata``: built once (0.5-0.6 s, a Python call per code
+    point), then loaded from the compiled passes' cache folder (``compiled.cache_folder``) in a few
+    milliseconds by every later process. The file's name holds what the table depends on (the
+    Unicode version, the limit and the code that builds it), so a table from another Python or
+    another version of this module is never read; an unreadable one is built again."""
+    path = _char_table_file()
+    if path is not None:
+        with contextlib.suppress(OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # unreadable: built again
+            with np.load(path) as stored:
+                table = CharTable(*(stored[name] for name in _TABLE_ARRAYS))
+            if _well_formed(table, TABLE_LIMIT):
+                return table
+    table = _char_table(TABLE_LIMIT)
+    if path is not None:
+        with contextlib.suppress(OSError):  # best effort: a cache that cannot be written is skipped
+            fd, part = tempfile.mkstemp(dir=path.parent, prefix=".chars-", suffix=".npz")
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    np.savez(out, **{name: getattr(table, name) for name in _TABLE_ARRAYS})
+                os.replace(part, path)  # whole or not at all: another process may be reading it
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(part)
+    return table
+
+
+_TABLE_ARRAYS = ("classes", "starts", "folded", "ascii")
+
+
+def _char_table_file() -> Path | None:
+    """The cache file of :func:`char_table`, named by everything the table depends on."""
+    folder = cache_folder(__file__)
+    if folder is None:
+        return None
+    code = _builder_digest()
+    if code is None:
+        return None
+    recipe = f"{code}{TABLE_LIMIT}{(UNSAFE, SEPARATOR, AS_IS)}".encode()
+    version = f"py{sys.version_info[0]}{sys.version_info[1]}-ucd{unicodedata.unidata_version}"
+    return folder / f"passages.chars-{version}-{hashlib.sha256(recipe).hexdigest()[:16]}.npz"
+
+
+@lru_cache(maxsize=1)
+def _builder_digest() -> str | None:
+    """The digest of the code that builds the table (read once); None without source to read."""
+    try:
+        code = inspect.getsource(_char_table) + inspect.getsource(_composes_backward)
+    except (OSError, TypeError):  # no source to name the table by: never cached
+        return None
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+def _well_formed(table: CharTable, limit: int) -> bool:
+    """The shapes and types :func:`_char_table` gives: a stored table is read only if it has them."""
+    return (table.classes.dtype == np.int32 and table.classes.shape == (limit,)
+            and table.starts.dtype == np.int64 and table.starts.ndim == 1 and len(table.starts) >= 1
+            and table.folded.dtype == np.uint8 and table.folded.ndim == 1 and int(table.starts[-1]) == len(table.folded)
+            and table.ascii.dtype == np.uint8 and table.ascii.shape == (128,)
+            and int(table.starts[0]) == 0 and bool((np.diff(table.starts) >= 0).all())
+            and int(table.classes.min(initial=0)) >= AS_IS and int(table.classes.max(initial=AS_IS)) < len(table.starts) - 1)
 
 
 @lru_cache(maxsize=1)
@@ -546,7 +612,7 @@ def _fold_pass(data, offsets, ascii_table, classes, starts, folded, out, out_off
 def normalize_strings(texts: pa.Array) -> pa.Array:
     """The ``normalized`` profile of every string of ``texts`` (NULLs stay NULL), equal to
     ``normalize_text`` on each. One compiled pass with the ASCII rows of the table first (the whole
-    table takes 0.2-0.5 s to build, which an ASCII column never needs); the rows holding other
+    table is built once and then read from a cache, which an ASCII column never needs); the rows holding other
     characters are folded again with the whole table, and those it cannot fold (rare) in Python."""
     from hubsurvey.survey.normalize import normalize_text
 

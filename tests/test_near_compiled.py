@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import unicodedata
 
 import near_numpy
 import numba
@@ -242,3 +243,59 @@ def test_the_ascii_table_is_the_whole_tables_first_rows():
             ascii_only.classes[cp] >= 0 and whole.classes[cp] >= 0 and  # the same folded bytes, at its own index
             bytes(ascii_only.folded[ascii_only.starts[ascii_only.classes[cp]]:ascii_only.starts[ascii_only.classes[cp] + 1]])
             == bytes(whole.folded[whole.starts[whole.classes[cp]]:whole.starts[whole.classes[cp] + 1]]))
+
+
+def test_the_character_table_is_built_once_then_read_from_the_cache_and_rebuilt_when_unreadable(tmp_path, monkeypatch):
+    from hubsurvey.survey import passages
+
+    monkeypatch.setattr(passages, "cache_folder", lambda _module: tmp_path)
+    passages.char_table.cache_clear()
+    try:
+        built = passages.char_table()  # nothing stored yet: built, and written
+        (stored,) = tmp_path.glob("passages.chars-*.npz")
+        assert not list(tmp_path.glob(".chars-*"))  # written whole: no part left
+
+        def never(_limit):
+            raise AssertionError("built again although the cache holds the table")
+
+        passages.char_table.cache_clear()
+        with monkeypatch.context() as m:
+            m.setattr(passages, "_char_table", never)
+            loaded = passages.char_table()
+        for name in passages._TABLE_ARRAYS:
+            assert np.array_equal(getattr(loaded, name), getattr(built, name)), name
+            assert getattr(loaded, name).dtype == getattr(built, name).dtype
+        # a file cut short, and one whose arrays have the wrong shape: built again, and rewritten
+        for damage in (lambda: stored.write_bytes(stored.read_bytes()[:1000]),
+                       lambda: np.savez(stored, classes=np.zeros(5, np.int32), starts=built.starts,
+                                        folded=built.folded, ascii=built.ascii)):
+            damage()
+            passages.char_table.cache_clear()
+            again = passages.char_table()
+            for name in passages._TABLE_ARRAYS:
+                assert np.array_equal(getattr(again, name), getattr(built, name)), name
+            with np.load(stored) as rewritten:
+                assert np.array_equal(rewritten["classes"], built.classes)
+    finally:
+        passages.char_table.cache_clear()
+
+
+def test_the_character_tables_cache_file_is_named_by_what_the_table_depends_on(tmp_path, monkeypatch):
+    from hubsurvey.survey import passages
+
+    monkeypatch.setattr(passages, "cache_folder", lambda _module: tmp_path)
+    first = passages._char_table_file()
+    assert first is not None and first.parent == tmp_path and unicodedata.unidata_version in first.name
+    monkeypatch.setattr(passages, "TABLE_LIMIT", passages.TABLE_LIMIT + 1)
+    assert passages._char_table_file() != first
+    monkeypatch.setattr(passages, "cache_folder", lambda _module: None)
+    assert passages._char_table_file() is None
+
+
+def test_the_compiled_passes_cache_folder_follows_numba(tmp_path, monkeypatch):
+    from hubsurvey.core import compiled
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "numba"))
+    assert compiled.cache_folder(str(tmp_path / "pkg" / "module.py")) == tmp_path / "numba" / "hubsurvey"
+    monkeypatch.setattr(numba.config, "CACHE_DIR", "")  # numba's default: beside the module
+    assert compiled.cache_folder(str(tmp_path / "pkg" / "module.py")) == tmp_path / "pkg" / "__pycache__"
