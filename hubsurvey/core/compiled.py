@@ -24,16 +24,12 @@ def compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:
 
 def cache_folder(module_file: str) -> Path | None:
     """Where derived tables of a compiled pass are kept between processes, as numba keeps the pass
-    itself: ``NUMBA_CACHE_DIR`` when it is set, else the module's ``__pycache__`` when it can be
-    written, else ``$XDG_CACHE_HOME/hubsurvey/compiled`` (``~/.cache``); None when none can be."""
+    itself: ``NUMBA_CACHE_DIR`` (as numba read it) when it is set, else the module's ``__pycache__``
+    when it can be written; None otherwise (the table is then built in each process)."""
     configured = numba.config.CACHE_DIR  # type: ignore[attr-defined]
-    beside = Path(module_file).resolve().parent / "__pycache__"
-    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hubsurvey" / "compiled"
-    for folder in ([Path(configured) / "hubsurvey"] if configured else [beside, user]):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(folder, os.W_OK):
-            return folder
-    return None
+    folder = Path(configured) / "hubsurvey" if configured else Path(module_file).resolve().parent / "__pycache__"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
