@@ -550,17 +550,17 @@ class Engine:
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql(values)}")
         return list(values)
 
-    def _hash_is_exact(self, hash_column: str, values: Sequence[str], table: str) -> bool:
+    def _hash_is_exact(self, hash_column: str, values: Sequence[str], table: str, key: str = "k0") -> bool:
         """Whether no two different values (SQL expressions over ``rows_all``) share a hash among the
-        keys of ``table`` (grouped by ``hash_column``) held by more than one row."""
-        repeated = f"SELECT k0 FROM {table} WHERE n_train + n_validation + n_test > 1"
+        keys of ``table`` (grouped by ``hash_column``, the hash in its column ``key``) held by more than one row."""
+        repeated = f"SELECT {key} FROM {table} WHERE n_train + n_validation + n_test > 1"
         return bool(self.con.execute(
             f"""
             SELECT count(*) = (SELECT count(*) FROM ({repeated}))
             FROM (SELECT DISTINCT {hash_column}, {', '.join(values)} FROM rows_all
                   WHERE {hash_column} IN ({repeated}))
             """
-        ).fetchone()[0])
+        ).fetchall()[0][0])  # fetchall: the result is finished, whatever runs next on the connection
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {f"has_{s}": s in self.data.splits for s in ("train", "validation")}
@@ -699,11 +699,10 @@ class Engine:
                              "DROP TABLE IF EXISTS rows_profile")
         near_result = None
         if near:
-            if normalized_key is None:  # the exact method did not check the normalized hash
-                normalized_key = self._key("h_ntext", self.normalized_text, "keys_normalized")
-                self.con.execute("DROP TABLE keys_normalized")
-            near_result = self._measure_near(label_columns, self.near_params, exact_key=normalized_key == ["h_ntext"],
-                                             examples=examples_wanted)
+            # None: the exact method did not check the normalized hash; the near stage checks it on
+            # its own table of keys (one GROUP BY, not two)
+            exact_key = None if normalized_key is None else normalized_key == ["h_ntext"]
+            near_result = self._measure_near(label_columns, self.near_params, exact_key=exact_key, examples=examples_wanted)
             text.update(near_result.figures)
             for figures, label_figures in zip(by_label, near_result.by_label):
                 figures.update(label_figures)
@@ -783,20 +782,26 @@ class Engine:
 
     # --- near-duplicates (survey/near.py finds the pairs; the figures are the registry's SQL) --------
 
-    def _measure_near(self, label_columns: Sequence[str], params: near_method.NearParams, *, exact_key: bool,
+    def _measure_near(self, label_columns: Sequence[str], params: near_method.NearParams, *, exact_key: bool | None,
                       examples: int = 0, keep: bool = False) -> NearResult:
         """The near-duplicate figures, from ``rows_all`` loaded with the normalized hash.
 
         One row per distinct normalized text key (``near_texts``), its text rebuilt from one of its
         rows; MinHash-LSH proposes pairs among them, each verified (``near.find_pairs``); the pairs
-        go into ``near_pairs`` and every figure is the registry's SQL over the two.
+        go into ``near_pairs`` and every figure is the registry's SQL over the two. ``exact_key``:
+        whether the normalized hash is exact for this data (:meth:`_key`), None when it is still to
+        be checked, which is done here on ``near_texts``.
         """
         nothing = NearResult({}, [{} for _ in label_columns], {}, {**params.describe(), "status": "not measured"}, [])
-        if not exact_key:  # never seen with the real hash: two normalized keys share one
-            return replace(nothing, info={**nothing.info, "status": "NR: the normalized text hash collides"})
+        collides = replace(nothing, info={**nothing.info, "status": "NR: the normalized text hash collides"})
+        if exact_key is False:  # never seen with the real hash: two normalized keys share one
+            return collides
         self.con.execute(f"""CREATE OR REPLACE TEMP TABLE near_texts AS
             SELECT h_ntext AS k, {registry.SPLIT_COUNTS}, min(pos) FILTER (WHERE split = 'test') AS first_test, min(rowid) AS rep
             FROM rows_all GROUP BY h_ntext""")
+        if exact_key is None and not self._hash_is_exact("h_ntext", self.normalized_text, "near_texts", key="k"):
+            self.con.execute("DROP TABLE near_texts")
+            return collides
         source = _NearTexts(self, params.max_texts)
         # the texts are read from the splits' files or tables from here on: rows_all's copy goes
         self.con.execute('; '.join(f'ALTER TABLE rows_all DROP COLUMN {t}' for t in self.raw_text))

@@ -239,3 +239,34 @@ def test_the_near_method_alone_gives_the_figures_it_gives_beside_the_others(shar
     assert {n: alone[0][n] for n in near_columns} == {n: everything[0][n] for n in near_columns}
     assert everything[0]["test_rows_near_train"] > 0  # emotion's test split has near train rows
     assert alone[0].get("text_leaks_train_wrt_test") is None
+
+
+def test_the_near_method_alone_checks_the_normalized_hash_on_its_own_keys(shared_datasets, monkeypatch):
+    """Measured alone, the near method groups the rows by their normalized key once (``near_texts``),
+    and checks there that the hash is exact: a hash that collides still gives the NR status, and
+    the real one the same figures as a measurement of every method."""
+    import json
+
+    from hubsurvey.core.figures import NEAR_METHOD, figure_columns
+    from hubsurvey.survey.measure import measure_config
+    from hubsurvey.survey.sources import FolderSource
+
+    data = FolderSource(shared_datasets / "dair-ai__emotion").load("split")
+    near_columns = [c.name for c in figure_columns(NEAR_METHOD)]
+    everything = measure_config(data, n_configs=1, source="folder", examples=0).rows
+    keyed: list[str] = []
+    original = Engine._key
+
+    def spy(self, hash_column, values, table):
+        keyed.append(table)
+        return original(self, hash_column, values, table)
+
+    monkeypatch.setattr(Engine, "_key", spy)
+    alone = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0).rows
+    assert keyed == []  # no GROUP BY of its own for the check
+    assert json.loads(alone[0]["near"])["status"] == "measured"
+    assert {n: alone[0][n] for n in near_columns} == {n: everything[0][n] for n in near_columns}
+    monkeypatch.setattr(Engine, "hash_sql", "(hash({}) % 4)")  # 16k texts on 4 hash values
+    weak = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0).rows
+    assert json.loads(weak[0]["near"])["status"] == "NR: the normalized text hash collides"
+    assert all(weak[0][n] is None for n in near_columns)
