@@ -747,9 +747,9 @@ class Engine:
         near = profile == "near"
         self._load(text_columns, (), normalized=profile != registry.RAW.name)
         raw = profile == registry.RAW.name
-        key = self._key("h_text" if raw else "h_ntext", self.raw_text if raw else self.normalized_text, "keys_dropped")
-        self.con.execute("DROP TABLE keys_dropped")
         if not near:
+            key = self._key("h_text" if raw else "h_ntext", self.raw_text if raw else self.normalized_text, "keys_dropped")
+            self.con.execute("DROP TABLE keys_dropped")
             partition = ", ".join(key)
             sql = f"""
                 SELECT pos, CASE WHEN n_train > 0 THEN 'train' WHEN n_validation > 0 THEN 'validation'
@@ -762,7 +762,8 @@ class Engine:
                 WHERE split = 'test' AND (n_train > 0 OR n_validation > 0 OR nth > 1)
                 ORDER BY pos"""
             return self.con.sql(sql).to_arrow_table(), None
-        result = self._measure_near((), self.near_params, exact_key=key == ["h_ntext"], keep=True)
+        # the near stage checks the normalized hash on its own table of keys
+        result = self._measure_near((), self.near_params, exact_key=None, keep=True)
         if result.info.get("status") != "measured":
             raise BadInputError(f"{self.data.where()}: the near figures are {result.info.get('status')}: no near rule to apply")
         bound = {"threshold": self.near_params.threshold}

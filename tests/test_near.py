@@ -217,7 +217,10 @@ def test_the_pass_gets_each_rows_normalized_text_from_files_and_tables(tmp_path,
 
 def test_the_near_method_alone_gives_the_figures_it_gives_beside_the_others(shared_datasets, monkeypatch):
     """Measured alone, the near method skips the raw profile's GROUP BYs (LLE's figures, which it
-    would drop) and gives the same near figures, per label column, as a measurement of every method."""
+    would drop) and gives the same near figures, per label column, as a measurement of every method.
+    It groups the rows by their normalized key once (``near_texts``) and checks the hash there."""
+    import json
+
     from hubsurvey.core.figures import NEAR_METHOD, figure_columns
     from hubsurvey.survey.measure import measure_config
     from hubsurvey.survey.sources import FolderSource
@@ -225,15 +228,24 @@ def test_the_near_method_alone_gives_the_figures_it_gives_beside_the_others(shar
     data = FolderSource(shared_datasets / "dair-ai__emotion").load("split")
     everything = measure_config(data, n_configs=1, source="folder", examples=0).rows
     grouped: list[str] = []
+    keyed: list[str] = []
     original = Engine._label_figures
+    original_key = Engine._key
 
     def spy(self, profile, *args, **kwargs):
         grouped.append(profile.name)
         return original(self, profile, *args, **kwargs)
 
+    def key_spy(self, hash_column, values, table):
+        keyed.append(table)
+        return original_key(self, hash_column, values, table)
+
     monkeypatch.setattr(Engine, "_label_figures", spy)
+    monkeypatch.setattr(Engine, "_key", key_spy)
     alone = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0).rows
     assert grouped == []
+    assert keyed == []  # no GROUP BY of its own for the hash check
+    assert json.loads(alone[0]["near"])["status"] == "measured"
     near_columns = [c.name for c in figure_columns(NEAR_METHOD)]
     assert len(alone) == len(everything) == 1 and near_columns
     assert {n: alone[0][n] for n in near_columns} == {n: everything[0][n] for n in near_columns}
@@ -241,10 +253,9 @@ def test_the_near_method_alone_gives_the_figures_it_gives_beside_the_others(shar
     assert alone[0].get("text_leaks_train_wrt_test") is None
 
 
-def test_the_near_method_alone_checks_the_normalized_hash_on_its_own_keys(shared_datasets, monkeypatch):
-    """Measured alone, the near method groups the rows by their normalized key once (``near_texts``),
-    and checks there that the hash is exact: a hash that collides still gives the NR status, and
-    the real one the same figures as a measurement of every method."""
+def test_the_near_method_alone_gives_nr_when_the_normalized_hash_collides(shared_datasets, monkeypatch):
+    """The near method measured alone checks the normalized hash on its own keys: a hash that
+    collides gives the NR status and no near figure."""
     import json
 
     from hubsurvey.core.figures import NEAR_METHOD, figure_columns
@@ -253,19 +264,6 @@ def test_the_near_method_alone_checks_the_normalized_hash_on_its_own_keys(shared
 
     data = FolderSource(shared_datasets / "dair-ai__emotion").load("split")
     near_columns = [c.name for c in figure_columns(NEAR_METHOD)]
-    everything = measure_config(data, n_configs=1, source="folder", examples=0).rows
-    keyed: list[str] = []
-    original = Engine._key
-
-    def spy(self, hash_column, values, table):
-        keyed.append(table)
-        return original(self, hash_column, values, table)
-
-    monkeypatch.setattr(Engine, "_key", spy)
-    alone = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0).rows
-    assert keyed == []  # no GROUP BY of its own for the check
-    assert json.loads(alone[0]["near"])["status"] == "measured"
-    assert {n: alone[0][n] for n in near_columns} == {n: everything[0][n] for n in near_columns}
     monkeypatch.setattr(Engine, "hash_sql", "(hash({}) % 4)")  # 16k texts on 4 hash values
     weak = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0).rows
     assert json.loads(weak[0]["near"])["status"] == "NR: the normalized text hash collides"
