@@ -38,11 +38,14 @@ SHARED_DATASETS = Path(
 )
 
 # --- the tiers -------------------------------------------------------------------------------------
-# fast     `pytest -m "not slow"`: under 30 s on 2 cores, for every edit.
-# default  `pytest` (the README's command): the fast tier and the `slow` tests, about 5 minutes on
-#          2 cores: every module, the stand-in, the CLI and the outputs, on real data.
+# fast     `pytest -n auto -m "not slow"`: for every edit.
+# default  `pytest -n auto` (the README's command): the fast tier and the `slow` tests, about 5
+#          minutes on 2 cores: every module, the stand-in, the CLI and the outputs, on real data.
+#          `-n auto` (pytest-xdist) runs them on one worker process per core: most of the slow
+#          tests wait on a stand-in, a subprocess or a file as much as they compute.
 # ci       `pytest -m "e2e or exhaustive"`: what the default leaves out (pyproject's addopts deselect
-#          it), a CI step of its own. `pytest -m ""` runs everything.
+#          it), a CI step of its own, one test at a time (its quota windows and deadlines are timed).
+#          `pytest -m ""` runs everything.
 # A test module marks its slow tests itself (`@pytest.mark.slow`). Which slow tests only CI runs is
 # decided here, in one place, by node id prefix (a module, a test, or one parametrization):
 #   E2E_TESTS         whole surveys, subprocesses, clusters, injected faults: every test under the
