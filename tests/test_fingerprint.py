@@ -191,7 +191,8 @@ def test_hub_and_folder_give_the_same_fingerprints(shared_datasets, tmp_path, mo
 
 
 def test_the_compiled_md5_equals_hashlib_at_every_padding_boundary():
-    """Rows of every length around the 64-byte block and its 56-byte padding limit, and a few long ones."""
+    """Rows of every length around the 64-byte block and its 56-byte padding limit, and long ones
+    around the pass's scratch buffer (a row is digested 4,096 bytes at a time)."""
     import hashlib
     import random
 
@@ -200,7 +201,7 @@ def test_the_compiled_md5_equals_hashlib_at_every_padding_boundary():
     from hubsurvey.core import fingerprint
 
     rng = random.Random(7)
-    values = [bytes(rng.randrange(256) for _ in range(n)) for n in [*range(200), 1000, 4095, 4096, 65_537]]
+    values = [bytes(rng.randrange(256) for _ in range(n)) for n in [*range(200), 1000, *range(4030, 4100), 8191, 8192, 8193, 65_537]]
     rows = pa.array(values, pa.large_binary())
     out = np.empty((len(values), 4), dtype=np.uint32)
     fingerprint._md5_rows(np.frombuffer(rows.buffers()[2], dtype=np.uint8),
@@ -219,7 +220,7 @@ def test_the_columns_pass_equals_hashlib_of_each_rows_joined_bytes(layout):
     from hubsurvey.core import fingerprint
 
     rng = random.Random(11)
-    lengths = [*range(130), 1000, 4096]
+    lengths = [*range(130), 1000, 4090, 4096, 8200]
     texts = [None if i % 9 == 4 else "".join(rng.choice("ab é漢\n") for _ in range(n)) for i, n in enumerate(lengths)]
     numbers = [None if i % 7 == 3 else rng.randrange(-10**12, 10**12) for i in range(len(texts))]
     tokens = [None if i % 5 == 1 else ["x" * (i % 4), "é"] for i in range(len(texts))]

@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from collections.abc import Iterable, Sequence
 
 import numba
@@ -132,11 +133,18 @@ def _digest_sum_of_columns(columns: Sequence[pa.Array]) -> int:
 
 # MD5 (RFC 1321), compiled: hashlib's call per row cost 1.4 us, three quarters of a fingerprint. The
 # words are uint32, each operation's result cast back to it: numba computes integers in 64 bits, and
-# the masks that kept them in 32 made the rounds 1.25x slower (measured). The tests compare every
-# digest with hashlib's.
+# the masks that kept them in 32 made the rounds 1.25x slower (measured). A row's bytes are copied
+# into a scratch buffer, a slice at a time, and its blocks read from there as 32-bit words: feeding
+# them byte by byte cost twice the time of the whole pass (measured). The tests compare every digest
+# with hashlib's.
 _MD5_K = np.array([int(abs(math.sin(i + 1)) * 2**32) & 0xFFFFFFFF for i in range(64)], dtype=np.uint32)
 _MD5_INIT = np.array([0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476], dtype=np.uint32)
 _U32 = np.uint32
+#: The blocks are read as 32-bit words in the machine's order, which MD5's must be: every machine
+#: numba compiles for (x86-64, AArch64, ppc64le) is little-endian.
+assert sys.byteorder == "little", "the compiled MD5 reads its words little-endian"
+_SCRATCH = 4096  # the bytes of a row digested at a time (a multiple of 64)
+_SCRATCH_ROOM = _SCRATCH + 128  # room past it for a value's prefix (22 bytes at most) and the padding (72)
 
 
 @compiled(inline="always")
@@ -146,69 +154,52 @@ def _rotl(x, c):  # pragma: no cover - compiled
 
 # Not inlined: its unrolled rounds at every call site took numba a minute to compile.
 @compiled()
-def _md5_block(data, at, m, state, k):  # pragma: no cover - compiled
-    """The 64-byte block ``data[at:at + 64]`` into ``state`` (four uint32 words); ``m``: 16 uint32
-    words of scratch. The four rounds are four loops, each with its own function and shifts, so
-    that the compiler unrolls them."""
-    for j in range(16):
-        q = at + 4 * j
-        m[j] = _U32(_U32(data[q]) | (_U32(data[q + 1]) << _U32(8)) | (_U32(data[q + 2]) << _U32(16))
-                    | (_U32(data[q + 3]) << _U32(24)))
-    a, b, c, d = state[0], state[1], state[2], state[3]
-    for i in range(0, 16, 4):
-        a = _U32(b + _rotl(_U32(a + ((b & c) | (~b & d)) + k[i] + m[i]), 7))
-        d = _U32(a + _rotl(_U32(d + ((a & b) | (~a & c)) + k[i + 1] + m[i + 1]), 12))
-        c = _U32(d + _rotl(_U32(c + ((d & a) | (~d & b)) + k[i + 2] + m[i + 2]), 17))
-        b = _U32(c + _rotl(_U32(b + ((c & d) | (~c & a)) + k[i + 3] + m[i + 3]), 22))
-    for i in range(16, 32, 4):
-        a = _U32(b + _rotl(_U32(a + ((d & b) | (~d & c)) + k[i] + m[(5 * i + 1) % 16]), 5))
-        d = _U32(a + _rotl(_U32(d + ((c & a) | (~c & b)) + k[i + 1] + m[(5 * i + 6) % 16]), 9))
-        c = _U32(d + _rotl(_U32(c + ((b & d) | (~b & a)) + k[i + 2] + m[(5 * i + 11) % 16]), 14))
-        b = _U32(c + _rotl(_U32(b + ((a & c) | (~a & d)) + k[i + 3] + m[(5 * i + 16) % 16]), 20))
-    for i in range(32, 48, 4):
-        a = _U32(b + _rotl(_U32(a + (b ^ c ^ d) + k[i] + m[(3 * i + 5) % 16]), 4))
-        d = _U32(a + _rotl(_U32(d + (a ^ b ^ c) + k[i + 1] + m[(3 * i + 8) % 16]), 11))
-        c = _U32(d + _rotl(_U32(c + (d ^ a ^ b) + k[i + 2] + m[(3 * i + 11) % 16]), 16))
-        b = _U32(c + _rotl(_U32(b + (c ^ d ^ a) + k[i + 3] + m[(3 * i + 14) % 16]), 23))
-    for i in range(48, 64, 4):
-        a = _U32(b + _rotl(_U32(a + (c ^ (b | ~d)) + k[i] + m[(7 * i) % 16]), 6))
-        d = _U32(a + _rotl(_U32(d + (b ^ (a | ~c)) + k[i + 1] + m[(7 * i + 7) % 16]), 10))
-        c = _U32(d + _rotl(_U32(c + (a ^ (d | ~b)) + k[i + 2] + m[(7 * i + 14) % 16]), 15))
-        b = _U32(c + _rotl(_U32(b + (d ^ (c | ~a)) + k[i + 3] + m[(7 * i + 21) % 16]), 21))
-    state[0] = _U32(state[0] + a)
-    state[1] = _U32(state[1] + b)
-    state[2] = _U32(state[2] + c)
-    state[3] = _U32(state[3] + d)
+def _md5_blocks(m, blocks, state, k):  # pragma: no cover - compiled
+    """The first ``blocks`` 64-byte blocks of ``m`` (uint32 words, 16 a block) into ``state`` (four
+    uint32 words). The four rounds are four loops, each with its own function and shifts, so that
+    the compiler unrolls them."""
+    for block in range(blocks):
+        w = 16 * block
+        a, b, c, d = state[0], state[1], state[2], state[3]
+        for i in range(0, 16, 4):
+            a = _U32(b + _rotl(_U32(a + ((b & c) | (~b & d)) + k[i] + m[w + i]), 7))
+            d = _U32(a + _rotl(_U32(d + ((a & b) | (~a & c)) + k[i + 1] + m[w + i + 1]), 12))
+            c = _U32(d + _rotl(_U32(c + ((d & a) | (~d & b)) + k[i + 2] + m[w + i + 2]), 17))
+            b = _U32(c + _rotl(_U32(b + ((c & d) | (~c & a)) + k[i + 3] + m[w + i + 3]), 22))
+        for i in range(16, 32, 4):
+            a = _U32(b + _rotl(_U32(a + ((d & b) | (~d & c)) + k[i] + m[w + (5 * i + 1) % 16]), 5))
+            d = _U32(a + _rotl(_U32(d + ((c & a) | (~c & b)) + k[i + 1] + m[w + (5 * i + 6) % 16]), 9))
+            c = _U32(d + _rotl(_U32(c + ((b & d) | (~b & a)) + k[i + 2] + m[w + (5 * i + 11) % 16]), 14))
+            b = _U32(c + _rotl(_U32(b + ((a & c) | (~a & d)) + k[i + 3] + m[w + (5 * i + 16) % 16]), 20))
+        for i in range(32, 48, 4):
+            a = _U32(b + _rotl(_U32(a + (b ^ c ^ d) + k[i] + m[w + (3 * i + 5) % 16]), 4))
+            d = _U32(a + _rotl(_U32(d + (a ^ b ^ c) + k[i + 1] + m[w + (3 * i + 8) % 16]), 11))
+            c = _U32(d + _rotl(_U32(c + (d ^ a ^ b) + k[i + 2] + m[w + (3 * i + 11) % 16]), 16))
+            b = _U32(c + _rotl(_U32(b + (c ^ d ^ a) + k[i + 3] + m[w + (3 * i + 14) % 16]), 23))
+        for i in range(48, 64, 4):
+            a = _U32(b + _rotl(_U32(a + (c ^ (b | ~d)) + k[i] + m[w + (7 * i) % 16]), 6))
+            d = _U32(a + _rotl(_U32(d + (b ^ (a | ~c)) + k[i + 1] + m[w + (7 * i + 7) % 16]), 10))
+            c = _U32(d + _rotl(_U32(c + (a ^ (d | ~b)) + k[i + 2] + m[w + (7 * i + 14) % 16]), 15))
+            b = _U32(c + _rotl(_U32(b + (d ^ (c | ~a)) + k[i + 3] + m[w + (7 * i + 21) % 16]), 21))
+        state[0] = _U32(state[0] + a)
+        state[1] = _U32(state[1] + b)
+        state[2] = _U32(state[2] + c)
+        state[3] = _U32(state[3] + d)
 
 
-_ROWS_PER_TASK = 1024  # rows a thread takes at a time (one set of scratch buffers each)
-
-
-@compiled(inline="always")
-def _feed_byte(value, buf, fill, m, state, k):  # pragma: no cover - compiled
-    buf[fill] = value
-    if fill == 63:
-        _md5_block(buf, 0, m, state, k)
-        return 0
-    return fill + 1
+_ROWS_PER_TASK = 1024  # rows a thread takes at a time (one scratch buffer each)
 
 
 @compiled(inline="always")
-def _feed(data, start, stop, buf, fill, m, state, k):  # pragma: no cover - compiled
-    """``data[start:stop]`` into the running digest: whole blocks straight from ``data``, the rest
-    through the 64-byte ``buf`` (``fill`` bytes in it); returns the new fill."""
-    i = start
-    while fill and i < stop:
-        fill = _feed_byte(data[i], buf, fill, m, state, k)
-        i += 1
-    while stop - i >= 64:
-        _md5_block(data, i, m, state, k)
-        i += 64
-    while i < stop:
-        buf[fill] = data[i]
-        fill += 1
-        i += 1
-    return fill
+def _digest_whole_blocks(scratch, words, fill, state, k):  # pragma: no cover - compiled
+    """The whole blocks of ``scratch[:fill]`` into the digest; the rest (under 64 bytes) moved to
+    the front. Returns the new fill."""
+    blocks = fill // 64
+    _md5_blocks(words, blocks, state, k)
+    rest = fill - 64 * blocks
+    for j in range(rest):
+        scratch[j] = scratch[64 * blocks + j]
+    return rest
 
 
 @compiled(parallel=True)
@@ -220,22 +211,25 @@ def _md5_columns(data, offsets, strings, valid, out, k, init):  # pragma: no cov
     n = offsets.shape[1] - 1
     columns = offsets.shape[0]
     for task in numba.prange((n + _ROWS_PER_TASK - 1) // _ROWS_PER_TASK):
-        m = np.empty(16, dtype=np.uint32)
+        scratch = np.empty(_SCRATCH_ROOM, dtype=np.uint8)
+        words = scratch.view(np.uint32)
         state = np.empty(4, dtype=np.uint32)
-        buf = np.empty(128, dtype=np.uint8)
         digits = np.empty(20, dtype=np.uint8)
         for r in range(task * _ROWS_PER_TASK, min(n, (task + 1) * _ROWS_PER_TASK)):
             state[:] = init
-            fill = 0
+            fill = 0  # bytes in scratch, under _SCRATCH between two values
             total = 0
             for c in range(columns):
                 start, stop = offsets[c, r], offsets[c, r + 1]
                 if strings[c]:
                     if not valid[c, r]:
-                        fill = _feed_byte(np.uint8(110), buf, fill, m, state, k)  # n
+                        scratch[fill] = 110  # n
+                        fill += 1
                         total += 1
+                        if fill >= _SCRATCH:
+                            fill = _digest_whole_blocks(scratch, words, fill, state, k)
                         continue
-                    fill = _feed_byte(np.uint8(115), buf, fill, m, state, k)  # s
+                    scratch[fill] = 115  # s
                     length = stop - start
                     places = 0
                     while True:
@@ -244,23 +238,32 @@ def _md5_columns(data, offsets, strings, valid, out, k, init):  # pragma: no cov
                         length //= 10
                         if length == 0:
                             break
-                    for j in range(places - 1, -1, -1):
-                        fill = _feed_byte(digits[j], buf, fill, m, state, k)
-                    fill = _feed_byte(np.uint8(58), buf, fill, m, state, k)  # :
+                    for j in range(places):
+                        scratch[fill + 1 + j] = digits[places - 1 - j]
+                    scratch[fill + 1 + places] = 58  # :
+                    fill += places + 2
                     total += places + 2
-                fill = _feed(data, start, stop, buf, fill, m, state, k)
                 total += stop - start
+                i = start
+                while True:
+                    if fill >= _SCRATCH:
+                        fill = _digest_whole_blocks(scratch, words, fill, state, k)
+                    if i == stop:
+                        break
+                    take = min(stop - i, _SCRATCH - fill)
+                    scratch[fill:fill + take] = data[i:i + take]
+                    fill += take
+                    i += take
             # the padding: 0x80, zeros to 56 mod 64, the bit length (little-endian)
-            buf[fill] = 0x80
-            size = 64 if fill < 56 else 128
-            for j in range(fill + 1, size - 8):
-                buf[j] = 0
+            scratch[fill] = 0x80
+            fill += 1
+            while fill % 64 != 56:
+                scratch[fill] = 0
+                fill += 1
             bits = np.uint64(total) * np.uint64(8)
             for j in range(8):
-                buf[size - 8 + j] = np.uint8((bits >> np.uint64(8 * j)) & np.uint64(0xFF))
-            _md5_block(buf, 0, m, state, k)
-            if size == 128:
-                _md5_block(buf, 64, m, state, k)
+                scratch[fill + j] = np.uint8((bits >> np.uint64(8 * j)) & np.uint64(0xFF))
+            _md5_blocks(words, (fill + 8) // 64, state, k)
             for j in range(4):
                 out[r, j] = state[j]
 
