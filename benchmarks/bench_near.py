@@ -9,6 +9,10 @@ Jaccard). Each side runs in its own subprocess (its own peak RSS), one after the
 - ``compiled``: ``measure_config`` with the near method alone, end to end (read, normalize, the
   compiled pass of ``survey/near.py``, sketch filter, exact verification, the figures), on all
   cores (numba's default: one thread per core);
+- ``compiled-warm``: the same in a process that has measured the dataset once already, untimed: a
+  survey worker's steady state (its process measures config after config, so numba's kernels, the
+  character table and DuckDB are loaded once), where ``compiled`` is a first measurement, as
+  ``hubsurvey audit`` makes it. Its peak RSS is the larger of the two measurements';
 - ``compiled-1t``: the same on one thread (``NUMBA_NUM_THREADS=1``): its ratio to ``numpy-1t`` is the
   single-thread speed-up, which the machine's load affects far less than a rate;
 - ``numpy-1t``: the same stage with the numpy path the compiled pass replaced (``tests/near_numpy.py``:
@@ -64,7 +68,7 @@ def _use_numpy_path() -> None:
     near.find_pairs_in = numpy_path
 
 
-def child(folder: Path, numpy_path: bool) -> None:
+def child(folder: Path, numpy_path: bool, warm: bool = False) -> None:
     import numpy as np
 
     if numpy_path:
@@ -94,6 +98,9 @@ def child(folder: Path, numpy_path: bool) -> None:
 
     near.find_pairs_in = capture
     data = FolderSource(folder).load("default")
+    if warm:  # once untimed: what a survey worker has done before its next config
+        measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0)
+        data = FolderSource(folder).load("default")
     started = time.perf_counter()
     cpu0 = time.process_time()
     result = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0)
@@ -167,6 +174,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--numpy-path", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measure", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -174,7 +182,7 @@ def main() -> None:
         measure_process(args.measure)
         return
     if args.child:
-        child(args.child, args.numpy_path)
+        child(args.child, args.numpy_path, args.warm)
         return
     if args.generate:
         print(generate_near(args.out, args.rows)[0])
@@ -190,6 +198,7 @@ def main() -> None:
     one_thread = os.environ | {"NUMBA_NUM_THREADS": "1"}
     runs: dict[str, tuple[list[str], dict[str, str] | None]] = {
         "compiled": ([sys.executable, __file__, "--child", str(folder)], None),
+        "compiled-warm": ([sys.executable, __file__, "--child", str(folder), "--warm"], None),
         "compiled-1t": ([sys.executable, __file__, "--child", str(folder)], one_thread),
         "numpy-1t": ([sys.executable, __file__, "--child", str(folder), "--numpy-path"], one_thread),
         "datasketch": ([sys.executable, str(candidates), "--child", "datasketch", "--folder", str(folder)], None),
@@ -227,6 +236,9 @@ def main() -> None:
     if all("seconds" in results.get(k, {}) for k in ("compiled-1t", "numpy-1t")):
         print(f"single-thread speed-up, compiled vs numpy (same run): {results['numpy-1t']['seconds'] / results['compiled-1t']['seconds']:.1f}x wall, "
               f"{results['numpy-1t']['cpu'] / results['compiled-1t']['cpu']:.1f}x cpu")
+    if all("seconds" in results.get(k, {}) for k in ("compiled", "compiled-warm")):
+        print(f"a survey worker's next config (compiled-warm) against a first measurement (compiled): "
+              f"{results['compiled-warm']['seconds']:.1f} s against {results['compiled']['seconds']:.1f} s")
     for base in ("datasketch", "rensa"):
         if all("seconds" in results.get(k, {}) for k in ("compiled", base)):
             print(f"speed-up vs {base}: {results[base]['seconds'] / results['compiled']['seconds']:.1f}x")
