@@ -221,14 +221,12 @@ def _md5_columns(data, offsets, strings, valid, out, k, init):  # pragma: no cov
             total = 0
             for c in range(columns):
                 start, stop = offsets[c, r], offsets[c, r + 1]
-                if strings[c]:
-                    if not valid[c, r]:
-                        scratch[fill] = 110  # n
-                        fill += 1
-                        total += 1
-                        if fill >= _SCRATCH:
-                            fill = _digest_whole_blocks(scratch, words, fill, state, k)
-                        continue
+                if strings[c] and not valid[c, r]:
+                    scratch[fill] = 110  # n, and no bytes
+                    fill += 1
+                    total += 1
+                    stop = start
+                elif strings[c]:
                     scratch[fill] = 115  # s
                     length = stop - start
                     places = 0
