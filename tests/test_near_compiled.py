@@ -83,6 +83,24 @@ def test_random_texts_sketch_and_pair_as_the_reference(texts, seed):
     _same_pairs(texts, query, params)
 
 
+def test_texts_around_the_shingle_buffer_sketch_as_the_reference():
+    """A text is shingled a buffer of code points at a time, the last n - 1 carried into the next:
+    texts ending just before, at and after a buffer's edge (and two, three buffers), ASCII or not."""
+    edge = near._SHINGLE_CHUNK
+    rng = np.random.default_rng(5)
+    alphabet = [*"abcdefgh ", "é", "中", "😀"]
+    texts = ["".join(rng.choice(alphabet, size=length)) for length in
+             [edge - 6, edge - 5, edge - 4, edge - 1, edge, edge + 1, edge + 4, edge + 5, 2 * edge - 3, 2 * edge + 2, 3 * edge + 17]]
+    texts += [t.replace("é", "e").replace("中", "z").replace("😀", "s") for t in texts]  # all ASCII
+    _same_sketches(texts)
+    _same_sketches(texts, near.NearParams(shingle_size=9, seed=3))
+    for cap in (edge - 1, edge, edge + 1, 2 * edge + 5):  # a cap inside a buffer and on its edge
+        hashes, text_of = near.shingle_hashes(texts, PARAMS.shingle_size, PARAMS.seed, cap=cap)
+        want, want_of = near_numpy.shingle_hashes([t[:cap] for t in texts], PARAMS.shingle_size, PARAMS.seed)
+        for i in range(len(texts)):
+            assert sorted(hashes[text_of == i].tolist()) == sorted(want[want_of == i].tolist())
+
+
 def _family(count: int, size: int = 20) -> list[str]:
     """Texts alike in families of ``size`` (one word changed), so that buckets hold several texts."""
     words = SENTENCE.split()
