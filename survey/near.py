@@ -6,8 +6,8 @@ pairs, and the figures are SQL over them (``hubsurvey.core.figures``).
 How, in one paragraph. Each distinct normalized text is cut into character n-grams (shingles),
 each hashed to 64 bits (the polynomial of its code points, mixed). One-permutation MinHash (OPH)
 gives each text a signature of ``bins`` values in one pass over its shingles (a shingle lands in
-the bin its hash names; the bin keeps the smallest hash). LSH bands of ``rows`` consecutive bins put texts whose band
-agrees in one bucket; the pairs of a bucket are the candidates. Every candidate is then verified
+the bin its hash names; the bin keeps the smallest hash). LSH bands of ``rows`` consecutive bins
+put texts whose band agrees in one bucket; the pairs of a bucket are the candidates. Every candidate is then verified
 with the exact Jaccard of the two shingle sets, so no pair below tau is ever reported: MinHash only
 decides which pairs are compared, and its misses (recall) are what the parameters are tuned for.
 
