@@ -7,9 +7,10 @@ How, in one paragraph. Each distinct normalized text is cut into character n-gra
 each hashed to 64 bits (the polynomial of its code points, mixed). One-permutation MinHash (OPH)
 gives each text a signature of ``bins`` values in one pass over its shingles (a shingle lands in
 the bin its hash names; the bin keeps the smallest hash). LSH bands of ``rows`` consecutive bins
-put texts whose band agrees in one bucket; the pairs of a bucket are the candidates. Every candidate is then verified
-with the exact Jaccard of the two shingle sets, so no pair below tau is ever reported: MinHash only
-decides which pairs are compared, and its misses (recall) are what the parameters are tuned for.
+put texts whose band agrees in one bucket; the pairs of a bucket are the candidates. Every
+candidate is then verified with the exact Jaccard of the two shingle sets, so no pair below tau is
+ever reported: MinHash only decides which pairs are compared, and its misses (recall) are what the
+parameters are tuned for.
 
 Why OPH and not k hash functions: k-permutation MinHash costs shingles x k operations (120 M x 128
 for the 1M-row benchmark); OPH costs one per shingle. A bin empty in both texts is filled from a
@@ -204,7 +205,7 @@ _SHINGLE_CHUNK = 1024
 def _shingle_buffers(n: int, longest: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """The code point and hash buffers of :func:`_text_shingles`, for texts of at most ``longest``
     bytes (a code point is a byte at least)."""
-    size = max(min(_SHINGLE_CHUNK, longest), 0) + n
+    size = min(_SHINGLE_CHUNK, longest) + n
     return np.empty(size, dtype=np.uint64), np.empty(size, dtype=np.uint64)
 
 
@@ -290,10 +291,7 @@ def _sketch_task(data, offsets, cap, n, seed64, shift, band_rows, borrow, lend_s
     sig = np.empty(bins, dtype=np.uint64)
     out = np.empty(bins, dtype=np.uint64)
     taken = np.empty(bins, dtype=np.int64)
-    longest = 0
-    for t in range(task * _TEXTS_PER_TASK, min(n_texts, (task + 1) * _TEXTS_PER_TASK)):
-        longest = max(longest, offsets[t + 1] - offsets[t])
-    points, hashes = _shingle_buffers(n, longest)
+    points, hashes = _shingle_buffers(n, _SHINGLE_CHUNK)
     no_out = np.empty(0, dtype=np.uint64)
     tried = np.empty(_QUICK_ATTEMPTS + 1, dtype=np.uint64)  # a bin's first borrow rows' values, then empty
     tried[_QUICK_ATTEMPTS] = _U64_EMPTY
@@ -323,13 +321,10 @@ def _sketch_task(data, offsets, cap, n, seed64, shift, band_rows, borrow, lend_s
                 while unfilled:
                     j = 64 * w + trailing_zeros(unfilled)  # type: ignore[call-arg]  # a numba intrinsic
                     unfilled &= unfilled - np.uint64(1)
-                    tried[0] = sig[borrow[0, j]]
-                    tried[1] = sig[borrow[1, j]]
-                    tried[2] = sig[borrow[2, j]]
-                    tried[3] = sig[borrow[3, j]]
-                    filled_of = (np.uint64(tried[0] != _U64_EMPTY) | (np.uint64(tried[1] != _U64_EMPTY) << np.uint64(1))
-                                 | (np.uint64(tried[2] != _U64_EMPTY) << np.uint64(2))
-                                 | (np.uint64(tried[3] != _U64_EMPTY) << np.uint64(3)) | np.uint64(1 << _QUICK_ATTEMPTS))
+                    filled_of = np.uint64(1 << _QUICK_ATTEMPTS)
+                    for a in range(_QUICK_ATTEMPTS):
+                        tried[a] = sig[borrow[a, j]]
+                        filled_of |= np.uint64(tried[a] != _U64_EMPTY) << np.uint64(a)
                     # the first filled one, else tried[_QUICK_ATTEMPTS]: empty
                     value = tried[trailing_zeros(filled_of)]
                     if value == _U64_EMPTY:
