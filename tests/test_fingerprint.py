@@ -209,6 +209,28 @@ def test_the_compiled_md5_equals_hashlib_at_every_padding_boundary():
     assert [out[i].tobytes() for i in range(len(values))] == [hashlib.md5(v).digest() for v in values]
 
 
+def test_rows_digested_two_at_a_time_equal_hashlib_in_any_order():
+    """The pass digests rows in pairs: each waits for the next of as many blocks (a long one for any
+    that fits its buffer), and a row too long for the buffer goes alone in between. Rows of every
+    block count, in a shuffled order, several tasks of rows, and a task ending with rows still
+    waiting: each digest is hashlib's."""
+    import hashlib
+
+    import numpy as np
+
+    from hubsurvey.core import fingerprint
+
+    rng = random.Random(13)
+    lengths = [rng.choice([rng.randrange(0, 600), rng.randrange(600, 4200), rng.randrange(4000, 9000)])
+               for _ in range(3 * fingerprint._ROWS_PER_TASK + 37)]
+    values = [rng.randbytes(n) for n in lengths]
+    rows = pa.array(values, pa.large_binary())
+    out = np.empty((len(values), 4), dtype=np.uint32)
+    fingerprint._md5_rows(np.frombuffer(rows.buffers()[2], dtype=np.uint8),
+                          np.frombuffer(rows.buffers()[1], dtype=np.int64), out)
+    assert [out[i].tobytes() for i in range(len(values))] == [hashlib.md5(v).digest() for v in values]
+
+
 @pytest.mark.parametrize("layout", ["string", "large_string", "string_view", "sliced"])
 def test_the_columns_pass_equals_hashlib_of_each_rows_joined_bytes(layout):
     """The compiled pass makes a string column's ``s<length>:`` prefix (and ``n`` for a null) itself
