@@ -118,7 +118,7 @@ _scalars = st.one_of(
 @st.composite
 def _tables(draw) -> pa.Table:
     n = draw(st.integers(0, 12))
-    kinds = draw(st.lists(st.sampled_from(["str", "int", "float", "bool", "bin", "list_str", "list_int", "struct", "nested"]),
+    kinds = draw(st.lists(st.sampled_from(["str", "int", "int8", "uint32", "uint64", "float", "bool", "bin", "list_str", "list_int", "struct", "nested"]),
                           min_size=1, max_size=4))
     columns = {}
     strs = st.one_of(st.none(), st.text(max_size=10))
@@ -126,6 +126,9 @@ def _tables(draw) -> pa.Table:
         values, typ = {
             "str": (strs, pa.string()),
             "int": (st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), pa.int64()),
+            "int8": (st.one_of(st.none(), st.integers(-(2**7), 2**7 - 1)), pa.int8()),
+            "uint32": (st.one_of(st.none(), st.integers(0, 2**32 - 1)), pa.uint32()),
+            "uint64": (st.one_of(st.none(), st.integers(0, 2**64 - 1)), pa.uint64()),
             "float": (st.one_of(st.none(), st.floats(width=32)), pa.float32()),
             "bool": (st.one_of(st.none(), st.booleans()), pa.bool_()),
             "bin": (st.one_of(st.none(), st.binary(max_size=6)), pa.binary()),
@@ -245,6 +248,7 @@ def test_the_columns_pass_equals_hashlib_of_each_rows_joined_bytes(layout):
     lengths = [*range(130), 1000, 4090, 4096, 8200]
     texts = [None if i % 9 == 4 else "".join(rng.choice("ab é漢\n") for _ in range(n)) for i, n in enumerate(lengths)]
     numbers = [None if i % 7 == 3 else rng.randrange(-10**12, 10**12) for i in range(len(texts))]
+    numbers[-12:] = [-(2**63), 2**63 - 1, 0, -1, 9, 10, -10, 99, -100, None, 10**18, -(10**18) + 1]  # beside long texts too
     tokens = [None if i % 5 == 1 else ["x" * (i % 4), "é"] for i in range(len(texts))]
     kind = {"string": pa.string(), "large_string": pa.large_string(), "string_view": pa.string_view(),
             "sliced": pa.string()}[layout]

@@ -106,27 +106,45 @@ def _buffers(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data[offsets[0]:offsets[-1]], (offsets - offsets[0]).astype(np.int64)
 
 
+# How the compiled pass takes a column: its ``hs1`` bytes as they are (made by ``encode_values``), or
+# made by the pass itself from a string column's strings in place or an integer column's values
+_BYTES, _STRING, _INTEGER = 0, 1, 2
+
+
+def _is_int64_exact(t: pa.DataType) -> bool:
+    """An integer type whose every value an int64 holds (all but uint64)."""
+    return pa.types.is_integer(t) and not pa.types.is_uint64(t)
+
+
 def _digest_sum_of_columns(columns: Sequence[pa.Array]) -> int:
     """The sum of the rows' MD5 digests mod 2**128, each row the concatenation of its columns'
     ``hs1`` bytes: a string column's are made by the compiled pass from the strings in place
-    (``s``, the byte length, ``:``, the bytes; ``n`` for a null), any other's by
-    :func:`encode_values`. The same sum as of the joined rows' digests (tested)."""
-    datas, offsets, strings, valid = [], [], [], []
+    (``s``, the byte length, ``:``, the bytes; ``n`` for a null), an integer column's from its
+    values (``i``, the decimal digits, ``;``), any other's by :func:`encode_values`. The same sum
+    as of the joined rows' digests (tested)."""
+    n = len(columns[0])
+    datas, offsets, kinds, valid = [], [], [], []
+    ints = np.zeros((len(columns), n) if any(_is_int64_exact(c.type) for c in columns) else (0, 0), dtype=np.int64)
     base = 0
-    for values in columns:
-        is_string = pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
-        if not is_string and pa.types.is_string_view(values.type):
-            values, is_string = values.cast(pa.large_string()), True
-        data, starts = _buffers(values if is_string else encode_values(values))
+    for c, values in enumerate(columns):
+        kind = _STRING if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) else _BYTES
+        if kind == _BYTES and pa.types.is_string_view(values.type):
+            values, kind = values.cast(pa.large_string()), _STRING
+        if _is_int64_exact(values.type):
+            kind = _INTEGER
+            ints[c] = np.asarray(values.cast(pa.int64()).fill_null(0))
+            data, starts = np.zeros(0, np.uint8), np.zeros(n + 1, dtype=np.int64)
+        else:
+            data, starts = _buffers(values if kind == _STRING else encode_values(values))
         datas.append(data)
         offsets.append(starts + base)
         base += len(data)
-        strings.append(is_string)
-        valid.append(np.asarray(values.is_valid(), dtype=np.uint8) if is_string and values.null_count
-                     else np.ones(len(values), dtype=np.uint8))
-    limbs = np.empty((len(columns[0]), 4), dtype=np.uint32)
+        kinds.append(kind)
+        valid.append(np.asarray(values.is_valid(), dtype=np.uint8) if kind != _BYTES and values.null_count
+                     else np.ones(n, dtype=np.uint8))
+    limbs = np.empty((n, 4), dtype=np.uint32)
     _md5_columns(np.concatenate(datas) if datas else np.zeros(0, np.uint8), np.stack(offsets),
-                 np.array(strings, dtype=np.bool_), np.stack(valid), limbs, _MD5_INIT)
+                 np.array(kinds, dtype=np.uint8), np.stack(valid), ints, limbs, _MD5_INIT)
     sums = limbs.sum(axis=0, dtype=np.uint64)  # < 2**32 rows a batch: no limb sum overflows
     return sum(int(limb) << (32 * i) for i, limb in enumerate(sums)) & _MASK
 
@@ -291,15 +309,36 @@ def _decimal_places(length):  # pragma: no cover - compiled
 
 
 @compiled(inline="always")
-def _row_bytes(offsets, strings, valid, r):  # pragma: no cover - compiled
+def _magnitude(value):  # pragma: no cover - compiled
+    """|value| of an int64, as a uint64 (the least int64 too)."""
+    if value < 0:
+        return np.uint64(-(value + 1)) + np.uint64(1)
+    return np.uint64(value)
+
+
+@compiled(inline="always")
+def _integer_bytes(value):  # pragma: no cover - compiled
+    """The length of an integer's ``i<decimal digits>;``."""
+    magnitude = _magnitude(value)
+    places = 1
+    while magnitude >= np.uint64(10):
+        magnitude //= np.uint64(10)
+        places += 1
+    return 2 + places + (value < 0)
+
+
+@compiled(inline="always")
+def _row_bytes(offsets, kinds, valid, ints, r):  # pragma: no cover - compiled
     """The length of row r's bytes (see :func:`_md5_columns`)."""
     total = 0
     for c in range(offsets.shape[0]):
         length = offsets[c, r + 1] - offsets[c, r]
-        if strings[c] and not valid[c, r]:
+        if kinds[c] != _BYTES and not valid[c, r]:
             total += 1
-        elif strings[c]:
+        elif kinds[c] == _STRING:
             total += 2 + _decimal_places(length) + length
+        elif kinds[c] == _INTEGER:
+            total += _integer_bytes(ints[c, r])
         else:
             total += length
     return total
@@ -323,6 +362,29 @@ def _prefix(scratch, fill, length, digits):  # pragma: no cover - compiled
 
 
 @compiled(inline="always")
+def _integer(scratch, fill, value, digits):  # pragma: no cover - compiled
+    """An integer value's ``i<decimal digits>;`` at ``scratch[fill:]`` (as pyarrow writes it as a
+    string: a ``-`` before a negative one's digits); returns the new fill."""
+    scratch[fill] = 105  # i
+    fill += 1
+    if value < 0:
+        scratch[fill] = 45  # -
+        fill += 1
+    magnitude = _magnitude(value)
+    places = 0
+    while True:
+        digits[places] = np.uint8(np.uint64(48) + magnitude % np.uint64(10))
+        places += 1
+        magnitude //= np.uint64(10)
+        if magnitude == np.uint64(0):
+            break
+    for j in range(places):
+        scratch[fill + j] = digits[places - 1 - j]
+    scratch[fill + places] = 59  # ;
+    return fill + places + 1
+
+
+@compiled(inline="always")
 def _pad(scratch, fill, total):  # pragma: no cover - compiled
     """MD5's padding after a message of ``total`` bytes whose last ``fill`` are in ``scratch``: 0x80,
     zeros to 56 mod 64, the bit length (little-endian). Returns the blocks to digest."""
@@ -337,16 +399,19 @@ def _pad(scratch, fill, total):  # pragma: no cover - compiled
 
 
 @compiled(inline="always")
-def _whole_row(data, offsets, strings, valid, r, scratch, digits):  # pragma: no cover - compiled
+def _whole_row(data, offsets, kinds, valid, ints, r, scratch, digits):  # pragma: no cover - compiled
     """Row r's bytes, padded, into ``scratch`` (it fits: see :func:`_md5_columns`); returns its blocks."""
     fill = 0
     for c in range(offsets.shape[0]):
         start, stop = offsets[c, r], offsets[c, r + 1]
-        if strings[c] and not valid[c, r]:
+        if kinds[c] != _BYTES and not valid[c, r]:
             scratch[fill] = 110  # n, and no bytes
             fill += 1
             continue
-        if strings[c]:
+        if kinds[c] == _INTEGER:
+            fill = _integer(scratch, fill, ints[c, r], digits)
+            continue
+        if kinds[c] == _STRING:
             fill = _prefix(scratch, fill, stop - start, digits)
         scratch[fill:fill + stop - start] = data[start:stop]
         fill += stop - start
@@ -354,21 +419,25 @@ def _whole_row(data, offsets, strings, valid, r, scratch, digits):  # pragma: no
 
 
 @compiled(inline="always")
-def _streamed_row(data, offsets, strings, valid, r, scratch, words, state, digits):  # pragma: no cover - compiled
+def _streamed_row(data, offsets, kinds, valid, ints, r, scratch, words, state, digits):  # pragma: no cover - compiled
     """Row r's digest into ``state`` (set to MD5's initial words), its bytes copied into ``scratch``
     a slice at a time, whatever their length."""
     fill = 0  # bytes in scratch, under _SCRATCH between two values
     total = 0
     for c in range(offsets.shape[0]):
         start, stop = offsets[c, r], offsets[c, r + 1]
-        if strings[c] and not valid[c, r]:
+        if kinds[c] != _BYTES and not valid[c, r]:
             scratch[fill] = 110  # n, and no bytes
             fill += 1
             total += 1
             stop = start
-        elif strings[c]:
+        elif kinds[c] == _STRING:
             before = fill
             fill = _prefix(scratch, fill, stop - start, digits)
+            total += fill - before
+        elif kinds[c] == _INTEGER:  # its bytes (22 at most) fit the room past _SCRATCH
+            before = fill
+            fill = _integer(scratch, fill, ints[c, r], digits)
             total += fill - before
         total += stop - start
         i = start
@@ -388,10 +457,12 @@ _PAIRED_BLOCKS = 8  # a row of up to this many blocks waits for one of as many (
 
 
 @compiled(parallel=True)
-def _md5_columns(data, offsets, strings, valid, out, init):  # pragma: no cover - compiled
-    """``out[r]``: the MD5 of row r's bytes, the concatenation over the columns c of their piece
-    ``data[offsets[c, r]:offsets[c, r + 1]]``: as it is (an encoded column), or for a string
-    column (``strings[c]``) ``s<byte length>:`` and the bytes, or ``n`` where ``valid[c, r]`` is 0.
+def _md5_columns(data, offsets, kinds, valid, ints, out, init):  # pragma: no cover - compiled
+    """``out[r]``: the MD5 of row r's bytes, the concatenation over the columns c of their piece,
+    by ``kinds[c]``: ``data[offsets[c, r]:offsets[c, r + 1]]`` as it is (``_BYTES``: an encoded
+    column); for a string column (``_STRING``) ``s<byte length>:`` and those bytes; for an integer
+    column (``_INTEGER``) ``i``, the decimal digits of ``ints[c, r]`` and ``;``; in either of the
+    two, ``n`` where ``valid[c, r]`` is 0.
     The same digest as MD5 of the joined bytes, without joining them (tested against hashlib).
 
     Rows are digested two at a time, side by side (:func:`_md5_blocks_two`): a row whose padded
@@ -412,17 +483,17 @@ def _md5_columns(data, offsets, strings, valid, out, init):  # pragma: no cover 
         digits = np.empty(20, dtype=np.uint8)
         for r in range(task * _ROWS_PER_TASK, min(n, (task + 1) * _ROWS_PER_TASK)):
             state[:] = init
-            size = _row_bytes(offsets, strings, valid, r)
+            size = _row_bytes(offsets, kinds, valid, ints, r)
             if size + 72 > _SCRATCH_ROOM:  # 72: the most padding there is
-                _streamed_row(data, offsets, strings, valid, r, scratch, words, state, digits)
+                _streamed_row(data, offsets, kinds, valid, ints, r, scratch, words, state, digits)
                 out[r, :] = state
                 continue
             slot = min((size + 8) // 64 + 1, _PAIRED_BLOCKS + 1) - 1  # its padded blocks, less one
             if waiting_row[slot] < 0:
-                waiting_blocks[slot] = _whole_row(data, offsets, strings, valid, r, waiting[slot], digits)
+                waiting_blocks[slot] = _whole_row(data, offsets, kinds, valid, ints, r, waiting[slot], digits)
                 waiting_row[slot] = r
                 continue
-            blocks = _whole_row(data, offsets, strings, valid, r, scratch, digits)
+            blocks = _whole_row(data, offsets, kinds, valid, ints, r, scratch, digits)
             other = waiting[slot].view(np.uint32)
             state_waiting[:] = init
             both = min(blocks, waiting_blocks[slot])
@@ -442,8 +513,8 @@ def _md5_columns(data, offsets, strings, valid, out, init):  # pragma: no cover 
 def _md5_rows(data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> None:
     """``out[r]``: the MD5 digest of ``data[offsets[r]:offsets[r + 1]]`` as four little-endian words."""
     if len(out):
-        _md5_columns(data, offsets.astype(np.int64).reshape(1, -1), np.zeros(1, dtype=np.bool_),
-                     np.ones((1, len(out)), dtype=np.uint8), out, _MD5_INIT)
+        _md5_columns(data, offsets.astype(np.int64).reshape(1, -1), np.full(1, _BYTES, dtype=np.uint8),
+                     np.ones((1, len(out)), dtype=np.uint8), np.zeros((0, 0), dtype=np.int64), out, _MD5_INIT)
 
 
 def _joined(*parts: pa.Array | bytes) -> pa.Array:
