@@ -300,15 +300,6 @@ def _digest_whole_blocks(scratch, words, fill, state):  # pragma: no cover - com
 
 
 @compiled(inline="always")
-def _decimal_places(length):  # pragma: no cover - compiled
-    places = 1
-    while length >= 10:
-        length //= 10
-        places += 1
-    return places
-
-
-@compiled(inline="always")
 def _magnitude(value):  # pragma: no cover - compiled
     """|value| of an int64, as a uint64 (the least int64 too)."""
     if value < 0:
@@ -317,14 +308,28 @@ def _magnitude(value):  # pragma: no cover - compiled
 
 
 @compiled(inline="always")
-def _integer_bytes(value):  # pragma: no cover - compiled
-    """The length of an integer's ``i<decimal digits>;``."""
-    magnitude = _magnitude(value)
+def _decimal_places(magnitude):  # pragma: no cover - compiled
+    """How many decimal digits a uint64 has."""
     places = 1
     while magnitude >= np.uint64(10):
         magnitude //= np.uint64(10)
         places += 1
-    return 2 + places + (value < 0)
+    return places
+
+
+@compiled(inline="always")
+def _decimal(scratch, fill, magnitude, digits):  # pragma: no cover - compiled
+    """A uint64's decimal digits at ``scratch[fill:]``; returns the new fill."""
+    places = 0
+    while True:
+        digits[places] = np.uint8(np.uint64(48) + magnitude % np.uint64(10))
+        places += 1
+        magnitude //= np.uint64(10)
+        if magnitude == np.uint64(0):
+            break
+    for j in range(places):
+        scratch[fill + j] = digits[places - 1 - j]
+    return fill + places
 
 
 @compiled(inline="always")
@@ -336,52 +341,40 @@ def _row_bytes(offsets, kinds, valid, ints, r):  # pragma: no cover - compiled
         if kinds[c] != _BYTES and not valid[c, r]:
             total += 1
         elif kinds[c] == _STRING:
-            total += 2 + _decimal_places(length) + length
+            total += 2 + _decimal_places(np.uint64(length)) + length
         elif kinds[c] == _INTEGER:
-            total += _integer_bytes(ints[c, r])
+            total += 2 + (ints[c, r] < 0) + _decimal_places(_magnitude(ints[c, r]))
         else:
             total += length
     return total
 
 
 @compiled(inline="always")
-def _prefix(scratch, fill, length, digits):  # pragma: no cover - compiled
-    """A string value's ``s<byte length>:`` at ``scratch[fill:]``; returns the new fill."""
-    scratch[fill] = 115  # s
-    places = 0
-    while True:
-        digits[places] = np.uint8(48 + length % 10)
-        places += 1
-        length //= 10
-        if length == 0:
-            break
-    for j in range(places):
-        scratch[fill + 1 + j] = digits[places - 1 - j]
-    scratch[fill + 1 + places] = 58  # :
-    return fill + places + 2
-
-
-@compiled(inline="always")
-def _integer(scratch, fill, value, digits):  # pragma: no cover - compiled
-    """An integer value's ``i<decimal digits>;`` at ``scratch[fill:]`` (as pyarrow writes it as a
-    string: a ``-`` before a negative one's digits); returns the new fill."""
-    scratch[fill] = 105  # i
-    fill += 1
-    if value < 0:
-        scratch[fill] = 45  # -
+def _value_head(scratch, fill, kinds, valid, ints, c, r, length, digits):  # pragma: no cover - compiled
+    """What the pass writes of column c's value in row r before its bytes, at ``scratch[fill:]``
+    (at most 22 bytes): ``n`` for a null string or integer, a string's ``s<byte length>:``, an
+    integer's whole ``i<decimal digits>;`` (as pyarrow writes it as a string: ``-`` before a
+    negative one's digits), nothing for an encoded column. Returns the new fill, and whether the
+    value's bytes in ``data`` follow (only for a valid string or an encoded value)."""
+    if kinds[c] != _BYTES and not valid[c, r]:
+        scratch[fill] = 110  # n
+        return fill + 1, False
+    if kinds[c] == _STRING:
+        scratch[fill] = 115  # s
+        fill = _decimal(scratch, fill + 1, np.uint64(length), digits)
+        scratch[fill] = 58  # :
+        return fill + 1, True
+    if kinds[c] == _INTEGER:
+        value = ints[c, r]
+        scratch[fill] = 105  # i
         fill += 1
-    magnitude = _magnitude(value)
-    places = 0
-    while True:
-        digits[places] = np.uint8(np.uint64(48) + magnitude % np.uint64(10))
-        places += 1
-        magnitude //= np.uint64(10)
-        if magnitude == np.uint64(0):
-            break
-    for j in range(places):
-        scratch[fill + j] = digits[places - 1 - j]
-    scratch[fill + places] = 59  # ;
-    return fill + places + 1
+        if value < 0:
+            scratch[fill] = 45  # -
+            fill += 1
+        fill = _decimal(scratch, fill, _magnitude(value), digits)
+        scratch[fill] = 59  # ;
+        return fill + 1, False
+    return fill, True
 
 
 @compiled(inline="always")
@@ -404,17 +397,10 @@ def _whole_row(data, offsets, kinds, valid, ints, r, scratch, digits):  # pragma
     fill = 0
     for c in range(offsets.shape[0]):
         start, stop = offsets[c, r], offsets[c, r + 1]
-        if kinds[c] != _BYTES and not valid[c, r]:
-            scratch[fill] = 110  # n, and no bytes
-            fill += 1
-            continue
-        if kinds[c] == _INTEGER:
-            fill = _integer(scratch, fill, ints[c, r], digits)
-            continue
-        if kinds[c] == _STRING:
-            fill = _prefix(scratch, fill, stop - start, digits)
-        scratch[fill:fill + stop - start] = data[start:stop]
-        fill += stop - start
+        fill, has_bytes = _value_head(scratch, fill, kinds, valid, ints, c, r, stop - start, digits)
+        if has_bytes:
+            scratch[fill:fill + stop - start] = data[start:stop]
+            fill += stop - start
     return _pad(scratch, fill, fill)
 
 
@@ -422,23 +408,15 @@ def _whole_row(data, offsets, kinds, valid, ints, r, scratch, digits):  # pragma
 def _streamed_row(data, offsets, kinds, valid, ints, r, scratch, words, state, digits):  # pragma: no cover - compiled
     """Row r's digest into ``state`` (set to MD5's initial words), its bytes copied into ``scratch``
     a slice at a time, whatever their length."""
-    fill = 0  # bytes in scratch, under _SCRATCH between two values
+    fill = 0  # bytes in scratch, under _SCRATCH between two values (a value's head fits the room past it)
     total = 0
     for c in range(offsets.shape[0]):
         start, stop = offsets[c, r], offsets[c, r + 1]
-        if kinds[c] != _BYTES and not valid[c, r]:
-            scratch[fill] = 110  # n, and no bytes
-            fill += 1
-            total += 1
+        before = fill
+        fill, has_bytes = _value_head(scratch, fill, kinds, valid, ints, c, r, stop - start, digits)
+        total += fill - before
+        if not has_bytes:
             stop = start
-        elif kinds[c] == _STRING:
-            before = fill
-            fill = _prefix(scratch, fill, stop - start, digits)
-            total += fill - before
-        elif kinds[c] == _INTEGER:  # its bytes (22 at most) fit the room past _SCRATCH
-            before = fill
-            fill = _integer(scratch, fill, ints[c, r], digits)
-            total += fill - before
         total += stop - start
         i = start
         while True:
@@ -482,9 +460,9 @@ def _md5_columns(data, offsets, kinds, valid, ints, out, init):  # pragma: no co
         state_waiting = np.empty(4, dtype=np.uint32)
         digits = np.empty(20, dtype=np.uint8)
         for r in range(task * _ROWS_PER_TASK, min(n, (task + 1) * _ROWS_PER_TASK)):
-            state[:] = init
             size = _row_bytes(offsets, kinds, valid, ints, r)
             if size + 72 > _SCRATCH_ROOM:  # 72: the most padding there is
+                state[:] = init
                 _streamed_row(data, offsets, kinds, valid, ints, r, scratch, words, state, digits)
                 out[r, :] = state
                 continue
@@ -495,6 +473,7 @@ def _md5_columns(data, offsets, kinds, valid, ints, out, init):  # pragma: no co
                 continue
             blocks = _whole_row(data, offsets, kinds, valid, ints, r, scratch, digits)
             other = waiting[slot].view(np.uint32)
+            state[:] = init
             state_waiting[:] = init
             both = min(blocks, waiting_blocks[slot])
             _md5_blocks_two(words, other, both, state, state_waiting)
