@@ -176,24 +176,12 @@ def machine_probe() -> str:
     shared virtual machine the same code runs at very different speeds from one hour to the next;
     these two say how much of a rate is the machine's."""
     import hashlib
+    import timeit
 
     block = bytes(range(256)) * (1 << 18)
-
-    def best(work) -> float:
-        times = []
-        for _ in range(3):
-            started = time.perf_counter()
-            work()
-            times.append(time.perf_counter() - started)
-        return min(times)
-
-    def loop() -> int:
-        total = 0
-        for i in range(5_000_000):
-            total += i
-        return total
-
-    return f"MD5 of 64 MB {best(lambda: hashlib.md5(block).digest()):.3f} s, Python loop {best(loop):.3f} s"
+    md5 = min(timeit.repeat(lambda: hashlib.md5(block).digest(), number=1, repeat=3))
+    loop = min(timeit.repeat("for i in range(5_000_000): total += i", "total = 0", number=1, repeat=3))
+    return f"MD5 of 64 MB {md5:.3f} s, Python loop {loop:.3f} s (one thread, best of 3)"
 
 
 def main() -> None:
@@ -224,7 +212,7 @@ def main() -> None:
     folder = Path(made.stdout.strip().splitlines()[-1])
     truth = json.loads((folder / "truth.json").read_text())
     print(f"dataset: {folder} ({args.rows:,} rows, {len(truth['pairs'])} planted pairs); {os.cpu_count()} cores")
-    print(f"machine probe (one thread, best of 3), at the start: {machine_probe()}")
+    print(f"machine probe at the start: {machine_probe()}")
     candidates = Path(__file__).parent / "bench_near_candidates.py"
     one_thread = os.environ | {"NUMBA_NUM_THREADS": "1"}
     runs: dict[str, tuple[list[str], dict[str, str] | None]] = {
@@ -282,7 +270,7 @@ def main() -> None:
         if all("seconds" in results.get(k, {}) for k in ("compiled", base)):
             print(f"speed-up vs {base}: {results[base]['seconds'] / results['compiled']['seconds']:.1f}x")
     whole_process(folder, args.repeat, args.timeout)
-    print(f"\nmachine probe (one thread, best of 3), at the end: {machine_probe()}")
+    print(f"\nmachine probe at the end: {machine_probe()}")
 
 
 def whole_process(folder: Path, repeat: int, timeout: float) -> None:
