@@ -531,10 +531,11 @@ def _powers13() -> np.ndarray:
 # --- the normalized profile itself, for the near-duplicate method --------------------------------------
 
 @compiled(nogil=True)
-def _fold_pass(data, offsets, ascii_table, classes, starts, folded, out, out_offsets, back):  # pragma: no cover
+def _fold_pass(data, offsets, ascii_table, classes, starts, folded, out, out_offsets, back, plain):  # pragma: no cover
     """Write each row's ``normalized`` profile (the words the pass above finds, joined by one
     space) into ``out``, its end into ``out_offsets[r + 1]``; a row holding an unsafe or malformed
-    character is left empty and marked in ``back``. Returns False when ``out`` had no room."""
+    character is left empty and marked in ``back``. Returns False when ``out`` had no room. A
+    ``plain`` row (:func:`_plain_rows`; ``plain`` may be empty: none) is its bytes, A-Z lowered."""
     o = 0
     out_offsets[0] = 0
     room = len(out)
@@ -545,6 +546,13 @@ def _fold_pass(data, offsets, ascii_table, classes, starts, folded, out, out_off
         bad = False
         i = offsets[r]
         end = offsets[r + 1]
+        if len(plain) and plain[r]:
+            if o + (end - i) > room:
+                return False
+            _lower_ascii(data[i:end], out[o:o + (end - i)])
+            o += end - i
+            out_offsets[r + 1] = o
+            continue
         while i < end:
             b = data[i]
             piece_start = i
@@ -631,6 +639,67 @@ def normalize_strings(texts: pa.Array) -> pa.Array:
     return pc.replace_with_mask(result, pa.array(_mask(len(texts), rows)), redone.cast(result.type))
 
 
+def _plain_ascii(table: CharTable) -> bool:
+    """Whether ``table`` folds the printable ASCII bytes as :func:`_plain_rows` assumes: A-Z lowered,
+    the space a separator, every other byte from 33 to 126 itself."""
+    printable = np.arange(32, 127)
+    lowered = np.where((printable >= 65) & (printable <= 90), printable + 32, printable)
+    lowered[0] = 255
+    return bool(np.array_equal(table.ascii[32:127], lowered))
+
+
+_PLAIN_BLOCK = 1024  # bytes :func:`_plain_rows` tests at a time
+
+
+@compiled(nogil=True)
+def _plain_rows(data, offsets):  # pragma: no cover - compiled
+    """Which rows are plain: printable ASCII (32-126), no two spaces in a row, no space at an end.
+    Such a row's ``normalized`` profile is its bytes with A-Z lowered (:func:`_plain_ascii`), and
+    most rows are plain. The bytes are tested a block at a time over the whole buffer, in loops the
+    compiler vectorizes (indices from 0 over views: an index that may be negative is wrapped, and
+    that kept them scalar; a row at a time, the loops' setup cost as much as the test); a block
+    holding another byte is walked to find its rows. Empty: when most blocks hold other bytes (a
+    text in another script), where the walk would cost what the shortcut saves."""
+    n = len(offsets) - 1
+    plain = np.ones(n, dtype=np.bool_)
+    for r in range(n):
+        if offsets[r + 1] > offsets[r] and (data[offsets[r]] == 32 or data[offsets[r + 1] - 1] == 32):
+            plain[r] = False
+    first, last = offsets[0], offsets[n]
+    r = 0
+    walked = 0
+    for j in range((last - first + _PLAIN_BLOCK - 1) // _PLAIN_BLOCK):
+        start = first + j * _PLAIN_BLOCK
+        stop = min(start + _PLAIN_BLOCK, last)
+        block = data[start:min(stop + 1, last)]  # and the next block's first byte: a pair across the two
+        before, after = block[:-1], block[1:]
+        other = False
+        for k in range(len(before)):
+            other |= (before[k] == 32) & (after[k] == 32)
+        for k in range(stop - start):
+            other |= (block[k] < 32) | (block[k] > 126)
+        if not other:
+            continue
+        walked += 1
+        if walked > 16 and 8 * walked > j + 1:
+            return np.zeros(0, dtype=np.bool_)
+        for k in range(start, stop):
+            b = data[k]
+            if b < 32 or b > 126 or (b == 32 and k + 1 < last and data[k + 1] == 32):
+                while offsets[r + 1] <= k:
+                    r += 1
+                plain[r] = False
+    return plain
+
+
+@compiled(nogil=True)
+def _lower_ascii(data, out):  # pragma: no cover - compiled
+    """``out[k]``: ``data[k]`` with A-Z lowered (the bytes of plain rows, :func:`_plain_rows`)."""
+    for k in range(len(data)):
+        b = data[k]
+        out[k] = b + np.uint8(32) * np.uint8(np.uint8(b - 65) < 26)
+
+
 def _mask(n: int, rows: np.ndarray) -> np.ndarray:
     mask = np.zeros(n, dtype=np.bool_)
     mask[rows] = True
@@ -643,13 +712,20 @@ def _fold(texts: pa.Array, table: CharTable) -> tuple[pa.Array, np.ndarray]:
     n = len(texts)
     room = int(offsets[-1] - offsets[0]) + 16
     back = np.zeros(n, dtype=np.bool_)
-    while True:
+    plain = _plain_rows(data, offsets) if n and _plain_ascii(table) else np.zeros(0, dtype=np.bool_)
+    if len(plain) and plain.all():  # most columns: the bytes lowered, at the same offsets
         out = np.empty(room, dtype=np.uint8)
-        out_offsets = np.empty(n + 1, dtype=np.int64)
-        back[:] = False
-        if _fold_pass(data, offsets, table.ascii, table.classes, table.starts, table.folded, out, out_offsets, back):
-            break
-        room *= 2  # folded forms longer than the text (rare): once more, with room
+        _lower_ascii(data[offsets[0]:offsets[-1]], out)
+        out_offsets = offsets - offsets[0]
+    else:
+        while True:
+            out = np.empty(room, dtype=np.uint8)
+            out_offsets = np.empty(n + 1, dtype=np.int64)
+            back[:] = False
+            if _fold_pass(data, offsets, table.ascii, table.classes, table.starts, table.folded, out, out_offsets, back,
+                          plain):
+                break
+            room *= 2  # folded forms longer than the text (rare): once more, with room
     size = int(out_offsets[-1])
     large = pa.types.is_large_string(texts.type) or size >= 2**31
     result = pa.Array.from_buffers(pa.large_string() if large else pa.string(), n,

@@ -126,6 +126,27 @@ def test_one_thread_or_two_give_the_same_pairs(threads, monkeypatch):
     assert len(found.pairs) > 100
 
 
+def test_one_thread_holds_for_the_calling_thread_alone():
+    """The near stage's reader thread runs its own compiled passes on one thread, while the pass,
+    launched from the stage's thread, keeps every core."""
+    import threading
+
+    import numba
+
+    before = numba.get_num_threads()
+    seen: list[int] = []
+
+    def reader() -> None:
+        near.one_thread()
+        seen.append(numba.get_num_threads())
+
+    worker = threading.Thread(target=reader)
+    worker.start()
+    worker.join()
+    assert seen == [1]
+    assert numba.get_num_threads() == before
+
+
 SHARED = [(e["id"], c) for e in shared_index() for c in e["configs"]]
 _SMALLEST = sorted((sum(splits.values()), e["id"], c) for e in shared_index() for c, splits in e["configs"].items())
 FAST = {(d, c) for _, d, c in _SMALLEST[:2]}
@@ -248,6 +269,45 @@ def test_slices_nulls_and_folds_longer_than_the_text_normalize_as_the_definition
     for start in range(len(texts)):
         got = near.normalize_column(pa.chunked_array([column.slice(start)]))
         assert got.to_pylist() == [None if t is None else normalize.normalize_text(t) for t in texts[start:]]
+
+
+def _is_plain(text: str) -> bool:
+    """A plain row, in words: printable ASCII, single spaces between its words, none at its ends."""
+    return all(32 <= ord(c) <= 126 for c in text) and "  " not in text and text == text.strip(" ")
+
+
+def test_plain_rows_are_found_as_defined_and_normalize_as_the_definition():
+    """The shortcut for plain rows (their bytes with A-Z lowered): the rows it takes are exactly the
+    plain ones, at any slice, with rows longer than a tested block and a double space, a tab or a
+    non-ASCII byte on either side of a block's end."""
+    from hubsurvey.survey import passages
+
+    assert passages._plain_ascii(passages.char_table()) and passages._plain_ascii(passages.ascii_char_table())
+    printable = "".join(chr(c) for c in range(33, 127))
+    block = passages._PLAIN_BLOCK
+    texts: list[str | None] = [printable, f"A {printable} Z", "", None, "x", " x", "x ", "a  b", "a\tb", "ÉCOLE", "\x7f"]
+    for offset in range(block - 3, block + 3):  # what sits at a block's end moves over it
+        for odd in ("  ", " \t", "é", "\x1f", "~ "):
+            texts += ["W" * offset + odd + "Q R", "Plain Words", *["z" * 3 * block] * 4]  # most blocks plain
+    column = pa.array(texts, pa.string())
+    for start in (0, 1, 5, 37):
+        part = column.slice(start)
+        data, offsets = passages._buffers(part)
+        found = passages._plain_rows(data, offsets)
+        assert found.tolist() == [t is None or _is_plain(t) for t in texts[start:]]
+        _assert_normalizes_as_the_definition(texts[start:])
+    every = pa.array(["Plain Words here", "MORE words"] * 1000)
+    assert passages._plain_rows(*passages._buffers(every)).all()  # the whole column in one step
+    _assert_normalizes_as_the_definition(every.to_pylist())
+
+
+def test_a_column_in_another_script_takes_the_walk_not_the_shortcut():
+    from hubsurvey.survey import passages
+
+    texts = ["Καλημέρα κόσμε, τι κάνεις; Ωραία μέρα" * 20] * 200 + ["plain tail"]
+    data, offsets = passages._buffers(pa.array(texts))
+    assert len(passages._plain_rows(data, offsets)) == 0  # most blocks hold other bytes: no shortcut
+    _assert_normalizes_as_the_definition(texts)
 
 
 def test_the_ascii_table_is_the_whole_tables_first_rows():
