@@ -153,8 +153,10 @@ class _NearTexts(near_method.TextSource):
 
     def batches(self) -> Iterator[tuple[Any, np.ndarray]]:
         """The batches, each read and normalized in a thread while the pass sketches the one before
-        (the fold pass and DuckDB release the GIL): the pass gets both cores, one batch is read ahead."""
-        with ThreadPoolExecutor(1, thread_name_prefix="near-read") as pool:
+        (the fold pass and DuckDB release the GIL): the pass gets both cores, one batch is read ahead.
+        The thread's own compiled passes (the fingerprint's) run on it alone: a second team of
+        threads beside the pass's slowed both (measured)."""
+        with ThreadPoolExecutor(1, thread_name_prefix="near-read", initializer=near_method.one_thread) as pool:
             read = self._read()
             ahead = pool.submit(next, read, None)
             while (batch := ahead.result()) is not None:

@@ -862,6 +862,12 @@ def _find_pairs(source: TextSource, params: NearParams, max_pairs: int) -> NearP
     return NearPairs(candidates[keep], similarity[keep], listed, capped, len(candidates), cut)
 
 
+def one_thread() -> None:
+    """The compiled passes launched from the calling thread run on it alone (numba's thread count
+    is the thread's own)."""
+    numba.set_num_threads(1)
+
+
 _warming: threading.Thread | None = None
 
 
