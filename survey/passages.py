@@ -658,8 +658,9 @@ def _plain_rows(data, offsets):  # pragma: no cover - compiled
     most rows are plain. The bytes are tested a block at a time over the whole buffer, in loops the
     compiler vectorizes (indices from 0 over views: an index that may be negative is wrapped, and
     that kept them scalar; a row at a time, the loops' setup cost as much as the test); a block
-    holding another byte is walked to find its rows. Empty: when most blocks hold other bytes (a
-    text in another script), where the walk would cost what the shortcut saves."""
+    holding another byte is walked to find its rows. Empty (no shortcut) once more than one block
+    in eight, past the first 16, holds other bytes (a text in another script, say): there the walk
+    would cost what the shortcut saves."""
     n = len(offsets) - 1
     plain = np.ones(n, dtype=np.bool_)
     for r in range(n):

@@ -306,7 +306,7 @@ def test_a_column_in_another_script_takes_the_walk_not_the_shortcut():
 
     texts = ["Καλημέρα κόσμε, τι κάνεις; Ωραία μέρα" * 20] * 200 + ["plain tail"]
     data, offsets = passages._buffers(pa.array(texts))
-    assert len(passages._plain_rows(data, offsets)) == 0  # most blocks hold other bytes: no shortcut
+    assert len(passages._plain_rows(data, offsets)) == 0  # every block holds other bytes: no shortcut
     _assert_normalizes_as_the_definition(texts)
 
 
