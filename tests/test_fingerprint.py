@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import math
 import random
+import struct
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -272,3 +274,61 @@ def test_the_columns_pass_equals_hashlib_of_each_rows_joined_bytes(layout):
     digests = [hashlib.md5(b"".join(piece(row[name]) for name in table.schema.names)).digest() for row in rows]
     expected = sum(int.from_bytes(d, "little") for d in digests) % 2**128
     assert fingerprint._digest_sum_of_columns(columns) == expected
+
+
+def _near_read(path: Path) -> pa.Table:
+    from hubsurvey.survey.metrics import _parquet_batches
+
+    batches = list(_parquet_batches(str(path)))
+    return pa.Table.from_batches(batches) if batches else pq.read_table(path).slice(0, 0)
+
+
+def test_the_near_stages_read_gives_pyarrows_values_and_fingerprint(tmp_path, monkeypatch):
+    """The near stage reads a file of flat columns with DuckDB (faster, less memory) and fingerprints
+    what it read: the same values in the same order as pyarrow's, so the same fingerprint."""
+    nan_with_payload = struct.unpack("<d", struct.pack("<Q", 0x7FF8_0000_0000_0123))[0]
+    n = 150_000  # three batches of the read and a part
+    rng = random.Random(4)
+    table = pa.table({
+        "text": pa.array([None if i % 97 == 0 else ("" if i % 89 == 0 else f"t{rng.random()} ü日本\t") for i in range(n)]),
+        "i8": pa.array([rng.randrange(-128, 128) for _ in range(n)], pa.int8()),
+        "u64": pa.array([rng.randrange(0, 2**64) for _ in range(n)], pa.uint64()),
+        "i64": pa.array([None if i % 5 == 0 else rng.randrange(-2**63, 2**63) for i in range(n)], pa.int64()),
+        "f32": pa.array([rng.random() for _ in range(n)], pa.float32()),
+        "f64": pa.array([[0.0, -0.0, math.nan, nan_with_payload, math.inf, 1e-310, None][i % 7] for i in range(n)]),
+        "flag": pa.array([None if i % 3 == 0 else bool(i % 2) for i in range(n)]),
+    })
+    path = tmp_path / "flat.parquet"
+    pq.write_table(table, path, row_group_size=60_000)
+
+    def not_pyarrow(*args, **kwargs):
+        raise AssertionError("a file of flat columns is read by DuckDB")
+
+    with monkeypatch.context() as m:
+        m.setattr(pq.ParquetFile, "iter_batches", not_pyarrow)
+        read = _near_read(path)
+    assert read.num_rows == n
+    for name in table.column_names:  # the same values, bit for bit, in the same order
+        got, want = read.column(name).combine_chunks(), table.column(name).combine_chunks()
+        if pa.types.is_floating(want.type):  # NaN is not equal to itself: compare the bits
+            assert got.is_valid().equals(want.is_valid())
+            got, want = (pa.array(np.asarray(a.drop_null()).view(f"u{a.type.byte_width}")) for a in (got, want))
+        assert got.equals(want), name
+    assert split_fingerprint(read) == files_fingerprint([str(path)]) == split_fingerprint(table)
+
+    # large strings (DuckDB would give them 32-bit offsets) and lists: pyarrow reads them
+    for other in (pa.array(["x"] * n, pa.large_string()), pa.array([["a", None]] * n)):
+        pq.write_table(table.append_column("other", other), path, row_group_size=60_000)
+        spied: list[object] = []
+        with monkeypatch.context() as m:
+            m.setattr(pq.ParquetFile, "iter_batches", lambda self, *a, _read=pq.ParquetFile.iter_batches, **k:
+                      spied.append(self) or _read(self, *a, **k))
+            read = _near_read(path)
+        assert spied and read.column("other").type == other.type
+        assert split_fingerprint(read) == files_fingerprint([str(path)])
+
+
+@pytest.mark.parametrize("path", [p for p in _split_files() if p.parts[-4] in SMALL], ids=lambda p: "/".join(p.parts[-4:-1]))
+def test_the_near_stages_read_of_shared_splits_gives_their_fingerprint(path):
+    """Flat splits (DuckDB reads them) and nested ones (pyarrow does)."""
+    assert split_fingerprint(_near_read(path)) == files_fingerprint([str(path)])
