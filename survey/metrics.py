@@ -34,7 +34,7 @@ from duckdb.func import FunctionNullHandling, PythonUDFType
 
 from hubsurvey.core import figures as registry
 from hubsurvey.core.errors import BadInputError
-from hubsurvey.core.fingerprint import SplitFingerprint
+from hubsurvey.core.fingerprint import SplitFingerprint, parquet_batches
 from hubsurvey.core.memory import release_freed_memory
 from hubsurvey.core.splits import CANONICAL_SPLITS
 from hubsurvey.core.store import quote_ident
@@ -109,41 +109,6 @@ def _chunked(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
     return values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values], type=values.type)
 
 
-def _flat_type(t: pa.DataType) -> bool:
-    return (pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_boolean(t)
-            or pa.types.is_float32(t) or pa.types.is_float64(t))
-
-
-def _parquet_batches(path: str) -> Iterator[pa.RecordBatch]:
-    """Every column of a Parquet file, ``NEAR_BATCH_ROWS`` rows at a time, in order.
-
-    DuckDB's reader, on one thread of a connection of its own that reads a page as its scan reaches
-    it: at the 1M-row benchmark it reads the 800k-row train file in 0.25 s on one core where
-    pyarrow's takes 0.42 s, and the stage peaked 15 MB lower (ten alternated pairs). It is taken
-    only for a file of flat columns (strings, integers, floats, booleans) whose types it gives as
-    pyarrow does, so that the batches hold the same values and the split's fingerprint is the
-    same, and whose strings are under 2 GB in all (DuckDB's Arrow strings have 32-bit offsets).
-    Any other file is read by pyarrow, with a buffered stream without pre-buffering (its default
-    reads a row group's whole column chunks first: 67 MB for that train file)."""
-    source = pq.ParquetFile(path, buffer_size=1 << 22, pre_buffer=False)
-    schema, meta = source.schema_arrow, source.metadata
-    string_bytes = [sum(meta.row_group(g).column(i).total_uncompressed_size for g in range(meta.num_row_groups))
-                    for i in range(meta.num_columns)]
-    if all(_flat_type(f.type) for f in schema) and len(schema) == meta.num_columns and max(string_bytes, default=0) < 2**31:
-        con = duckdb.connect(config={"threads": 1})
-        try:
-            relation = con.read_parquet(path)
-            with contextlib.suppress(duckdb.Error):  # a DuckDB without the setting prefetches
-                con.execute("SET disable_parquet_prefetching = true")
-            reader = relation.to_arrow_reader(NEAR_BATCH_ROWS)
-            if [f.type for f in reader.schema] == schema.types:
-                yield from reader
-                return
-        finally:
-            con.close()
-    yield from source.iter_batches(batch_size=NEAR_BATCH_ROWS, use_threads=False)
-
-
 class _NearTexts(near_method.TextSource):
     """The near stage's texts: each distinct normalized text key of ``near_texts`` with the text of
     one of its rows (``rep``, a rowid of ``rows_all``: any row of a key has its normalized text),
@@ -201,7 +166,7 @@ class _NearTexts(near_method.TextSource):
     def _split_batches(self, split: str) -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
         """(positions, text columns ``t*``) of a split's rows, batch by batch, in order.
 
-        Every column is read (``_parquet_batches``), so that the same read gives the split's content
+        Every column is read (``fingerprint.parquet_batches``), so that the same read gives the split's content
         fingerprint (``self.fingerprints``): one read of the files, not two. The text columns are
         then taken by position, as the views take them."""
         data = self.engine.data.splits[split]
@@ -211,7 +176,7 @@ class _NearTexts(near_method.TextSource):
         if data.table is not None:
             batches: Iterator[pa.RecordBatch] = iter(data.table.to_batches(max_chunksize=NEAR_BATCH_ROWS))
         else:
-            batches = (batch for path in data.files for batch in _parquet_batches(path))
+            batches = (batch for path in data.files for batch in parquet_batches(path, NEAR_BATCH_ROWS))
         offset = 0
         for batch in batches:
             fingerprint.add(batch)

@@ -276,16 +276,16 @@ def test_the_columns_pass_equals_hashlib_of_each_rows_joined_bytes(layout):
     assert fingerprint._digest_sum_of_columns(columns) == expected
 
 
-def _near_read(path: Path) -> pa.Table:
-    from hubsurvey.survey.metrics import _parquet_batches
+def _read(path: Path) -> pa.Table:
+    from hubsurvey.core.fingerprint import parquet_batches
 
-    batches = list(_parquet_batches(str(path)))
+    batches = list(parquet_batches(str(path)))
     return pa.Table.from_batches(batches) if batches else pq.read_table(path).slice(0, 0)
 
 
-def test_the_near_stages_read_gives_pyarrows_values_and_fingerprint(tmp_path, monkeypatch):
-    """The near stage reads a file of flat columns with DuckDB (faster, less memory) and fingerprints
-    what it read: the same values in the same order as pyarrow's, so the same fingerprint."""
+def test_a_file_of_flat_columns_read_by_duckdb_gives_pyarrows_values_and_fingerprint(tmp_path, monkeypatch):
+    """A fingerprint (and the near stage, which fingerprints what it reads) reads a file of flat
+    columns with DuckDB (faster, less memory): the same values in the same order as pyarrow's."""
     nan_with_payload = struct.unpack("<d", struct.pack("<Q", 0x7FF8_0000_0000_0123))[0]
     n = 150_000  # three batches of the read and a part
     rng = random.Random(4)
@@ -306,7 +306,7 @@ def test_the_near_stages_read_gives_pyarrows_values_and_fingerprint(tmp_path, mo
 
     with monkeypatch.context() as m:
         m.setattr(pq.ParquetFile, "iter_batches", not_pyarrow)
-        read = _near_read(path)
+        read = _read(path)
     assert read.num_rows == n
     for name in table.column_names:  # the same values, bit for bit, in the same order
         got, want = read.column(name).combine_chunks(), table.column(name).combine_chunks()
@@ -321,14 +321,14 @@ def test_the_near_stages_read_gives_pyarrows_values_and_fingerprint(tmp_path, mo
         pq.write_table(table.append_column("other", other), path, row_group_size=60_000)
         spied: list[object] = []
         with monkeypatch.context() as m:
-            m.setattr(pq.ParquetFile, "iter_batches", lambda self, *a, _read=pq.ParquetFile.iter_batches, **k:
-                      spied.append(self) or _read(self, *a, **k))
-            read = _near_read(path)
+            m.setattr(pq.ParquetFile, "iter_batches", lambda self, *a, _read=pq.ParquetFile.iter_batches, _seen=spied, **k:
+                      _seen.append(self) or _read(self, *a, **k))
+            read = _read(path)
         assert spied and read.column("other").type == other.type
         assert split_fingerprint(read) == files_fingerprint([str(path)])
 
 
 @pytest.mark.parametrize("path", [p for p in _split_files() if p.parts[-4] in SMALL], ids=lambda p: "/".join(p.parts[-4:-1]))
-def test_the_near_stages_read_of_shared_splits_gives_their_fingerprint(path):
+def test_the_read_of_shared_splits_gives_pyarrows_fingerprint(path):
     """Flat splits (DuckDB reads them) and nested ones (pyarrow does)."""
-    assert split_fingerprint(_near_read(path)) == files_fingerprint([str(path)])
+    assert split_fingerprint(_read(path)) == split_fingerprint(pq.read_table(path))

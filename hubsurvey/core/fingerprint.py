@@ -36,12 +36,14 @@ the same definition.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
+import duckdb
 import numba
 import numpy as np
 import pyarrow as pa
@@ -66,16 +68,50 @@ def split_fingerprint(table: pa.Table | pa.RecordBatch) -> str:
 
 def files_fingerprint(files: Sequence[str]) -> str:
     """The fingerprint of a split stored as Parquet files (in any order: the rows are a multiset),
-    read batch by batch."""
+    read batch by batch (:func:`parquet_batches`)."""
     acc: SplitFingerprint | None = None
     for path in files:
-        source = pq.ParquetFile(path, pre_buffer=True)
-        acc = acc or SplitFingerprint(source.schema_arrow.names)
-        for batch in source.iter_batches(batch_size=_BATCH_ROWS):
+        acc = acc or SplitFingerprint(pq.read_schema(path).names)
+        for batch in parquet_batches(path):
             acc.add(batch)
     if acc is None:
         raise ValueError("a split needs at least one file")
     return acc.value()
+
+
+def _flat_type(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_boolean(t)
+            or pa.types.is_float32(t) or pa.types.is_float64(t))
+
+
+def parquet_batches(path: str, batch_rows: int = _BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """Every column of a Parquet file, ``batch_rows`` rows at a time, in order, as a fingerprint reads it.
+
+    DuckDB's reader, on one thread of a connection of its own that reads a page as its scan reaches
+    it: it reads the 1M-row near benchmark's 800k-row train file in 0.25 s on one core where
+    pyarrow's takes 0.42 s, and the near stage peaked 20 MB lower (twelve alternated pairs). It is taken
+    only for a file of flat columns (strings, integers, floats, booleans) whose types it gives as
+    pyarrow does, so that the batches hold the same values and the split's fingerprint is the
+    same, and whose strings are under 2 GB in all (DuckDB's Arrow strings have 32-bit offsets).
+    Any other file is read by pyarrow, with a buffered stream without pre-buffering (its default
+    reads a row group's whole column chunks first: 67 MB for that train file)."""
+    source = pq.ParquetFile(path, buffer_size=1 << 22, pre_buffer=False)
+    schema, meta = source.schema_arrow, source.metadata
+    string_bytes = [sum(meta.row_group(g).column(i).total_uncompressed_size for g in range(meta.num_row_groups))
+                    for i in range(meta.num_columns)]
+    if all(_flat_type(f.type) for f in schema) and len(schema) == meta.num_columns and max(string_bytes, default=0) < 2**31:
+        con = duckdb.connect(config={"threads": 1})
+        try:
+            relation = con.read_parquet(path)
+            with contextlib.suppress(duckdb.Error):  # a DuckDB without the setting prefetches
+                con.execute("SET disable_parquet_prefetching = true")
+            reader = relation.to_arrow_reader(batch_rows)
+            if [f.type for f in reader.schema] == schema.types:
+                yield from reader
+                return
+        finally:
+            con.close()
+    yield from source.iter_batches(batch_size=batch_rows, use_threads=False)
 
 
 class SplitFingerprint:
