@@ -332,3 +332,27 @@ def test_a_file_of_flat_columns_read_by_duckdb_gives_pyarrows_values_and_fingerp
 def test_the_read_of_shared_splits_gives_pyarrows_fingerprint(path):
     """Flat splits (DuckDB reads them) and nested ones (pyarrow does)."""
     assert split_fingerprint(_read(path)) == split_fingerprint(pq.read_table(path))
+
+
+def test_a_string_duckdb_refuses_is_read_by_pyarrow_from_that_row_on(tmp_path):
+    """DuckDB checks that strings are UTF-8, pyarrow does not: a split with such a value in a column
+    the survey does not measure is fingerprinted as before, whichever batch holds it."""
+    from hubsurvey.core import fingerprint
+
+    n = 400_000
+    for bad in (10, 300_000):  # in DuckDB's first read, and in a row group after batches it gave
+        values = [f"v{i}".encode() for i in range(n)]
+        values[bad] = b"not \xff\xfe UTF-8"
+        offsets = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int32)
+        strings = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(values))])
+        path = tmp_path / f"not-utf8-{bad}.parquet"
+        pq.write_table(pa.table({"x": strings, "y": pa.array(range(n))}), path, row_group_size=100_000)
+        given: list[int] = []
+        after = fingerprint._batches_after
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(fingerprint, "_batches_after",
+                      lambda batches, rows, _given=given, _after=after: _given.append(rows) or _after(batches, rows))
+            read = _read(path)
+        assert len(given) == 1 and (given[0] == 0) == (bad == 10)  # where DuckDB stopped
+        assert read.num_rows == n and read.column("y").to_pylist() == list(range(n))
+        assert split_fingerprint(read) == split_fingerprint(pq.read_table(path)) == files_fingerprint([str(path)])

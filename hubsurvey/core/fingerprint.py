@@ -93,25 +93,45 @@ def parquet_batches(path: str, batch_rows: int = _BATCH_ROWS) -> Iterator[pa.Rec
     only for a file of flat columns (strings, integers, floats, booleans) whose types it gives as
     pyarrow does, so that the batches hold the same values and the split's fingerprint is the
     same, and whose strings are under 2 GB in all (DuckDB's Arrow strings have 32-bit offsets).
-    Any other file is read by pyarrow, with a buffered stream without pre-buffering (its default
-    reads a row group's whole column chunks first: 67 MB for that train file)."""
+    Where DuckDB refuses a value pyarrow reads (it checks that strings are UTF-8), pyarrow reads
+    on from the first row not yet given. Any other file is read by pyarrow, with a buffered stream
+    without pre-buffering (its default reads a row group's whole column chunks first: 67 MB for
+    that train file)."""
     source = pq.ParquetFile(path, buffer_size=1 << 22, pre_buffer=False)
     schema, meta = source.schema_arrow, source.metadata
     string_bytes = [sum(meta.row_group(g).column(i).total_uncompressed_size for g in range(meta.num_row_groups))
                     for i in range(meta.num_columns)]
     if all(_flat_type(f.type) for f in schema) and len(schema) == meta.num_columns and max(string_bytes, default=0) < 2**31:
         con = duckdb.connect(config={"threads": 1})
+        done = 0
         try:
             relation = con.read_parquet(path)
             with contextlib.suppress(duckdb.Error):  # a DuckDB without the setting prefetches
                 con.execute("SET disable_parquet_prefetching = true")
             reader = relation.to_arrow_reader(batch_rows)
             if [f.type for f in reader.schema] == schema.types:
-                yield from reader
+                for batch in reader:
+                    yield batch
+                    done += batch.num_rows
                 return
+        # a value DuckDB refuses and pyarrow reads (a string not UTF-8): pyarrow reads on from that row
+        # (DuckDB's error, or an OSError from the Arrow stream once it has started)
+        except (duckdb.Error, pa.ArrowException, OSError):
+            yield from _batches_after(source.iter_batches(batch_size=batch_rows, use_threads=False), done)
+            return
         finally:
             con.close()
     yield from source.iter_batches(batch_size=batch_rows, use_threads=False)
+
+
+def _batches_after(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """The batches without their first ``rows`` rows."""
+    for batch in batches:
+        if rows >= batch.num_rows:
+            rows -= batch.num_rows
+            continue
+        yield batch.slice(rows) if rows else batch
+        rows = 0
 
 
 class SplitFingerprint:
