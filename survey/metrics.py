@@ -166,9 +166,9 @@ class _NearTexts(near_method.TextSource):
     def _split_batches(self, split: str) -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
         """(positions, text columns ``t*``) of a split's rows, batch by batch, in order.
 
-        Every column is read (``fingerprint.parquet_batches``), so that the same read gives the split's content
-        fingerprint (``self.fingerprints``): one read of the files, not two. The text columns are
-        then taken by position, as the views take them."""
+        Every column is read (``fingerprint.parquet_batches``), so that the same read gives the
+        split's content fingerprint (``self.fingerprints``): one read of the files, not two. The
+        text columns are then taken by position, as the views take them."""
         data = self.engine.data.splits[split]
         schema = data.schema()
         picked = [self.engine._position(schema, column) for column in self.engine._loaded[0]]

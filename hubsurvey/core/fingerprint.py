@@ -99,9 +99,10 @@ def parquet_batches(path: str, batch_rows: int = _BATCH_ROWS) -> Iterator[pa.Rec
     that train file)."""
     source = pq.ParquetFile(path, buffer_size=1 << 22, pre_buffer=False)
     schema, meta = source.schema_arrow, source.metadata
-    string_bytes = [sum(meta.row_group(g).column(i).total_uncompressed_size for g in range(meta.num_row_groups))
+    # each column's uncompressed pages: more than a string column's bytes, so under 2 GB they fit
+    column_bytes = [sum(meta.row_group(g).column(i).total_uncompressed_size for g in range(meta.num_row_groups))
                     for i in range(meta.num_columns)]
-    if all(_flat_type(f.type) for f in schema) and len(schema) == meta.num_columns and max(string_bytes, default=0) < 2**31:
+    if all(_flat_type(f.type) for f in schema) and len(schema) == meta.num_columns and max(column_bytes, default=0) < 2**31:
         con = duckdb.connect(config={"threads": 1})
         done = 0
         try:
