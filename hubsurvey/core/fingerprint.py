@@ -102,9 +102,9 @@ def parquet_batches(path: str, batch_rows: int = _BATCH_ROWS) -> Iterator[pa.Rec
     # each column's uncompressed pages: more than a string column's bytes, so under 2 GB they fit
     column_bytes = [sum(meta.row_group(g).column(i).total_uncompressed_size for g in range(meta.num_row_groups))
                     for i in range(meta.num_columns)]
-    if all(_flat_type(f.type) for f in schema) and len(schema) == meta.num_columns and max(column_bytes, default=0) < 2**31:
+    done = 0  # the rows DuckDB gave
+    if all(_flat_type(f.type) for f in schema) and max(column_bytes, default=0) < 2**31:
         con = duckdb.connect(config={"threads": 1})
-        done = 0
         try:
             relation = con.read_parquet(path)
             with contextlib.suppress(duckdb.Error):  # a DuckDB without the setting prefetches
@@ -118,11 +118,10 @@ def parquet_batches(path: str, batch_rows: int = _BATCH_ROWS) -> Iterator[pa.Rec
         # a value DuckDB refuses and pyarrow reads (a string not UTF-8): pyarrow reads on from that row
         # (DuckDB's error, or an OSError from the Arrow stream once it has started)
         except (duckdb.Error, pa.ArrowException, OSError):
-            yield from _batches_after(source.iter_batches(batch_size=batch_rows, use_threads=False), done)
-            return
+            pass
         finally:
             con.close()
-    yield from source.iter_batches(batch_size=batch_rows, use_threads=False)
+    yield from _batches_after(source.iter_batches(batch_size=batch_rows, use_threads=False), done)
 
 
 def _batches_after(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
