@@ -21,6 +21,8 @@ from __future__ import annotations
 import contextlib
 import re
 import tempfile
+import threading
+from collections import deque
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -80,6 +82,7 @@ EXAMPLE_POSITIONS = 10  # row positions kept per split and example
 #: batch read ahead) are what the near stage holds of the texts, besides its 256 bytes a text.
 #: 2^16 held 30 MB less than 2^17 at the 1M-row benchmark, in no more time.
 NEAR_BATCH_ROWS = 1 << 16
+READ_AHEAD = 2  # batches the thread reads ahead of the pass: two keep it fed (measured against one and three)
 #: DuckDB's memory limit while the near stage's pass runs (``Engine._set_tables_aside``)
 ASIDE_MEMORY_LIMIT = "32MB"
 
@@ -117,26 +120,53 @@ class _NearTexts(near_method.TextSource):
 
     Not from ``rows_all``: the engine drops its text columns before the stage (220 MB at 1M rows of
     the benchmark), once this source has taken, per split, each position's rowid (8 bytes a row).
-    The candidates' texts are read again by position (``Engine._texts_at``)."""
+    The candidates' texts are read again by position (``Engine._texts_at``).
+
+    Its thread starts reading the first batch when the source is made, while DuckDB gives the keys
+    to keep and the engine sets its tables aside, so that the pass does not wait for it. A context
+    manager: leaving it stops the thread."""
 
     def __init__(self, engine: Engine, max_texts: int):
         self.engine, con = engine, engine.con
-        reps = con.sql("SELECT rep, k, n_test > 0 OR n_validation > 0 AS asked FROM near_texts ORDER BY rep").fetchnumpy()
-        self.reps = np.asarray(reps["rep"], dtype=np.int64)
-        self.rep_keys = np.asarray(reps["k"], dtype=np.uint64)
-        self.asked = np.asarray(reps["asked"], dtype=np.bool_)
-        self.rate = near_method.sample_rate(len(self.reps), int(self.asked.sum()), max_texts)
         self.splits = [s for s in CANONICAL_SPLITS if s in engine.data.splits]
-        self.rowid_at: dict[str, np.ndarray] = {}
-        for split in self.splits:
-            got = con.sql(f"SELECT pos, rowid AS r FROM rows_all WHERE split = '{split}'").fetchnumpy()
-            at = np.full(engine.rows[split], -1, dtype=np.int64)
-            at[np.asarray(got["pos"], dtype=np.int64)] = np.asarray(got["r"], dtype=np.int64)
-            self.rowid_at[split] = at
         self._keys: list[np.ndarray] = []
         self._where: list[tuple[int, np.ndarray]] = []  # (split's index in self.splits, positions) per batch
         #: each split's content fingerprint (``hubsurvey.core.fingerprint``), once its batches are read
         self.fingerprints: dict[str, str] = {}
+        self._chosen = threading.Event()  # set when the keys to keep are known, or when the source closes
+        self._closed = False
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="near-read", initializer=near_method.one_thread)
+        self._reading = self._read()
+        self._ahead = deque(self._pool.submit(next, self._reading, None) for _ in range(READ_AHEAD))
+        try:
+            reps = con.sql("SELECT rep, k, n_test > 0 OR n_validation > 0 AS asked FROM near_texts ORDER BY rep").fetchnumpy()
+            self.reps = np.asarray(reps["rep"], dtype=np.int64)
+            self.rep_keys = np.asarray(reps["k"], dtype=np.uint64)
+            self.asked = np.asarray(reps["asked"], dtype=np.bool_)
+            self.rate = near_method.sample_rate(len(self.reps), int(self.asked.sum()), max_texts)
+            self.rowid_at: dict[str, np.ndarray] = {}
+            for split in self.splits:
+                got = con.sql(f"SELECT pos, rowid AS r FROM rows_all WHERE split = '{split}'").fetchnumpy()
+                at = np.full(engine.rows[split], -1, dtype=np.int64)
+                at[np.asarray(got["pos"], dtype=np.int64)] = np.asarray(got["r"], dtype=np.int64)
+                self.rowid_at[split] = at
+        except BaseException:
+            self.close()
+            raise
+        self._chosen.set()
+
+    def __enter__(self) -> _NearTexts:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the reading thread (it ends the batch at hand) and close the files it reads."""
+        self._closed = True
+        self._chosen.set()
+        self._pool.shutdown(wait=True)
+        self._reading.close()
 
     def __len__(self) -> int:
         return len(self.reps)
@@ -156,12 +186,9 @@ class _NearTexts(near_method.TextSource):
         (the fold pass and DuckDB release the GIL): the pass gets both cores, one batch is read ahead.
         The thread's own compiled passes (the fingerprint's) run on it alone: a second team of
         threads beside the pass's slowed both (measured)."""
-        with ThreadPoolExecutor(1, thread_name_prefix="near-read", initializer=near_method.one_thread) as pool:
-            read = self._read()
-            ahead = pool.submit(next, read, None)
-            while (batch := ahead.result()) is not None:
-                ahead = pool.submit(next, read, None)
-                yield batch
+        while (batch := self._ahead.popleft().result()) is not None:
+            self._ahead.append(self._pool.submit(next, self._reading, None))
+            yield batch
 
     def _split_batches(self, split: str) -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
         """(positions, text columns ``t*``) of a split's rows, batch by batch, in order.
@@ -186,9 +213,12 @@ class _NearTexts(near_method.TextSource):
         self.fingerprints[split] = fingerprint.value()
 
     def _read(self) -> Iterator[tuple[Any, np.ndarray]]:
-        last = len(self.reps) - 1
         for code, split in enumerate(self.splits):
             for positions, batch in self._split_batches(split):
+                self._chosen.wait()
+                if self._closed:
+                    return
+                last = len(self.reps) - 1
                 rowids = self.rowid_at[split][positions]
                 at = np.minimum(np.searchsorted(self.reps, rowids), max(last, 0))
                 kept = (self.reps[at] == rowids) if len(self.reps) else np.zeros(len(rowids), dtype=np.bool_)
@@ -805,14 +835,14 @@ class Engine:
         if exact_key is None and not self._hash_is_exact("h_ntext", self.normalized_text, "near_texts", key="k"):
             self.con.execute("DROP TABLE near_texts")
             return collides
-        source = _NearTexts(self, params.max_texts)
-        # the texts are read from the splits' files or tables from here on: rows_all's copy goes
-        self.con.execute('; '.join(f'ALTER TABLE rows_all DROP COLUMN {t}' for t in self.raw_text))
-        self._set_tables_aside()  # and the pages of the texts and the load's hash tables go back now
-        try:
-            pairs = near_method.find_pairs_in(source, params)
-        finally:
-            self._bring_tables_back()
+        with _NearTexts(self, params.max_texts) as source:
+            # the texts are read from the splits' files or tables from here on: rows_all's copy goes
+            self.con.execute('; '.join(f'ALTER TABLE rows_all DROP COLUMN {t}' for t in self.raw_text))
+            self._set_tables_aside()  # and the pages of the texts and the load's hash tables go back now
+            try:
+                pairs = near_method.find_pairs_in(source, params)
+            finally:
+                self._bring_tables_back()
         self.split_fingerprints.update(source.fingerprints)
         keys = source.keys()
         a, b = keys[pairs.pairs[:, 0]], keys[pairs.pairs[:, 1]]
