@@ -165,7 +165,7 @@ class _NearTexts(near_method.TextSource):
         """Stop the reading thread (it ends the batch at hand) and close the files it reads."""
         self._closed = True
         self._chosen.set()
-        self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)  # the batches read ahead are not wanted
         self._reading.close()
 
     def __len__(self) -> int:
