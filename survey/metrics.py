@@ -23,7 +23,7 @@ import re
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -212,7 +212,7 @@ class _NearTexts(near_method.TextSource):
             offset += batch.num_rows
         self.fingerprints[split] = fingerprint.value()
 
-    def _read(self) -> Iterator[tuple[Any, np.ndarray]]:
+    def _read(self) -> Generator[tuple[Any, np.ndarray], None, None]:
         for code, split in enumerate(self.splits):
             for positions, batch in self._split_batches(split):
                 self._chosen.wait()
