@@ -123,8 +123,8 @@ class _NearTexts(near_method.TextSource):
     The candidates' texts are read again by position (``Engine._texts_at``).
 
     Its thread starts reading the first batch when the source is made, while DuckDB gives the keys
-    to keep and the engine sets its tables aside, so that the pass does not wait for it. A context
-    manager: leaving it stops the thread."""
+    to keep and the engine sets its tables aside, so that the pass does not wait for it;
+    :meth:`close` stops it."""
 
     def __init__(self, engine: Engine, max_texts: int):
         self.engine, con = engine, engine.con
@@ -155,12 +155,6 @@ class _NearTexts(near_method.TextSource):
             raise
         self._chosen.set()
 
-    def __enter__(self) -> _NearTexts:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
     def close(self) -> None:
         """Stop the reading thread (it ends the batch at hand) and close the files it reads."""
         self._closed = True
@@ -183,7 +177,8 @@ class _NearTexts(near_method.TextSource):
 
     def batches(self) -> Iterator[tuple[Any, np.ndarray]]:
         """The batches, each read and normalized in a thread while the pass sketches the one before
-        (the fold pass and DuckDB release the GIL): the pass gets both cores, one batch is read ahead.
+        (the fold pass and DuckDB release the GIL): the pass gets both cores, ``READ_AHEAD`` batches
+        are read ahead.
         The thread's own compiled passes (the fingerprint's) run on it alone: a second team of
         threads beside the pass's slowed both (measured)."""
         while (batch := self._ahead.popleft().result()) is not None:
@@ -835,7 +830,7 @@ class Engine:
         if exact_key is None and not self._hash_is_exact("h_ntext", self.normalized_text, "near_texts", key="k"):
             self.con.execute("DROP TABLE near_texts")
             return collides
-        with _NearTexts(self, params.max_texts) as source:
+        with contextlib.closing(_NearTexts(self, params.max_texts)) as source:
             # the texts are read from the splits' files or tables from here on: rows_all's copy goes
             self.con.execute('; '.join(f'ALTER TABLE rows_all DROP COLUMN {t}' for t in self.raw_text))
             self._set_tables_aside()  # and the pages of the texts and the load's hash tables go back now
