@@ -4,7 +4,11 @@ splits are cut into batches, and a stage that fails leaves no thread behind."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -91,3 +95,30 @@ def test_a_near_stage_that_fails_leaves_no_reading_thread(monkeypatch, tmp_path,
     with pytest.raises(InternalError, match="planted failure"):
         _measure(folder)
     assert _reading_threads() == []  # joined, not left waiting for keys that never come
+
+
+_UNDER_WORKQUEUE = """
+import json, sys
+from hubsurvey.survey import metrics
+from hubsurvey.survey.measure import measure_config
+from hubsurvey.survey.sources import FolderSource
+import numba
+metrics.NEAR_BATCH_ROWS = 64  # many batches: the reading thread fingerprints while the pass sketches
+result = measure_config(FolderSource(sys.argv[1]).load("default"), n_configs=1, source="folder", examples=0)
+(row,) = result.rows
+print(json.dumps({"layer": numba.threading_layer(), "near": row["near"],
+                  "fingerprints": [row[f"fingerprint_{s}"] for s in ("train", "validation", "test")]}))
+"""
+
+
+def test_the_near_stage_runs_on_numbas_workqueue_threading_layer(tmp_path):
+    """numba's workqueue layer (its only one where neither TBB nor OpenMP is installed) aborts the
+    process when two threads launch parallel passes at once: the reading thread's must not."""
+    folder = _folder(tmp_path)
+    expected = _measure(folder)
+    run = subprocess.run([sys.executable, "-c", _UNDER_WORKQUEUE, str(folder)], capture_output=True, text=True,
+                         env=os.environ | {"NUMBA_THREADING_LAYER": "workqueue"}, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got == {"layer": "workqueue", "near": expected["near"],
+                   "fingerprints": [expected[f"fingerprint_{s}"] for s in ("train", "validation", "test")]}

@@ -41,7 +41,7 @@ import hashlib
 import json
 import math
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import duckdb
 import numba
@@ -199,8 +199,8 @@ def _digest_sum_of_columns(columns: Sequence[pa.Array]) -> int:
         valid.append(np.asarray(values.is_valid(), dtype=np.uint8) if kind != _BYTES and values.null_count
                      else np.ones(n, dtype=np.uint8))
     limbs = np.empty((n, 4), dtype=np.uint32)
-    _md5_columns(np.concatenate(datas) if datas else np.zeros(0, np.uint8), np.stack(offsets),
-                 np.array(kinds, dtype=np.uint8), np.stack(valid), ints, limbs, _MD5_INIT)
+    _md5_pass()(np.concatenate(datas) if datas else np.zeros(0, np.uint8), np.stack(offsets),
+                np.array(kinds, dtype=np.uint8), np.stack(valid), ints, limbs, _MD5_INIT)
     sums = limbs.sum(axis=0, dtype=np.uint64)  # < 2**32 rows a batch: no limb sum overflows
     return sum(int(limb) << (32 * i) for i, limb in enumerate(sums)) & _MASK
 
@@ -504,52 +504,83 @@ def _md5_columns(data, offsets, kinds, valid, ints, out, init):  # pragma: no co
     as many blocks (up to ``_PAIRED_BLOCKS``; a longer one, for the next that fits), and the two
     go through together as far as both have blocks. A row longer than the buffer is digested
     alone, a slice at a time."""
+    for task in numba.prange(_tasks(offsets)):
+        _md5_task(data, offsets, kinds, valid, ints, out, init, task)
+
+
+@compiled()
+def _md5_columns_here(data, offsets, kinds, valid, ints, out, init):  # pragma: no cover - compiled
+    """:func:`_md5_columns` on the calling thread alone, not launched through numba's threading
+    layer: its workqueue layer (the one numba has where neither TBB nor OpenMP is installed) aborts
+    the process when two threads launch parallel passes at once, and the near stage's reading
+    thread fingerprints while the pass sketches."""
+    for task in range(_tasks(offsets)):
+        _md5_task(data, offsets, kinds, valid, ints, out, init, task)
+
+
+@compiled(inline="always")
+def _tasks(offsets):  # pragma: no cover - compiled
+    return (offsets.shape[1] - 1 + _ROWS_PER_TASK - 1) // _ROWS_PER_TASK
+
+
+@compiled(inline="always")
+def _md5_task(data, offsets, kinds, valid, ints, out, init, task):  # pragma: no cover - compiled
+    """The rows of one task of :func:`_md5_columns` (``_ROWS_PER_TASK`` of them)."""
     n = offsets.shape[1] - 1
-    for task in numba.prange((n + _ROWS_PER_TASK - 1) // _ROWS_PER_TASK):
-        scratch = np.empty(_SCRATCH_ROOM, dtype=np.uint8)
-        words = scratch.view(np.uint32)
-        # a waiting row per block count, and one for the rows longer than _PAIRED_BLOCKS
-        waiting = np.empty((_PAIRED_BLOCKS + 1, _SCRATCH_ROOM), dtype=np.uint8)
-        waiting_row = np.full(_PAIRED_BLOCKS + 1, -1, dtype=np.int64)
-        waiting_blocks = np.zeros(_PAIRED_BLOCKS + 1, dtype=np.int64)
-        state = np.empty(4, dtype=np.uint32)
-        state_waiting = np.empty(4, dtype=np.uint32)
-        digits = np.empty(20, dtype=np.uint8)
-        for r in range(task * _ROWS_PER_TASK, min(n, (task + 1) * _ROWS_PER_TASK)):
-            size = _row_bytes(offsets, kinds, valid, ints, r)
-            if size + 72 > _SCRATCH_ROOM:  # 72: the most padding there is
-                state[:] = init
-                _streamed_row(data, offsets, kinds, valid, ints, r, scratch, words, state, digits)
-                out[r, :] = state
-                continue
-            slot = min((size + 8) // 64 + 1, _PAIRED_BLOCKS + 1) - 1  # its padded blocks, less one
-            if waiting_row[slot] < 0:
-                waiting_blocks[slot] = _whole_row(data, offsets, kinds, valid, ints, r, waiting[slot], digits)
-                waiting_row[slot] = r
-                continue
-            blocks = _whole_row(data, offsets, kinds, valid, ints, r, scratch, digits)
-            other = waiting[slot].view(np.uint32)
+    scratch = np.empty(_SCRATCH_ROOM, dtype=np.uint8)
+    words = scratch.view(np.uint32)
+    # a waiting row per block count, and one for the rows longer than _PAIRED_BLOCKS
+    waiting = np.empty((_PAIRED_BLOCKS + 1, _SCRATCH_ROOM), dtype=np.uint8)
+    waiting_row = np.full(_PAIRED_BLOCKS + 1, -1, dtype=np.int64)
+    waiting_blocks = np.zeros(_PAIRED_BLOCKS + 1, dtype=np.int64)
+    state = np.empty(4, dtype=np.uint32)
+    state_waiting = np.empty(4, dtype=np.uint32)
+    digits = np.empty(20, dtype=np.uint8)
+    for r in range(task * _ROWS_PER_TASK, min(n, (task + 1) * _ROWS_PER_TASK)):
+        size = _row_bytes(offsets, kinds, valid, ints, r)
+        if size + 72 > _SCRATCH_ROOM:  # 72: the most padding there is
             state[:] = init
-            state_waiting[:] = init
-            both = min(blocks, waiting_blocks[slot])
-            _md5_blocks_two(words, other, both, state, state_waiting)
-            _md5_blocks(words[16 * both:], blocks - both, state)
-            _md5_blocks(other[16 * both:], waiting_blocks[slot] - both, state_waiting)
+            _streamed_row(data, offsets, kinds, valid, ints, r, scratch, words, state, digits)
             out[r, :] = state
-            out[waiting_row[slot], :] = state_waiting
-            waiting_row[slot] = -1
-        for slot in range(_PAIRED_BLOCKS + 1):
-            if waiting_row[slot] >= 0:
-                state[:] = init
-                _md5_blocks(waiting[slot].view(np.uint32), waiting_blocks[slot], state)
-                out[waiting_row[slot], :] = state
+            continue
+        slot = min((size + 8) // 64 + 1, _PAIRED_BLOCKS + 1) - 1  # its padded blocks, less one
+        if waiting_row[slot] < 0:
+            waiting_blocks[slot] = _whole_row(data, offsets, kinds, valid, ints, r, waiting[slot], digits)
+            waiting_row[slot] = r
+            continue
+        blocks = _whole_row(data, offsets, kinds, valid, ints, r, scratch, digits)
+        other = waiting[slot].view(np.uint32)
+        state[:] = init
+        state_waiting[:] = init
+        both = min(blocks, waiting_blocks[slot])
+        _md5_blocks_two(words, other, both, state, state_waiting)
+        _md5_blocks(words[16 * both:], blocks - both, state)
+        _md5_blocks(other[16 * both:], waiting_blocks[slot] - both, state_waiting)
+        out[r, :] = state
+        out[waiting_row[slot], :] = state_waiting
+        waiting_row[slot] = -1
+    for slot in range(_PAIRED_BLOCKS + 1):
+        if waiting_row[slot] >= 0:
+            state[:] = init
+            _md5_blocks(waiting[slot].view(np.uint32), waiting_blocks[slot], state)
+            out[waiting_row[slot], :] = state
+
+
+def _md5_pass() -> Callable[..., None]:
+    """The MD5 pass for the calling thread: the parallel one, unless numba's threading layer is its
+    workqueue (not thread-safe) and the thread runs one thread's passes (the near stage's reading
+    thread, while the pass sketches). The parallel one on one thread ran 1.4x faster than the same
+    code compiled without ``parallel`` (measured), so it stays wherever the layer allows it."""
+    if numba.get_num_threads() == 1 and numba.threading_layer() == "workqueue":  # get_num_threads starts the layer
+        return _md5_columns_here
+    return _md5_columns
 
 
 def _md5_rows(data: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> None:
     """``out[r]``: the MD5 digest of ``data[offsets[r]:offsets[r + 1]]`` as four little-endian words."""
     if len(out):
-        _md5_columns(data, offsets.astype(np.int64).reshape(1, -1), np.full(1, _BYTES, dtype=np.uint8),
-                     np.ones((1, len(out)), dtype=np.uint8), np.zeros((0, 0), dtype=np.int64), out, _MD5_INIT)
+        _md5_pass()(data, offsets.astype(np.int64).reshape(1, -1), np.full(1, _BYTES, dtype=np.uint8),
+                    np.ones((1, len(out)), dtype=np.uint8), np.zeros((0, 0), dtype=np.int64), out, _MD5_INIT)
 
 
 def _joined(*parts: pa.Array | bytes) -> pa.Array:
