@@ -308,11 +308,11 @@ def whole_process(folder: Path, repeat: int, timeout: float, rows: int) -> None:
         for kind in ("audit", "audit (numpy)"):
             rounds = [(a["seconds"], b["seconds"]) for a, b in zip(runs[kind], runs["audit --no-near"])
                       if "seconds" in a and "seconds" in b]
-            added = [a - b for a, b in rounds]
-            if added:
+            if rounds:
+                added = statistics.median(a - b for a, b in rounds)
                 share = statistics.median((a - b) / a for a, b in rounds)
-                print(f"{kind}: the near stage adds {statistics.median(added):.1f} s (median of {len(added)} rounds), "
-                      f"{share:.0%} of the audit, {rows / statistics.median(added):,.0f} rows/s")
+                print(f"{kind}: the near stage adds {added:.1f} s (median of {len(rounds)} rounds), "
+                      f"{share:.0%} of the audit, {rows / added:,.0f} rows/s")
 
 
 if __name__ == "__main__":
