@@ -219,12 +219,20 @@ def _text_shingles(data: np.ndarray, start: int, stop: int, cap: int, n: int, se
     empty text too) is one, over its own code points, tagged with its length so it equals no
     n-gram. Returns (shingles, whether the cap cut it).
 
-    The text is decoded into ``points`` a buffer at a time (:func:`_shingle_buffers`), and each
-    buffer's shingles are hashed by position, loop over loop (every shingle's polynomial, then
-    every mix): independent lanes the compiler vectorizes, where a rolling hash carries each
-    shingle's value into the next (measured: 2.4x the time of this hashing)."""
+    The text is decoded into ``points`` a buffer at a time (:func:`_shingle_buffers`). A buffer's
+    first polynomial is computed whole and each next one from it, rolling (the code point that
+    leaves times ``_P ** (n - 1)`` taken off, then one step of Horner's rule): two multiplications
+    a shingle where the whole polynomial takes n - 1, and the same value modulo 2^64. The shingles
+    are mixed into ``hashes``, and only then dropped into their bins, in a loop of their own: in
+    the rolling loop, each bin's load waited on stores whose bins were not known yet (the bins
+    cost 0.45 s there, against 0.12 s in their own loop). On the benchmark's 800k train texts, on
+    one thread: 0.62 s to roll and 0.12 s for the bins, where every polynomial computed whole,
+    loop over loop in the compiler's vector lanes, took 0.89 s."""
     room = len(out)
     signed = len(sig) > 0
+    lead = np.uint64(1)  # _P ** (n - 1): the weight of a shingle's first code point
+    for _ in range(n - 1):
+        lead = lead * _P
     limit = len(points)
     i = start
     count = 0  # code points decoded
@@ -243,13 +251,13 @@ def _text_shingles(data: np.ndarray, start: int, stop: int, cap: int, n: int, se
         whole = kept - n + 1  # the shingles whose n code points are all in the buffer
         if whole <= 0:
             continue  # the text ended before n code points (or a buffer ended: never, it holds n)
-        for k in range(whole):
-            hashes[k] = points[k]
-        for q in range(1, n):
-            for k in range(whole):
-                hashes[k] = hashes[k] * _P + points[k + q]
-        for k in range(whole):
-            hashes[k] = _mix1(hashes[k] ^ seed)
+        h = np.uint64(0)  # the buffer's first shingle by Horner's rule, then each from the one before
+        for q in range(n):
+            h = h * _P + points[q]
+        hashes[0] = _mix1(h ^ seed)
+        for k in range(1, whole):
+            h = (h - points[k - 1] * lead) * _P + points[k + n - 1]
+            hashes[k] = _mix1(h ^ seed)
         for k in range(min(whole, room - made)):
             out[made + k] = hashes[k]
         if signed:
