@@ -19,7 +19,16 @@ Jaccard). Each side runs in its own subprocess (its own peak RSS), one after the
   one thread, as it always was);
 - ``datasketch`` and ``rensa``: datasketch MinHash + MinHashLSH, and rensa's Rust MinHash + LSH, on
   the same shingles, every candidate verified (``bench_near_candidates.py``'s runners; rensa only
-  if it is installed).
+  if it is installed);
+- ``before`` (with ``--before PYTHON``): the same stage run by hubsurvey as it was before the
+  compiled pass, the very stage the rate target's "now about 71k rows/s" measured, installed in an
+  environment of its own whose interpreter is ``PYTHON``::
+
+      git worktree add /tmp/before e997ff0^ && python -m venv /tmp/before-env
+      /tmp/before-env/bin/pip install -e /tmp/before
+
+  Its rate here says how fast this machine is against the one where the target was set, and the
+  benchmark prints the target in this machine's terms.
 
 Then whole processes, median of ``--repeat``: ``hubsurvey audit`` (the compiled pass), the same
 with the numpy path, and ``audit --no-near``, each with its peak RSS; and, round by round, what the
@@ -49,7 +58,6 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from near_data import generate_near
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"  # the numpy reference: tests/near_numpy.py
 RATE_TARGET = 400_000  # rows/s, the stage on 2 cores
@@ -135,6 +143,30 @@ def child(folder: Path, numpy_path: bool, warm: bool = False) -> None:
                                                       "test_rows_near_train_conflicting_label")}}))
 
 
+def child_before(folder: Path) -> None:
+    """The stage as the hubsurvey installed beside this interpreter measures it (``--before``): wall,
+    CPU, peak RSS and its figures, as ``child`` prints them."""
+    from hubsurvey.core.figures import NEAR_METHOD
+    from hubsurvey.survey.measure import measure_config
+    from hubsurvey.survey.sources import FolderSource
+
+    imported = Path(sys.modules["hubsurvey"].__file__).resolve()
+    if Path(__file__).resolve().parents[1] in imported.parents:
+        sys.exit(f"--before: {sys.executable} imports this checkout's hubsurvey ({imported.parent}), not the code before")
+    data = FolderSource(folder).load("default")
+    started = time.perf_counter()
+    cpu0 = time.process_time()
+    result = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0)
+    seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu0
+    (row,) = result.rows
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "rows": sum(s.num_rows for s in data.splits.values()), "near": json.loads(row["near"]),
+                      "figures": {k: row[k] for k in ("test_rows_near_train", "test_rows_near_repeated",
+                                                      "validation_rows_near_train", "near_contaminated_test_pct",
+                                                      "test_rows_near_train_conflicting_label")}}))
+
+
 def measure_process(cmd: list[str]) -> None:
     """Run ``cmd`` as this process's only child; print its wall time and peak RSS (JSON)."""
     started = time.perf_counter()
@@ -192,7 +224,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/hubsurvey-bench"))
     parser.add_argument("--repeat", type=int, default=3, help="whole-process runs of each kind (the median is shown)")
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--before", type=Path, metavar="PYTHON",
+                        help="the interpreter of an environment where hubsurvey from before the compiled pass is installed "
+                             "(see above): its stage runs too, as the rate target's own baseline")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child-before", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--numpy-path", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
@@ -204,7 +240,11 @@ def main() -> None:
     if args.child:
         child(args.child, args.numpy_path, args.warm)
         return
-    if args.generate:
+    if args.child_before:
+        child_before(args.child_before)
+        return
+    if args.generate:  # imported here: it imports hubsurvey, which --child-before takes from its own environment
+        from near_data import generate_near
         print(generate_near(args.out, args.rows)[0])
         return
     # Generated in a child: a child process starts with its parent's peak RSS as its own on Linux,
@@ -224,6 +264,8 @@ def main() -> None:
         "numpy-1t": ([sys.executable, __file__, "--child", str(folder), "--numpy-path"], one_thread),
         "datasketch": ([sys.executable, str(candidates), "--child", "datasketch", "--folder", str(folder)], None),
     }
+    if args.before:
+        runs["before"] = ([str(args.before), __file__, "--child-before", str(folder)], None)
     try:
         import rensa  # noqa: F401
         runs["rensa"] = ([sys.executable, str(candidates), "--child", "rensa-flags", "--folder", str(folder)], None)
@@ -244,7 +286,7 @@ def main() -> None:
         if "error" in r:
             print(f"{name:13}{r['error'][:60]:>60}{_load(r):>11}")
             continue
-        rec = {t: f"{g}/{w} {g / w if w else 1:.3f}" for t, (g, w) in r["recall"].items()}
+        rec = {t: f"{g}/{w} {g / w if w else 1:.3f}" for t, (g, w) in r["recall"].items()} if "recall" in r else {"0.8": "-", "0.6": "-"}
         print(f"{name:13}{r['seconds']:>8.1f}{r['cpu']:>8.1f}{r['rows'] / r['seconds']:>10,.0f}{r['peak_rss_mb']:>9.0f}"
               f"{rec['0.8']:>16}{rec['0.6']:>16}{_load(r):>11}")
     if "near" in results.get("compiled", {}):
@@ -265,6 +307,18 @@ def main() -> None:
               f"{numpy_s / results['compiled-warm']['seconds']:.2f}x warm; the rate target is "
               f"{RATE_TARGET / NUMPY_PATH_RATE_THEN:.2f}x ({RATE_TARGET:,} against the numpy path's {NUMPY_PATH_RATE_THEN:,} rows/s "
               f"where it was set)")
+    if all("seconds" in results.get(k, {}) for k in ("compiled", "compiled-warm", "before")):
+        before = results["before"]
+        same = before["figures"] == results["compiled"]["figures"] and all(
+            before["near"].get(k) == v for k, v in results["compiled"]["near"].items() if k in before["near"])
+        then = RATE_TARGET / NUMPY_PATH_RATE_THEN
+        here = RATE_TARGET * (before["rows"] / before["seconds"]) / NUMPY_PATH_RATE_THEN
+        print(f"the stage on 2 cores against the code before the compiled pass (same run): "
+              f"{before['seconds'] / results['compiled']['seconds']:.2f}x, {before['seconds'] / results['compiled-warm']['seconds']:.2f}x warm "
+              f"(the target: {then:.2f}x); figures identical: {same}")
+        print(f"that code ran at {before['rows'] / before['seconds']:,.0f} rows/s here, against {NUMPY_PATH_RATE_THEN:,} where the target "
+              f"was set: the target in this machine's terms is {here:,.0f} rows/s, and the stage ran at "
+              f"{results['compiled']['rows'] / results['compiled']['seconds']:,.0f} ({results['compiled-warm']['rows'] / results['compiled-warm']['seconds']:,.0f} warm)")
     if all("seconds" in results.get(k, {}) for k in ("compiled", "compiled-warm")):
         print(f"a survey worker's next config (compiled-warm) against a first measurement (compiled): "
               f"{results['compiled-warm']['seconds']:.1f} s against {results['compiled']['seconds']:.1f} s")
