@@ -56,6 +56,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -87,9 +88,7 @@ def child(folder: Path, numpy_path: bool, warm: bool = False) -> None:
 
     if numpy_path:
         _use_numpy_path()
-    from hubsurvey.core.figures import NEAR_METHOD
     from hubsurvey.survey import near
-    from hubsurvey.survey.measure import measure_config
     from hubsurvey.survey.normalize import normalize_text
     from hubsurvey.survey.sources import FolderSource
 
@@ -113,13 +112,9 @@ def child(folder: Path, numpy_path: bool, warm: bool = False) -> None:
     near.find_pairs_in = capture
     data = FolderSource(folder).load("default")
     if warm:  # once untimed: what a survey worker has done before its next config
-        measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0)
+        _timed_stage(data)
         data = FolderSource(folder).load("default")
-    started = time.perf_counter()
-    cpu0 = time.process_time()
-    result = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0)
-    seconds = time.perf_counter() - started
-    cpu = time.process_time() - cpu0
+    result, seconds, cpu = _timed_stage(data)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     import pyarrow.parquet as pq
 
@@ -135,36 +130,40 @@ def child(folder: Path, numpy_path: bool, warm: bool = False) -> None:
             b = normalize_text(texts[p["b_split"]][p["b"]].as_py())
             got += a == b or (a, b) in pairs or (b, a) in pairs
         recall[str(tau)] = [got, len(want)]
+    print(_stage_json(data, result, seconds, cpu, peak_mb, recall=recall))
+
+
+def _timed_stage(data: Any) -> tuple[Any, float, float]:
+    """``measure_config`` with the near method alone on ``data``: its result, wall and CPU seconds."""
+    from hubsurvey.core.figures import NEAR_METHOD
+    from hubsurvey.survey.measure import measure_config
+
+    started, cpu0 = time.perf_counter(), time.process_time()
+    result = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0)
+    return result, time.perf_counter() - started, time.process_time() - cpu0
+
+
+def _stage_json(data: Any, result: Any, seconds: float, cpu: float, peak_mb: float, **extra: Any) -> str:
+    """A timed stage's line: its times, peak, rows, near provenance and figures (and ``extra``)."""
     (row,) = result.rows
-    print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_rss_mb": peak_mb, "rows": sum(s.num_rows for s in data.splits.values()),
-                      "near": json.loads(row["near"]), "recall": recall,
-                      "figures": {k: row[k] for k in ("test_rows_near_train", "test_rows_near_repeated",
-                                                      "validation_rows_near_train", "near_contaminated_test_pct",
-                                                      "test_rows_near_train_conflicting_label")}}))
+    return json.dumps({"seconds": seconds, "cpu": cpu, "peak_rss_mb": peak_mb, "rows": sum(s.num_rows for s in data.splits.values()),
+                       "near": json.loads(row["near"]), **extra,
+                       "figures": {k: row[k] for k in ("test_rows_near_train", "test_rows_near_repeated",
+                                                       "validation_rows_near_train", "near_contaminated_test_pct",
+                                                       "test_rows_near_train_conflicting_label")}})
 
 
 def child_before(folder: Path) -> None:
     """The stage as the hubsurvey installed beside this interpreter measures it (``--before``): wall,
     CPU, peak RSS and its figures, as ``child`` prints them."""
-    from hubsurvey.core.figures import NEAR_METHOD
-    from hubsurvey.survey.measure import measure_config
     from hubsurvey.survey.sources import FolderSource
 
     imported = Path(sys.modules["hubsurvey"].__file__).resolve()
     if Path(__file__).resolve().parents[1] in imported.parents:
         sys.exit(f"--before: {sys.executable} imports this checkout's hubsurvey ({imported.parent}), not the code before")
     data = FolderSource(folder).load("default")
-    started = time.perf_counter()
-    cpu0 = time.process_time()
-    result = measure_config(data, n_configs=1, source="folder", methods=[NEAR_METHOD], examples=0)
-    seconds = time.perf_counter() - started
-    cpu = time.process_time() - cpu0
-    (row,) = result.rows
-    print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                      "rows": sum(s.num_rows for s in data.splits.values()), "near": json.loads(row["near"]),
-                      "figures": {k: row[k] for k in ("test_rows_near_train", "test_rows_near_repeated",
-                                                      "validation_rows_near_train", "near_contaminated_test_pct",
-                                                      "test_rows_near_train_conflicting_label")}}))
+    result, seconds, cpu = _timed_stage(data)
+    print(_stage_json(data, result, seconds, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
 
 
 def measure_process(cmd: list[str]) -> None:
