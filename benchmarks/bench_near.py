@@ -310,14 +310,13 @@ def main() -> None:
         before = results["before"]
         same = before["figures"] == results["compiled"]["figures"] and all(
             before["near"].get(k) == v for k, v in results["compiled"]["near"].items() if k in before["near"])
-        then = RATE_TARGET / NUMPY_PATH_RATE_THEN
-        here = RATE_TARGET * (before["rows"] / before["seconds"]) / NUMPY_PATH_RATE_THEN
+        rate = {k: results[k]["rows"] / results[k]["seconds"] for k in ("compiled", "compiled-warm", "before")}
         print(f"the stage on 2 cores against the code before the compiled pass (same run): "
-              f"{before['seconds'] / results['compiled']['seconds']:.2f}x, {before['seconds'] / results['compiled-warm']['seconds']:.2f}x warm "
-              f"(the target: {then:.2f}x); figures identical: {same}")
-        print(f"that code ran at {before['rows'] / before['seconds']:,.0f} rows/s here, against {NUMPY_PATH_RATE_THEN:,} where the target "
-              f"was set: the target in this machine's terms is {here:,.0f} rows/s, and the stage ran at "
-              f"{results['compiled']['rows'] / results['compiled']['seconds']:,.0f} ({results['compiled-warm']['rows'] / results['compiled-warm']['seconds']:,.0f} warm)")
+              f"{rate['compiled'] / rate['before']:.2f}x, {rate['compiled-warm'] / rate['before']:.2f}x warm "
+              f"(the target: {RATE_TARGET / NUMPY_PATH_RATE_THEN:.2f}x); figures identical: {same}")
+        print(f"that code ran at {rate['before']:,.0f} rows/s here, against {NUMPY_PATH_RATE_THEN:,} where the target "
+              f"was set: the target in this machine's terms is {RATE_TARGET * rate['before'] / NUMPY_PATH_RATE_THEN:,.0f} rows/s, "
+              f"and the stage ran at {rate['compiled']:,.0f} ({rate['compiled-warm']:,.0f} warm)")
     if all("seconds" in results.get(k, {}) for k in ("compiled", "compiled-warm")):
         print(f"a survey worker's next config (compiled-warm) against a first measurement (compiled): "
               f"{results['compiled-warm']['seconds']:.1f} s against {results['compiled']['seconds']:.1f} s")
