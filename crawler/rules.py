@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from hubsurvey.core.options import flag, greater_than_zero, unlimited_if_zero
 from hubsurvey.core.roles import infer_roles
 from hubsurvey.core.splits import canonical_split
 
@@ -37,19 +38,36 @@ _SIZE_LOWER_BOUNDS = {
 }
 
 
+def _listed(_name: str, values: list[str] | None) -> list[str]:
+    return list(values or [])
+
+
+def _limit(name: str, value: int | None) -> int | None:
+    limit = unlimited_if_zero(name, value)
+    return None if limit is None else int(limit)
+
+
 @dataclass
 class CrawlFilters:
     """What to list and what to keep. The defaults reproduce the survey."""
 
-    max_rows: int = 1_000_000  # keep datasets with fewer rows than this, in total
-    allow_gated: bool = False
+    # the command line's options (crawl, run): each declared on its field, in the order help lists them
+    authors: list[str] = field(default_factory=list, metadata=flag(  # allow list (empty: everyone)
+        "--author", "Only these authors (repeatable)", type=list[str] | None, default=None, parse=_listed))
+    deny_authors: list[str] = field(default_factory=list, metadata=flag(
+        "--deny-author", "Never these authors (repeatable)", type=list[str] | None, default=None, parse=_listed))
+    task_categories: list[str] = field(default_factory=list, metadata=flag(
+        "--task", "task_categories filter (repeatable)", type=list[str] | None, default=None, parse=_listed))
+    languages: list[str] = field(default_factory=list, metadata=flag(
+        "--language", "language filter (repeatable)", type=list[str] | None, default=None, parse=_listed))
+    search: str | None = field(default=None, metadata=flag("--search", "Dataset name contains"))
+    limit: int | None = field(default=None, metadata=flag(
+        "--limit", "List at most N datasets (0: no limit)", parse=_limit))
+    max_rows: int = field(default=1_000_000, metadata=flag(  # keep datasets with fewer rows than this, in total
+        "--max-rows", "Keep datasets with fewer rows than this", parse=greater_than_zero))
+    allow_gated: bool = field(default=False, metadata=flag(
+        "--allow-gated", "Also keep gated datasets (needs HF_TOKEN)"))
     require_text: bool = True
-    authors: list[str] = field(default_factory=list)  # allow list (empty: everyone)
-    deny_authors: list[str] = field(default_factory=list)
-    task_categories: list[str] = field(default_factory=list)
-    languages: list[str] = field(default_factory=list)
-    search: str | None = None
-    limit: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)

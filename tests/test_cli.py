@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -19,6 +20,7 @@ from typer.testing import CliRunner
 
 from hubsurvey import __version__
 from hubsurvey.cli import COMMANDS, app
+from hubsurvey.core.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -101,11 +103,137 @@ def test_out_of_range_values_are_one_line_exit_2(tmp_path, args):
 
 
 def test_zero_means_unlimited():
-    from hubsurvey.commands.crawl import filters_from_options
-    from hubsurvey.commands.survey import _run_options
+    from hubsurvey.commands.crawl import FILTERS
+    from hubsurvey.commands.survey import RUN
 
-    assert filters_from_options(None, None, None, None, None, 0, 10, False).limit is None
-    assert _run_options(max_hours=0).max_hours is None and _run_options(max_hours=0.5).max_hours == 0.5
+    assert FILTERS.value({"limit": 0, "max_rows": 10}).limit is None and FILTERS.value({"limit": 7}).limit == 7
+    assert RUN.value({"max_hours": 0}).max_hours is None and RUN.value({"max_hours": 0.5}).max_hours == 0.5
+
+
+# --- options declared once: on their fields, shared as groups ------------------------------------------
+
+def _options_of(command: str) -> dict[str, Any]:
+    """A command's options as click sees them, by flag."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    return {p.opts[0]: p for p in group.commands[command].params if p.param_type_name == "option"}
+
+
+def _help_entries(command: str) -> dict[str, str]:
+    """Each option's entry in ``hubsurvey COMMAND -h``, by flag, whitespace normalized (the column
+    widths differ between commands)."""
+    entries: dict[str, list[str]] = {}
+    current = None
+    for line in runner.invoke(app, [command, "-h"]).stdout.split("Options:", 1)[1].splitlines():
+        if match := re.match(r"^  (-\w, )?(--[\w-]+)", line):
+            current = entries.setdefault(match[2], [])
+        if current is not None:
+            current.append(line)
+    return {flag: " ".join(" ".join(lines).split()) for flag, lines in entries.items()}
+
+
+def test_every_run_option_is_reachable_from_run_with_its_default():
+    """Every RunOptions field is set by a flag of `run` (or an executor's: `executor_options`), and
+    `run` with no option gives RunOptions' defaults; a field the command line never sets says so."""
+    from dataclasses import fields
+
+    from hubsurvey.commands.survey import RUN
+    from hubsurvey.core.options import declared, field_default
+    from hubsurvey.core.steps import RunOptions
+    from hubsurvey.survey.executors import EXECUTORS
+
+    flags = _options_of("run")
+    not_on_the_command_line = {"max_attempts", "crawl"}  # set by library callers and tests only
+    for f in fields(RunOptions):
+        if f.name == "executor_options":
+            for executor in EXECUTORS.values():
+                assert all(how.flag in flags for _f, how in declared(executor.options)), executor.name
+        elif f.name not in not_on_the_command_line:
+            assert f.metadata["cli"].flag in flags, f.name
+    # the defaults: what run builds from its options when none is given, against RunOptions' own
+    built = RUN.value({})
+    for f in fields(RunOptions):
+        expected = {"report_dir": Path("out")}.get(f.name, field_default(f))  # run writes its report to out/
+        assert getattr(built, f.name) == expected, f.name
+    # each flag reaches its field: a value other than the default, given on the command line
+    given = {"workers": 3, "max_hours": 2.0, "job_timeout": 60.0, "memory_mb": 512, "report_dir": Path("r"),
+             "roles": Path("roles.toml"), "retry_failed": ["all"], "cache_dir": Path("c"), "max_cache_gb": 1.5,
+             "keep_cache": True, "examples": 0, "no_near": True, "no_crossleaks": True, "copy_threshold": 0.5,
+             "no_exposure": True, "max_models": 7, "dask": "tcp://h:8786"}
+    options = RUN.value(given)
+    assert (options.workers, options.max_hours, options.job_timeout, options.memory_mb) == (3, 2.0, 60.0, 512)
+    assert (options.report_dir, options.roles_file, options.retry_failed, options.cache_dir) == (Path("r"), "roles.toml", (), Path("c"))
+    assert (options.max_cache_gb, options.keep_cache, options.examples, options.copy_threshold) == (1.5, True, 0, 0.5)
+    assert (options.near, options.crossleaks, options.exposure, options.max_models) == (False, False, False, 7)
+    assert options.executor == "dask" and options.executor_options == {"dask": "tcp://h:8786"}
+    assert options.as_json()["dask"] == "tcp://h:8786"  # recorded with the run as before
+    assert RUN.value({"retry_failed": ["timeout"]}).retry_failed == ("timeout",)
+    assert set(flags) - {"--db"} == {p.opts[0] for p in _cli_params(RUN)} | _group_flags("FILTERS") | _group_flags("HUB")
+
+
+def _cli_params(group) -> list[Any]:
+    """A group's options as click sees them, on a command that takes the group alone."""
+    import typer
+    import typer.main
+
+    from hubsurvey.commands.options import takes
+
+    def alone(value=None) -> None:
+        pass
+
+    only = typer.Typer(add_completion=False)
+    only.command()(takes(value=group)(alone))
+    return [p for p in typer.main.get_command(only).params if p.param_type_name == "option"]
+
+
+def _group_flags(name: str) -> set[str]:
+    from hubsurvey.commands import crawl, options
+
+    return {p.opts[0] for p in _cli_params(getattr(options, name, None) or getattr(crawl, name))}
+
+
+@pytest.mark.parametrize("group, commands", [
+    ("HUB", ["crawl", "run", "contamination"]),
+    ("HUB_API", ["exposure"]),
+    ("FILTERS", ["crawl", "run"]),
+])
+def test_each_option_group_appears_identically_on_every_command_taking_it(group, commands):
+    from hubsurvey.commands import crawl, options
+
+    declared = _cli_params(getattr(options, group, None) or getattr(crawl, group))
+    assert declared
+    entries = {command: _help_entries(command) for command in commands}
+    for option in declared:
+        flag = option.opts[0]
+        shown = {command: entries[command][flag] for command in commands}
+        assert len(set(shown.values())) == 1 and flag in shown[commands[0]], shown
+        assert {_options_of(command)[flag].default for command in commands} == {option.default}, flag
+    # the Hub options build the overrides of Settings, and nothing else
+    if group == "HUB":
+        from hubsurvey.commands.options import HUB
+        from hubsurvey.core.settings import Settings
+
+        hub = HUB.value({"rate": 2.0, "plan": "pro"})
+        assert hub.overrides() == {"rate": 2.0, "file_rate": None, "plan": "pro", "deadline": None}
+        settings = hub.settings()
+        assert isinstance(settings, Settings) and settings.rate == 2.0 and settings.plan == "pro"
+
+
+def test_the_executor_check_is_one_and_each_executor_declares_its_options():
+    from hubsurvey.survey.executors import chosen_executor
+
+    assert chosen_executor(None, {}) == ("local", {})
+    assert chosen_executor(None, {"dask": "tcp://h:8786"}) == ("dask", {"dask": "tcp://h:8786"})
+    assert chosen_executor("dask", {"dask": "tcp://h:8786"}) == ("dask", {"dask": "tcp://h:8786"})
+    for name, given, message in [
+        ("dask", {}, "--executor dask needs the scheduler's address: --dask tcp://scheduler:8786"),
+        ("ray", {}, "--executor must be one of local, dask, not 'ray'"),
+        ("local", {"dask": "tcp://h:1"}, "--dask is an option of --executor dask; it contradicts --executor local"),
+    ]:
+        with pytest.raises(UsageError) as raised:
+            chosen_executor(name, given)
+        assert str(raised.value) == message
 
 
 # --- errors: one line, the right code --------------------------------------------------------------------

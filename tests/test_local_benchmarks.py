@@ -198,12 +198,12 @@ def test_a_path_out_of_the_folder_refuses_the_file_before_anything_runs(evals, e
 
 
 def test_local_benchmarks_never_go_to_a_cluster(evals):
-    from hubsurvey.commands.survey import _run_options
+    from hubsurvey.commands.survey import RUN
 
     toml = local_toml(evals / "b.toml", ["qa.jsonl"])
     with pytest.raises(UsageError, match=r"local benchmarks \(local:qa\) never leave this machine"):
-        _run_options(executor="dask", dask="tcp://127.0.0.1:1", benchmarks=str(toml))
-    assert _run_options(benchmarks=str(toml)).benchmarks == str(toml)
+        RUN.value({"executor": "dask", "dask": "tcp://127.0.0.1:1", "benchmarks": str(toml)})
+    assert RUN.value({"benchmarks": str(toml)}).benchmarks == str(toml)
 
 
 def test_a_benchmark_that_cannot_be_read_fails_alone(evals, shared_datasets):

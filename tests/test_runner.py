@@ -175,7 +175,8 @@ def test_dask_local_cluster_equals_the_local_run(minihub, clean_run, tmp_path):
     with distributed.LocalCluster(  # noqa: SIM117
        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         with StandinHub(minihub) as hub:
-            summary = survey(hub, tmp_path / "d.duckdb", tmp_path, executor="dask", dask=cluster.scheduler_address)
+            summary = survey(hub, tmp_path / "d.duckdb", tmp_path, executor="dask",
+                             executor_options={"dask": cluster.scheduler_address})
     assert summary.status == "done" and summary.failed == 0
     assert rows(tmp_path / "d.duckdb") == rows(clean_run)
 

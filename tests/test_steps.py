@@ -120,19 +120,16 @@ def test_recording_records_done_a_chosen_status_failed_and_interrupted(tmp_path)
 
 
 def test_executors_come_from_the_registry_by_name(tmp_path):
-    from hubsurvey.commands.survey import executor_name
     from hubsurvey.survey.executors import EXECUTORS, DaskExecutor, LocalExecutor, open_executor
 
     assert dict(EXECUTORS) == {"local": LocalExecutor, "dask": DaskExecutor}
-    assert executor_name(None, None) == "local" and executor_name(None, "tcp://h:8786") == "dask"
-    for bad in (("dask", None), ("local", "tcp://h:8786"), ("ray", None)):
-        with pytest.raises(UsageError):
-            executor_name(*bad)
     with Store(tmp_path / "e.duckdb") as store:
         ctx = RunContext(store, HubClient(**OFFLINE, cache_dir=tmp_path / "cache"), Settings(),
                          RunOptions(executor="ray"), "run-x")
         with pytest.raises(UsageError, match="ray"):
             open_executor(ctx)
+        with pytest.raises(UsageError, match="needs the scheduler's address"):  # the command line's check, the same
+            open_executor(RunContext(store, ctx.client, Settings(), RunOptions(executor="dask"), "run-x"))
         local = open_executor(RunContext(store, ctx.client, Settings(), RunOptions(workers=1), "run-x"))
         try:
             assert isinstance(local, LocalExecutor) and local.capacity == 2 and local.inflight == 0

@@ -31,6 +31,7 @@ from hubsurvey.commands.options import (
     say_snapshot,
 )
 from hubsurvey.core.errors import BadInputError, StoreError, UsageError
+from hubsurvey.core.options import share
 from hubsurvey.core.safety import json_text
 from hubsurvey.core.store import DEFAULT_DB, Store
 
@@ -196,10 +197,9 @@ def crossleaks(
     dataset_families tables. `run` does this at its end unless --no-crossleaks.
     """
     from hubsurvey.analysis.crossleaks import crossleaks as run_crossleaks
-    from hubsurvey.commands.survey import copy_threshold_in_range
     from hubsurvey.core.runs import Runs
 
-    copy_threshold_in_range(copy_threshold)
+    share("--copy-threshold", copy_threshold)
     positive("--memory-mb", memory_mb)
     at_least("--top", top, 0)
     if not Path(db).is_file():

@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 
 from hubsurvey.commands.crawl import hub_client
-from hubsurvey.commands.options import Benchmarks, Db, Deadline, FileRate, Plan, Rate
+from hubsurvey.commands.options import HUB, Benchmarks, Db, takes
 from hubsurvey.core.errors import ExitCode
+from hubsurvey.core.options import HubOptions
 from hubsurvey.core.store import DEFAULT_DB
 
 Recheck = Annotated[bool, typer.Option(
@@ -18,13 +19,11 @@ ConfigWorkers = Annotated[int | None, typer.Option(
     "--workers", help="Configs downloaded and checked at a time (default: one per core)", min=1)]
 
 
+@takes(hub=HUB)
 def contamination(
     benchmarks: Benchmarks = None,
     recheck: Recheck = False,
-    rate: Rate = None,
-    file_rate: FileRate = None,
-    plan: Plan = None,
-    deadline: Deadline = None,
+    hub: HubOptions = HubOptions(),
     workers: ConfigWorkers = None,
     db: Db = Path(DEFAULT_DB),
 ) -> None:
@@ -39,7 +38,7 @@ def contamination(
 
     if not Path(db).is_file():  # nothing surveyed: never create an empty DB
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
-    client = hub_client(rate, file_rate, plan, deadline)
+    client = hub_client(hub)
     index, summary = run_contamination(db, client, benchmarks, recheck=recheck, workers=workers,
                                        progress=lambda where: typer.echo(f"checking {where}", err=True))
     described = index.describe()

@@ -8,73 +8,29 @@ from typing import Annotated
 
 import typer
 
-from hubsurvey.commands.options import (
-    AllowGated,
-    Authors,
-    Db,
-    Deadline,
-    DenyAuthors,
-    FileRate,
-    Languages,
-    Limit,
-    MaxRows,
-    Plan,
-    Rate,
-    Search,
-    Tasks,
-    at_least,
-    positive,
-    unlimited_if_zero,
-)
-from hubsurvey.core.errors import UsageError
+from hubsurvey.commands.options import HUB, Db, OptionGroup, takes
 from hubsurvey.core.hub import HubClient
-from hubsurvey.core.settings import PLANS, Settings
+from hubsurvey.core.options import HubOptions
 from hubsurvey.core.store import DEFAULT_DB
 from hubsurvey.crawler.rules import CrawlFilters
 
 log = logging.getLogger(__name__)
 
-
-def filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated) -> CrawlFilters:
-    """The crawl filters from the command line, validated (exit 2 on an out-of-range value)."""
-    positive("--max-rows", max_rows)
-    return CrawlFilters(
-        max_rows=max_rows,
-        allow_gated=allow_gated,
-        authors=list(author or []),
-        deny_authors=list(deny_author or []),
-        task_categories=list(task or []),
-        languages=list(language or []),
-        search=search,
-        limit=None if (lim := unlimited_if_zero("--limit", limit)) is None else int(lim),
-    )
+#: the crawl's filters (--author, --deny-author, --task, --language, --search, --limit, --max-rows,
+#: --allow-gated), declared on CrawlFilters' fields: crawl and run take them
+FILTERS = OptionGroup(CrawlFilters)
 
 
-def hub_client(rate: float | None = None, file_rate: float | None = None, plan: str | None = None,
-               deadline: float | None = None) -> HubClient:
+def hub_client(hub: HubOptions | None = None) -> HubClient:
     """The Hub client of a command, from the settings built once: the environment, then the
-    command line. No rate: follow the quota; a rate of 0 means unpaced."""
-    at_least("--rate", rate, 0)
-    at_least("--file-rate", file_rate, 0)
-    positive("--deadline", deadline)
-    if plan is not None and plan not in PLANS:
-        raise UsageError(f"--plan must be one of {', '.join(PLANS)}, not {plan!r}")
-    return HubClient(Settings.from_env(rate=rate, file_rate=file_rate, plan=plan, deadline=deadline))
+    command line's Hub options. No rate: follow the quota; a rate of 0 means unpaced."""
+    return HubClient((hub or HubOptions()).settings())
 
 
+@takes(filters=FILTERS, hub=HUB)
 def crawl(
-    author: Authors = None,
-    deny_author: DenyAuthors = None,
-    task: Tasks = None,
-    language: Languages = None,
-    search: Search = None,
-    limit: Limit = CrawlFilters.limit,
-    max_rows: MaxRows = CrawlFilters.max_rows,
-    allow_gated: AllowGated = CrawlFilters.allow_gated,
-    rate: Rate = None,
-    file_rate: FileRate = None,
-    plan: Plan = None,
-    deadline: Deadline = None,
+    filters: CrawlFilters = CrawlFilters(),
+    hub: HubOptions = HubOptions(),
     db: Db = Path(DEFAULT_DB),
     recheck_listing: Annotated[bool, typer.Option(
         "--recheck-listing",
@@ -92,8 +48,7 @@ def crawl(
     from hubsurvey.crawler.crawl import crawl as run_crawl
     from hubsurvey.progress import CrawlProgress, quiet_hub_bars
 
-    filters = filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated)
-    client = hub_client(rate, file_rate, plan, deadline)
+    client = hub_client(hub)
     with Store(db) as store, quiet_hub_bars(), CrawlProgress() as bar:
         summary = run_crawl(store, client, filters, progress=bar,  # records its own runs row
                             recheck_listing=recheck_listing, since_last=since_last)

@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 
 from hubsurvey.commands.crawl import hub_client
-from hubsurvey.commands.options import Db, Deadline, MaxModels, Plan, Rate
+from hubsurvey.commands.options import HUB_API, Db, MaxModels, takes
 from hubsurvey.core.errors import ExitCode
+from hubsurvey.core.options import HubOptions
 from hubsurvey.core.steps import RunOptions
 from hubsurvey.core.store import DEFAULT_DB
 
@@ -17,12 +18,11 @@ Relookup = Annotated[bool, typer.Option(
     "--relookup", help="List every contaminated dataset's models again, also those unchanged since their last listing")]
 
 
+@takes(hub=HUB_API)
 def exposure(
     max_models: MaxModels = RunOptions.max_models,
     relookup: Relookup = False,
-    rate: Rate = None,
-    plan: Plan = None,
-    deadline: Deadline = None,
+    hub: HubOptions = HubOptions(),
     db: Db = Path(DEFAULT_DB),
 ) -> None:
     """List the Hub models whose cards declare a contaminated dataset as training data.
@@ -38,7 +38,7 @@ def exposure(
 
     if not Path(db).is_file():  # nothing surveyed: never create an empty DB
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey contamination` first)")
-    client = hub_client(rate, None, plan, deadline)
+    client = hub_client(hub)
     summary = run_exposure(db, client, max_models=max_models, relookup=relookup,
                            progress=lambda dataset_id: typer.echo(f"listing the models that declare {dataset_id}", err=True))
     typer.echo(f"{summary.line()}; hubsurvey sql \"SELECT * FROM findings_model_exposure\" --db {db}")

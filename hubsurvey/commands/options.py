@@ -1,20 +1,51 @@
-"""Options shared by several commands, declared once, in one ``Annotated`` style.
+"""Options shared by several commands, declared once.
 
-Defaults come from the dataclasses the options fill (:class:`CrawlFilters`, :class:`RunOptions`,
-:class:`HubClient`'s pacing), so that a default is written in exactly one place.
+Two kinds, both written once:
+
+- an option one command or a few take alone: an ``Annotated`` alias here (``Db``, ``Format``...);
+- an option that fills a dataclass field (:class:`~hubsurvey.core.steps.RunOptions`,
+  :class:`~hubsurvey.crawler.rules.CrawlFilters`, :class:`~hubsurvey.core.options.HubOptions`, an
+  executor's options): declared on the field itself (:func:`hubsurvey.core.options.flag`), and
+  offered as one :class:`OptionGroup` to every command that takes it. The command names one
+  parameter of the group's type (``@takes(hub=HUB)``, then ``hub: HubOptions``); its signature
+  shows the group's options in their place, and the command gets one value built from them.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import Field, fields
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Generic, TypeVar
 
 import typer
 
 from hubsurvey.core.errors import UsageError
+from hubsurvey.core.options import (
+    BENCHMARKS_HELP,
+    COPY_THRESHOLD_HELP,
+    DEFAULT_REPORT_DIR,
+    EXAMPLES_HELP,
+    MAX_MODELS_HELP,
+    NO_NEAR_HELP,
+    ROLES_HELP,
+    Flag,
+    HubOptions,
+    at_least,
+    command_line_default,
+    field_value,
+    positive,
+    unlimited_if_zero,
+)
 
-#: where ``run`` and ``report`` write the report unless told otherwise
-DEFAULT_REPORT_DIR = Path("out")
+__all__ = ["DEFAULT_REPORT_DIR", "HUB", "HUB_API", "OptionGroup", "at_least", "positive", "takes", "unlimited_if_zero"]
+
+T = TypeVar("T")
+C = TypeVar("C", bound=Callable[..., Any])
+
 #: the output formats of ``audit``, ``status`` and ``sql``
 FORMATS = ("table", "json", "csv")
 
@@ -22,82 +53,113 @@ Db = Annotated[Path, typer.Option("--db", help="Results DB")]
 ReadDb = Annotated[Path, typer.Option("--db", help="Results DB (opened read-only)")]
 Format = Annotated[str | None, typer.Option("--format", help="Output format: table, json or csv [default: table]")]
 Json = Annotated[bool, typer.Option("--json", help="Same as --format json")]
-Examples = Annotated[int, typer.Option(
-    "--examples", help="Store up to N examples of each kind behind the counts (0: none); `hubsurvey show` prints them")]
-CopyThreshold = Annotated[float, typer.Option(
-    "--copy-threshold", help="crossleaks: A is a copy of B when this share of A's test rows is in B's test split "
-    "and as much of A's train in B's train (or neither has a train split)")]
-NoCrossleaks = Annotated[bool, typer.Option(
-    "--no-crossleaks", help="Skip the leaks-across-datasets step at the end (`hubsurvey crossleaks` runs it alone)")]
-NoNear = Annotated[bool, typer.Option(
-    "--no-near", help="Skip the near-duplicate figures (MinHash-LSH over character shingles); they stay NULL")]
-
-# --- the crawl's filters (CrawlFilters) -------------------------------------------------------------
-Authors = Annotated[list[str] | None, typer.Option("--author", help="Only these authors (repeatable)")]
-DenyAuthors = Annotated[list[str] | None, typer.Option("--deny-author", help="Never these authors (repeatable)")]
-Tasks = Annotated[list[str] | None, typer.Option("--task", help="task_categories filter (repeatable)")]
-Languages = Annotated[list[str] | None, typer.Option("--language", help="language filter (repeatable)")]
-Search = Annotated[str | None, typer.Option("--search", help="Dataset name contains")]
-Limit = Annotated[int | None, typer.Option("--limit", help="List at most N datasets (0: no limit)")]
-MaxRows = Annotated[int, typer.Option("--max-rows", help="Keep datasets with fewer rows than this")]
-AllowGated = Annotated[bool, typer.Option("--allow-gated", help="Also keep gated datasets (needs HF_TOKEN)")]
-
-# --- the Hub client's pacing ------------------------------------------------------------------------
-Rate = Annotated[float | None, typer.Option(
-    "--rate", help="A fixed pace of API requests per second instead of the quota (0: unpaced) [default: follow the quota]")]
-FileRate = Annotated[float | None, typer.Option(
-    "--file-rate", help="A fixed pace of file requests per second instead of the quota (0: unpaced) [default: follow the quota]")]
-Plan = Annotated[str | None, typer.Option(
-    "--plan", help="The Hub plan whose quota pacing starts from: anonymous, free or pro "
-    "[default: $HUBSURVEY_PLAN, else free with a token, anonymous without]")]
-Deadline = Annotated[float | None, typer.Option(
-    "--deadline", help="Seconds one Hub request may take, over its connect, reads and retries "
-    "[default: $HUBSURVEY_DEADLINE or 60]")]
-
-# --- the run (RunOptions) ---------------------------------------------------------------------------
-Workers = Annotated[int | None, typer.Option("--workers", help="Local worker processes (default: one per core)")]
-MaxHours = Annotated[float | None, typer.Option("--max-hours", help="Stop taking new jobs after this long (0: no limit)")]
-Executor = Annotated[str | None, typer.Option(
-    "--executor", help="Where jobs run: local (worker processes here) or dask (a cluster: give --dask) [default: local, "
-    "or dask with --dask]")]
-Dask = Annotated[str | None, typer.Option("--dask", help="Run jobs on a Dask cluster: tcp://scheduler:8786")]
-JobTimeout = Annotated[float, typer.Option("--job-timeout", help="Seconds one job may take (local workers)")]
-MemoryMb = Annotated[int, typer.Option("--memory-mb", help="Memory ceiling of one local worker, MB")]
-ReportDir = Annotated[Path, typer.Option("--report-dir", help="Where the refreshed report goes")]
-Roles = Annotated[Path | None, typer.Option("--roles", help="Roles override file (TOML)")]
-CacheDir = Annotated[Path | None, typer.Option(
-    "--cache-dir", help="The survey's download cache [default: $HUBSURVEY_CACHE_DIR or ~/.cache/hubsurvey/hub]")]
-MaxCacheGb = Annotated[float, typer.Option(
-    "--max-cache-gb", help="The cache never holds more than this many GB; a larger job fails (too_large_for_cache)")]
-KeepCache = Annotated[bool, typer.Option("--keep-cache", help="Keep each job's downloaded files after measuring")]
-# contamination with benchmarks
-Benchmarks = Annotated[str | None, typer.Option(
-    "--benchmarks", metavar="FILE",
-    help="Benchmarks file (TOML: [[benchmark]] id, config, split, text_columns, or path to a local "
-         ".jsonl/.csv/.parquet file and text_columns); 'default': the shipped list")]
-NoExposure = Annotated[bool, typer.Option(
-    "--no-exposure", help="Skip listing the models that declare the contaminated datasets (`hubsurvey exposure` runs it alone)")]
-MaxModels = Annotated[int, typer.Option(
-    "--max-models", min=1, help="Models listed per contaminated dataset, at most (the lookup records whether it reached it)")]
+# the options below are also fields of RunOptions (run takes them from there): one help each
+Examples = Annotated[int, typer.Option("--examples", help=EXAMPLES_HELP)]
+CopyThreshold = Annotated[float, typer.Option("--copy-threshold", help=COPY_THRESHOLD_HELP)]
+NoNear = Annotated[bool, typer.Option("--no-near", help=NO_NEAR_HELP)]
+Roles = Annotated[Path | None, typer.Option("--roles", help=ROLES_HELP)]
+Benchmarks = Annotated[str | None, typer.Option("--benchmarks", metavar="FILE", help=BENCHMARKS_HELP)]
+MaxModels = Annotated[int, typer.Option("--max-models", min=1, help=MAX_MODELS_HELP)]
 
 
-# --- validation: one line and exit 2 ---------------------------------------------------------------
+# --- options declared on dataclass fields, as groups ---------------------------------------------------
 
-def at_least(name: str, value: float | int | None, minimum: float | int) -> None:
-    """Refuse ``value`` below ``minimum`` (None means: not given)."""
-    if value is not None and value < minimum:
-        raise UsageError(f"{name} must be at least {minimum}, not {value}")
-
-
-def positive(name: str, value: float | int | None) -> None:
-    if value is not None and value <= 0:
-        raise UsageError(f"{name} must be greater than 0, not {value}")
+def _option(how: Flag, type_: Any) -> Any:
+    extra: dict[str, Any] = {}
+    if how.metavar is not None:
+        extra["metavar"] = how.metavar
+    if how.min is not None:
+        extra["min"] = how.min
+    return Annotated[type_, typer.Option(how.flag, help=how.help, **extra)]
 
 
-def unlimited_if_zero(name: str, value: float | int | None) -> float | int | None:
-    """``0`` means no limit (None); a negative value is refused."""
-    at_least(name, value, 0)
-    return value or None
+class OptionGroup(Generic[T]):
+    """The declared fields of dataclass ``cls`` as options that commands share, built back into one value.
+
+    ``build`` makes the value from the fields' values (default: ``cls(**values)``); ``without``
+    leaves fields out (a command that has no use for them); ``insert`` fills the place of a field
+    with the declared fields of other dataclasses (an executor's options: ``run --dask``), whose
+    values reach ``build`` under that field's name, by field name.
+    """
+
+    def __init__(self, cls: type[T], build: Callable[[dict[str, Any]], T] | None = None, *,
+                 without: tuple[str, ...] = (), insert: Mapping[str, Callable[[], list[type]]] | None = None):
+        self.cls = cls
+        self._build: Callable[[dict[str, Any]], T] = build or (lambda values: cls(**values))
+        self.without = without
+        self.insert = dict(insert or {})
+
+    def _declared(self) -> Iterator[tuple[Field[Any], Flag, Any, str | None]]:
+        """(field, flag, the field's type, the inserted field whose place it fills) in option order."""
+        for f in fields(self.cls):  # type: ignore[arg-type]
+            if f.name in self.insert:
+                for other in self.insert[f.name]():
+                    hints = typing.get_type_hints(other)
+                    for g in fields(other):
+                        if g.metadata.get("cli") is not None:
+                            yield g, g.metadata["cli"], hints[g.name], f.name
+            elif f.metadata.get("cli") is not None and f.name not in self.without:
+                yield f, f.metadata["cli"], typing.get_type_hints(self.cls)[f.name], None
+
+    @functools.cached_property
+    def parameters(self) -> list[inspect.Parameter]:
+        """The group's options as a command's parameters: flag, help and default from each field."""
+        out = []
+        for f, how, field_type, _slot in self._declared():
+            type_ = bool if how.negated else (how.type if how.type is not None else field_type)
+            out.append(inspect.Parameter(how.parameter, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                         default=command_line_default(f, how), annotation=_option(how, type_)))
+        return out
+
+    def option(self, parameter: str) -> Any:
+        """One option of the group, for a command that takes it alone: ``Annotated[type, GROUP.option(name)]``."""
+        return next(p.annotation for p in self.parameters if p.name == parameter).__metadata__[0]
+
+    def value(self, given: Mapping[str, Any]) -> T:
+        """The group's value from the command line's (by parameter name; one not given: its default),
+        each checked (UsageError, exit 2, on a bad one)."""
+        values: dict[str, Any] = {}
+        for f, how, _type, slot in self._declared():
+            value = field_value(how, given.get(how.parameter, command_line_default(f, how)))
+            (values if slot is None else values.setdefault(slot, {}))[f.name] = value
+        return self._build(values)
+
+
+def takes(**groups: OptionGroup[Any]) -> Callable[[C], C]:
+    """Give a command option groups: its parameter named as a group becomes the group's options
+    (in its place) on the command line, and holds the group's one value when the command runs."""
+
+    def decorate(command: C) -> C:
+        signature = inspect.signature(command, eval_str=True)
+        params: list[inspect.Parameter] = []
+        owned: dict[str, list[str]] = {}
+        for p in signature.parameters.values():
+            if p.name in groups:
+                owned[p.name] = [q.name for q in groups[p.name].parameters]
+                params += groups[p.name].parameters
+            else:
+                params.append(p)
+        names = [p.name for p in params]
+        if len(names) != len(set(names)) or set(owned) != set(groups):
+            raise TypeError(f"{command.__name__}: option groups {sorted(groups)} do not fit its parameters {names}")
+
+        @functools.wraps(command)
+        def with_groups(**given: Any) -> Any:
+            for name, options in owned.items():  # in the command's order: its first bad option is the one told
+                given[name] = groups[name].value({option: given.pop(option) for option in options if option in given})
+            return command(**given)
+
+        with_groups.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        with_groups.__annotations__ = {p.name: p.annotation for p in params}
+        return typing.cast(C, with_groups)
+
+    return decorate
+
+
+#: the Hub client's options (--rate, --file-rate, --plan, --deadline): one value, the Settings' overrides
+HUB = OptionGroup(HubOptions)
+#: the same, less --file-rate, for a command that downloads no file (exposure)
+HUB_API = OptionGroup(HubOptions, without=("file_rate",))
 
 
 def output_format(fmt: str | None, as_json: bool = False) -> str:

@@ -10,54 +10,25 @@ from typing import Annotated, Any
 
 import typer
 
-from hubsurvey.commands.crawl import filters_from_options, hub_client
+from hubsurvey.commands.crawl import FILTERS, hub_client
 from hubsurvey.commands.options import (
-    DEFAULT_REPORT_DIR,
-    AllowGated,
-    Authors,
-    Benchmarks,
-    CacheDir,
-    CopyThreshold,
-    Dask,
+    HUB,
     Db,
-    Deadline,
-    DenyAuthors,
-    Examples,
-    Executor,
-    FileRate,
     Format,
-    JobTimeout,
     Json,
-    KeepCache,
-    Languages,
-    Limit,
-    MaxCacheGb,
-    MaxHours,
-    MaxModels,
-    MaxRows,
-    MemoryMb,
-    NoCrossleaks,
-    NoExposure,
-    NoNear,
-    Plan,
-    Rate,
+    OptionGroup,
     ReadDb,
-    ReportDir,
-    Roles,
-    Search,
-    Tasks,
-    Workers,
-    at_least,
     output_format,
-    positive,
     say_snapshot,
-    unlimited_if_zero,
+    takes,
 )
 from hubsurvey.core.errors import ExitCode, UsageError
+from hubsurvey.core.options import HubOptions
 from hubsurvey.core.safety import json_text
 from hubsurvey.core.steps import RunOptions
 from hubsurvey.core.store import DEFAULT_DB
 from hubsurvey.crawler.rules import CrawlFilters
+from hubsurvey.survey.executors import chosen_executor, option_classes
 
 log = logging.getLogger(__name__)
 
@@ -89,52 +60,21 @@ def _summary_lines(summary) -> list[str]:
     return lines
 
 
-RetryFailed = Annotated[list[str] | None, typer.Option(
-    "--retry-failed", help="Queue failed jobs of this error class again (repeatable; 'all' for every class)")]
-
-
-def _retry_classes(values: list[str] | None) -> tuple[str, ...] | None:
-    """``--retry-failed``: None (not given), () for every class ('all'), else the classes."""
-    if values is None:
-        return None
-    return () if "all" in values else tuple(values)
-
-
-def executor_name(executor: str | None, dask: str | None) -> str:
-    """``--executor`` (default: dask with ``--dask ADDR``, else local), checked against ``--dask``."""
-    from hubsurvey.survey.executors import EXECUTORS
-
-    name = executor or ("dask" if dask else "local")
-    if name not in EXECUTORS:
-        raise UsageError(f"--executor must be one of {', '.join(EXECUTORS)}, not {name!r}")
-    if name == "dask" and not dask:
-        raise UsageError("--executor dask needs the scheduler's address: --dask tcp://scheduler:8786")
-    if dask and name != "dask":
-        raise UsageError(f"--dask runs jobs on a Dask cluster; it contradicts --executor {name}")
-    return name
-
-
-def _run_options(**options: Any) -> RunOptions:
-    """RunOptions from the command line, validated: one line and exit 2 on an out-of-range value."""
-    options["executor"] = executor_name(options.get("executor"), options.get("dask"))
-    at_least("--workers", options.get("workers"), 1)
-    options["max_hours"] = unlimited_if_zero("--max-hours", options.get("max_hours"))
-    positive("--job-timeout", options.get("job_timeout"))
-    positive("--memory-mb", options.get("memory_mb"))
-    positive("--max-cache-gb", options.get("max_cache_gb"))
-    at_least("--examples", options.get("examples"), 0)
-    copy_threshold_in_range(options.get("copy_threshold"))
-    if options.get("benchmarks"):  # a bad benchmarks file is refused before the DB is touched
+def run_options(values: dict[str, Any]) -> RunOptions:
+    """RunOptions from the command line's values (by field; each already checked), the executor
+    and its options checked together, and a benchmarks file checked before the DB is touched."""
+    executor, executor_options = chosen_executor(values.get("executor"), values.get("executor_options", {}))
+    options = RunOptions(**{**values, "executor": executor, "executor_options": executor_options})
+    if options.benchmarks:  # a bad benchmarks file is refused before the DB is touched
         from hubsurvey.survey.contamination_check import check_benchmarks_file
 
-        check_benchmarks_file(options["benchmarks"], options["executor"])
-    return RunOptions(**options)
+        check_benchmarks_file(options.benchmarks, options.executor)
+    return options
 
 
-def copy_threshold_in_range(value: float | None) -> None:
-    """--copy-threshold is a share of rows: in (0, 1]."""
-    if value is not None and not 0 < value <= 1:
-        raise UsageError(f"--copy-threshold must be greater than 0 and at most 1, not {value}")
+#: run's options, declared on RunOptions' fields, with every executor's own options in the place of
+#: ``executor_options`` (``--dask``)
+RUN = OptionGroup(RunOptions, run_options, insert={"executor_options": option_classes})
 
 
 def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]) -> None:
@@ -149,51 +89,16 @@ def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]
         raise typer.Exit(ExitCode.PARTIAL)
 
 
+@takes(filters=FILTERS, options=RUN, hub=HUB)
 def run(
-    author: Authors = None,
-    deny_author: DenyAuthors = None,
-    task: Tasks = None,
-    language: Languages = None,
-    search: Search = None,
-    limit: Limit = CrawlFilters.limit,
-    max_rows: MaxRows = CrawlFilters.max_rows,
-    allow_gated: AllowGated = CrawlFilters.allow_gated,
-    workers: Workers = RunOptions.workers,
-    max_hours: MaxHours = RunOptions.max_hours,
-    executor: Executor = None,
-    dask: Dask = None,
-    job_timeout: JobTimeout = RunOptions.job_timeout,
-    memory_mb: MemoryMb = RunOptions.memory_mb,
-    report_dir: ReportDir = DEFAULT_REPORT_DIR,
-    roles: Roles = None,
-    retry_failed: RetryFailed = None,
-    cache_dir: CacheDir = RunOptions.cache_dir,
-    max_cache_gb: MaxCacheGb = RunOptions.max_cache_gb,
-    keep_cache: KeepCache = RunOptions.keep_cache,
-    examples: Examples = RunOptions.examples,
-    no_near: NoNear = not RunOptions.near,
-    no_crossleaks: NoCrossleaks = not RunOptions.crossleaks,
-    copy_threshold: CopyThreshold = RunOptions.copy_threshold,
-    benchmarks: Benchmarks = RunOptions.benchmarks,
-    no_exposure: NoExposure = not RunOptions.exposure,
-    max_models: MaxModels = RunOptions.max_models,
-    rate: Rate = None,
-    file_rate: FileRate = None,
-    plan: Plan = None,
-    deadline: Deadline = None,
+    filters: CrawlFilters = CrawlFilters(),
+    options: RunOptions = RunOptions(),
+    hub: HubOptions = HubOptions(),
     db: Db = Path(DEFAULT_DB),
 ) -> None:
     """Crawl, measure every eligible config not measured at its current sha, refresh the report."""
-    filters = filters_from_options(author, deny_author, task, language, search, limit, max_rows, allow_gated)
-    options = _run_options(workers=workers, max_hours=max_hours, executor=executor, dask=dask, job_timeout=job_timeout,
-                           memory_mb=memory_mb, report_dir=report_dir, roles_file=str(roles) if roles else None,
-                           retry_failed=_retry_classes(retry_failed), cache_dir=cache_dir,
-                           max_cache_gb=max_cache_gb, keep_cache=keep_cache, examples=examples,
-                           near=not no_near, crossleaks=not no_crossleaks, copy_threshold=copy_threshold,
-                           benchmarks=benchmarks, exposure=not no_exposure, max_models=max_models)
-    client = hub_client(rate, file_rate, plan, deadline)
-    args = {"filters": filters.as_json(), "db": str(db), "rate": rate, "file_rate": file_rate, "plan": plan,
-            "deadline": deadline, **options.as_json()}
+    client = hub_client(hub)
+    args = {"filters": filters.as_json(), "db": str(db), **hub.overrides(), **options.as_json()}
     _survey(db, client, filters, options, args)
 
 
@@ -252,7 +157,7 @@ def live_line(live: dict[str, Any]) -> str:
 def demo(
     db: Annotated[Path | None, typer.Option("--db", help=f"Results DB [default: {DEMO_DIR / 'results.duckdb'}]")] = None,
     report_dir: Annotated[Path | None, typer.Option("--report-dir", help=f"Report folder [default: {DEMO_DIR / 'report'}]")] = None,
-    workers: Workers = RunOptions.workers,
+    workers: Annotated[int | None, RUN.option("workers")] = RunOptions.workers,
     hub_dir: Annotated[Path | None, typer.Option("--hub-dir", help="Where to generate the mini-hub (default: a temp folder, removed at the end)")] = None,
 ) -> None:
     """Generate a mini-hub, serve it on loopback and survey it (no network; never touches real results).
@@ -274,7 +179,7 @@ def demo(
         bench_file.write_text("".join(
             f"[[benchmark]]\nid = {json.dumps(b['id'])}\nconfig = {json.dumps(b['config'])}\n"
             f"split = {json.dumps(b['split'])}\ntext_columns = {json.dumps(b['text_columns'])}\n\n" for b in BENCHMARKS))
-        options = _run_options(workers=workers, report_dir=report_dir, benchmarks=str(bench_file))
+        options = RUN.value({"workers": workers, "report_dir": report_dir, "benchmarks": str(bench_file)})
         with StandinHub(root) as hub:
             typer.echo(f"mini-hub generated at {root} and served at {hub.url}")
             # The stand-in is local: no pacing needed. Its files go to a cache of their own, removed at the end.

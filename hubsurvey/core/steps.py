@@ -19,6 +19,20 @@ from typing import Any, Protocol
 from hubsurvey.core.figures import DEFAULT_EXAMPLES
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.livestate import LiveRun
+from hubsurvey.core.options import (
+    BENCHMARKS_HELP,
+    COPY_THRESHOLD_HELP,
+    DEFAULT_REPORT_DIR,
+    EXAMPLES_HELP,
+    MAX_MODELS_HELP,
+    NO_NEAR_HELP,
+    ROLES_HELP,
+    flag,
+    greater_than_zero,
+    minimum,
+    share,
+    unlimited_if_zero,
+)
 from hubsurvey.core.runs import RunStatus
 from hubsurvey.core.settings import Settings
 from hubsurvey.core.store import Store
@@ -29,37 +43,76 @@ Counts = Mapping[str, Any]
 Progress = Callable[[dict[str, Any]], None]
 
 
+def _text(_name: str, path: Path | None) -> str | None:
+    return str(path) if path else None
+
+
+def _error_classes(_name: str, values: list[str] | None) -> tuple[str, ...] | None:
+    """``--retry-failed``: None (not given), () for every class ('all'), else the classes."""
+    if values is None:
+        return None
+    return () if "all" in values else tuple(values)
+
+
 @dataclass(frozen=True)
 class RunOptions:
-    """A run's options (``hubsurvey run``), one field each; recorded with the run (:meth:`as_json`)."""
+    """A run's options (``hubsurvey run``), one field each; recorded with the run (:meth:`as_json`).
 
-    workers: int | None = None  # local worker processes (default: one per core)
-    max_hours: float | None = None
-    executor: str = "local"  # where jobs run: a name of hubsurvey.survey.executors.EXECUTORS
-    dask: str | None = None  # the Dask scheduler's address (tcp://host:8786), for executor 'dask'
-    job_timeout: float = 1800.0
-    memory_mb: int = 4096
-    max_attempts: int = 3
-    roles_file: str | None = None
-    report_dir: Path | None = None
-    crawl: bool = True
+    A field that ``run`` takes from the command line declares its flag here (:func:`flag`): a new
+    option is its field and the code that reads it. An executor declares its own options
+    (``hubsurvey.survey.executors``); the chosen one's land in ``executor_options``.
+    """
+
+    workers: int | None = field(default=None, metadata=flag(
+        "--workers", "Local worker processes (default: one per core)", parse=minimum(1)))
+    max_hours: float | None = field(default=None, metadata=flag(
+        "--max-hours", "Stop taking new jobs after this long (0: no limit)", parse=unlimited_if_zero))
+    # where jobs run: a name of hubsurvey.survey.executors.EXECUTORS (the command line's default:
+    # the executor whose option is given, else local; checked there)
+    executor: str = field(default="local", metadata=flag(
+        "--executor", "Where jobs run: local (worker processes here) or dask (a cluster: give --dask) "
+        "[default: local, or dask with --dask]", type=str | None, default=None))
+    # the chosen executor's options, by name (``--dask ADDR``: {"dask": ADDR}); declared by each executor
+    executor_options: Mapping[str, Any] = field(default_factory=dict)
+    job_timeout: float = field(default=1800.0, metadata=flag(
+        "--job-timeout", "Seconds one job may take (local workers)", parse=greater_than_zero))
+    memory_mb: int = field(default=4096, metadata=flag(
+        "--memory-mb", "Memory ceiling of one local worker, MB", parse=greater_than_zero))
+    max_attempts: int = 3  # attempts of one job in one run (not on the command line)
+    report_dir: Path | None = field(default=None, metadata=flag(
+        "--report-dir", "Where the refreshed report goes", type=Path, default=DEFAULT_REPORT_DIR))
+    roles_file: str | None = field(default=None, metadata=flag(
+        "--roles", ROLES_HELP, type=Path | None, parse=_text))
+    crawl: bool = True  # list the Hub first (False: measure what is queued; not on the command line)
     # failed jobs to queue again: None none (transient failures are always retried), () every
-    # class, else the error classes given (``run --retry-failed CLASS``)
-    retry_failed: tuple[str, ...] | None = None
-    cache_dir: Path | None = None  # the survey's download cache (None: the Hub client's, HUBSURVEY_CACHE_DIR)
-    max_cache_gb: float = 20.0  # the cache never holds more; a job larger than this fails (too_large_for_cache)
-    keep_cache: bool = False  # keep each job's files after measuring (default: delete them)
-    examples: int = DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
-    near: bool = True  # measure the near-duplicate figures (run --no-near: False)
-    crossleaks: bool = True  # join the fingerprints across datasets at the end (run --no-crossleaks: False)
-    copy_threshold: float = 0.8  # crossleaks: the share of A's test (and train) rows in B's that makes A a copy
-    benchmarks: str | None = None  # a benchmarks file (TOML; 'default': the shipped one): check contamination too
-    exposure: bool = True  # list the models declaring contaminated datasets (run --no-exposure: False)
-    max_models: int = 100  # exposure: models kept per contaminated dataset (run --max-models)
+    # class, else the error classes given (``run --retry-failed CLASS``; 'all': every class)
+    retry_failed: tuple[str, ...] | None = field(default=None, metadata=flag(
+        "--retry-failed", "Queue failed jobs of this error class again (repeatable; 'all' for every class)",
+        type=list[str] | None, parse=_error_classes))
+    cache_dir: Path | None = field(default=None, metadata=flag(
+        "--cache-dir", "The survey's download cache [default: $HUBSURVEY_CACHE_DIR or ~/.cache/hubsurvey/hub]"))
+    max_cache_gb: float = field(default=20.0, metadata=flag(
+        "--max-cache-gb", "The cache never holds more than this many GB; a larger job fails (too_large_for_cache)",
+        parse=greater_than_zero))
+    keep_cache: bool = field(default=False, metadata=flag(
+        "--keep-cache", "Keep each job's downloaded files after measuring"))
+    examples: int = field(default=DEFAULT_EXAMPLES, metadata=flag("--examples", EXAMPLES_HELP, parse=minimum(0)))
+    near: bool = field(default=True, metadata=flag("--no-near", NO_NEAR_HELP, negated=True))
+    crossleaks: bool = field(default=True, metadata=flag(
+        "--no-crossleaks", "Skip the leaks-across-datasets step at the end (`hubsurvey crossleaks` runs it alone)",
+        negated=True))
+    copy_threshold: float = field(default=0.8, metadata=flag("--copy-threshold", COPY_THRESHOLD_HELP, parse=share))
+    # a benchmarks file (TOML; 'default': the shipped one): check contamination too
+    benchmarks: str | None = field(default=None, metadata=flag("--benchmarks", BENCHMARKS_HELP, metavar="FILE"))
+    exposure: bool = field(default=True, metadata=flag(
+        "--no-exposure", "Skip listing the models that declare the contaminated datasets (`hubsurvey exposure` runs it alone)",
+        negated=True))
+    max_models: int = field(default=100, metadata=flag("--max-models", MAX_MODELS_HELP, min=1))
 
     def as_json(self) -> dict[str, Any]:
         """Every option, JSON-ready (paths as text, tuples as lists)."""
-        return {f.name: _json_value(getattr(self, f.name)) for f in fields(self)}
+        out = {f.name: _json_value(getattr(self, f.name)) for f in fields(self) if f.name != "executor_options"}
+        return {**out, **{name: _json_value(value) for name, value in self.executor_options.items()}}
 
 
 def _json_value(value: Any) -> Any:

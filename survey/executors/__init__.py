@@ -2,7 +2,9 @@
 :class:`~hubsurvey.core.queue.JobOutcome`; results always come back to the coordinator, the only
 process that writes to DuckDB.
 
-An executor is one module here plus one entry in :data:`EXECUTORS` (``run --executor NAME``):
+An executor is one module here plus one entry in :data:`EXECUTORS` (``run --executor NAME``); it
+declares its own options (its class's ``options``, offered by ``run``), so neither the command line
+nor ``RunOptions`` names an executor:
 
 - ``local`` (:mod:`.local`): worker processes on this machine, with prefetching downloads;
 - ``dask`` (:mod:`.dask`): a dask.distributed cluster (``--dask tcp://scheduler:8786``).
@@ -10,7 +12,12 @@ An executor is one module here plus one entry in :data:`EXECUTORS` (``run --exec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
 from hubsurvey.core.errors import UsageError
+from hubsurvey.core.options import declared
 from hubsurvey.core.steps import RunContext
 from hubsurvey.survey.executors.base import Executor
 from hubsurvey.survey.executors.dask import DaskExecutor
@@ -22,12 +29,41 @@ EXECUTORS: dict[str, type[Executor]] = {
     DaskExecutor.name: DaskExecutor,
 }
 
-__all__ = ["EXECUTORS", "DaskExecutor", "Executor", "LocalExecutor", "open_executor"]
+__all__ = ["EXECUTORS", "DaskExecutor", "Executor", "LocalExecutor", "chosen_executor", "open_executor"]
+
+#: the executor run when none is named and none's options are given
+DEFAULT_EXECUTOR = LocalExecutor.name
+
+
+def option_classes() -> list[type]:
+    """Every executor's options (dataclasses whose fields declare their flags), in registry order."""
+    return [executor.options for executor in EXECUTORS.values()]
+
+
+def chosen_executor(name: str | None, given: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The executor a run names (None: the one whose options are given, else local) and its
+    options, checked: one line (UsageError, exit 2) for an unknown name, an option of another
+    executor, or options the executor cannot run with.
+
+    ``given`` holds every executor's options by field name, those not given at their defaults.
+    """
+    owner = {f.name: executor for executor in EXECUTORS.values() for f in fields(executor.options)}
+    set_here = {f.name: how.flag for executor in EXECUTORS.values() for f, how in declared(executor.options)
+                if given.get(f.name, f.default) != f.default}
+    if name is None:
+        name = owner[next(iter(set_here))].name if set_here else DEFAULT_EXECUTOR
+    executor = EXECUTORS.get(name)
+    if executor is None:
+        raise UsageError(f"--executor must be one of {', '.join(EXECUTORS)}, not {name!r}")
+    for option, shown in set_here.items():
+        if owner[option] is not executor:
+            raise UsageError(f"{shown} is an option of --executor {owner[option].name}; it contradicts --executor {name}")
+    options = {f.name: given.get(f.name, f.default) for f in fields(executor.options)}
+    executor.check(options)
+    return name, options
 
 
 def open_executor(ctx: RunContext) -> Executor:
-    """The executor a run's options name (``run --executor``)."""
-    executor = EXECUTORS.get(ctx.options.executor)
-    if executor is None:
-        raise UsageError(f"--executor must be one of {', '.join(EXECUTORS)}, not {ctx.options.executor!r}")
-    return executor.for_run(ctx)
+    """The executor a run's options name (``run --executor``), checked as the command line checks it."""
+    name, _ = chosen_executor(ctx.options.executor, ctx.options.executor_options)
+    return EXECUTORS[name].for_run(ctx)

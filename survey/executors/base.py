@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from typing import ClassVar, Protocol
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.steps import RunContext
@@ -15,6 +17,14 @@ class Executor(Protocol):
     results as they complete, and closes the executor when the run is done with it."""
 
     name: ClassVar[str]  # its ``run --executor`` name
+    # its own options: a dataclass whose fields declare their flags (hubsurvey.core.options.flag);
+    # ``run`` offers them and the run's ``options.executor_options`` holds their values
+    options: ClassVar[type]
+
+    @classmethod
+    def check(cls, options: Mapping[str, Any]) -> None:
+        """Refuse, with one line (UsageError), options this executor cannot run with."""
+        ...
 
     @classmethod
     def for_run(cls, ctx: RunContext) -> Executor:
@@ -42,10 +52,21 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of an executor that has none of its own."""
+
+
 class Inflight:
-    """Jobs in flight, by future: ``submit`` and ``completed`` over each executor's ``start``."""
+    """Jobs in flight, by future: ``submit`` and ``completed`` over each executor's ``start``
+    (and no options of its own, unless the executor declares them)."""
 
     workers: int
+    options: ClassVar[type] = NoOptions
+
+    @classmethod
+    def check(cls, options: Mapping[str, Any]) -> None:
+        pass
 
     def __init__(self) -> None:
         self._inflight: dict[Future[JobOutcome], JobSpec] = {}

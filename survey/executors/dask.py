@@ -8,20 +8,31 @@ the per-job timeout and memory ceiling are left to the cluster's own worker sett
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from hubsurvey.core.errors import UsageError
+from hubsurvey.core.options import flag
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.steps import RunContext
 from hubsurvey.survey.executors.base import Inflight, settle
 from hubsurvey.survey.jobs import JobSpec, error_outcome, run_job
 
 
+@dataclass(frozen=True)
+class DaskOptions:
+    """``run``'s options of the Dask executor (given alone, they choose it)."""
+
+    dask: str | None = field(default=None, metadata=flag("--dask", "Run jobs on a Dask cluster: tcp://scheduler:8786"))
+
+
 class DaskExecutor(Inflight):
     """Jobs on the dask.distributed cluster whose scheduler is at ``address``."""
 
     name: ClassVar[str] = "dask"
+    options: ClassVar[type] = DaskOptions
 
     def __init__(self, address: str):
         from distributed import Client
@@ -31,10 +42,13 @@ class DaskExecutor(Inflight):
         self.workers = len(self._client.scheduler_info().get("workers", {})) or 1
 
     @classmethod
-    def for_run(cls, ctx: RunContext) -> DaskExecutor:
-        if not ctx.options.dask:
+    def check(cls, options: Mapping[str, Any]) -> None:
+        if not options.get("dask"):
             raise UsageError("--executor dask needs the scheduler's address: --dask tcp://scheduler:8786")
-        return cls(ctx.options.dask)
+
+    @classmethod
+    def for_run(cls, ctx: RunContext) -> DaskExecutor:
+        return cls(ctx.options.executor_options["dask"])
 
     def start(self, spec: JobSpec) -> Future[JobOutcome]:
         outer: Future[JobOutcome] = Future()
