@@ -89,11 +89,6 @@ def field_value(how: Flag, value: Any) -> Any:
     return how.parse(how.flag, value) if how.parse else value
 
 
-def from_command_line(cls: type, given: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of ``cls`` from the command line's values by parameter name (a value not given: its default)."""
-    return {f.name: field_value(how, given.get(how.parameter, command_line_default(f, how))) for f, how in declared(cls)}
-
-
 # --- checks: one line and exit 2 --------------------------------------------------------------------
 
 def at_least(name: str, value: float | int | None, minimum: float | int) -> None:

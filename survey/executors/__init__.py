@@ -17,7 +17,7 @@ from dataclasses import fields
 from typing import Any
 
 from hubsurvey.core.errors import UsageError
-from hubsurvey.core.options import declared
+from hubsurvey.core.options import declared, field_default
 from hubsurvey.core.steps import RunContext
 from hubsurvey.survey.executors.base import Executor
 from hubsurvey.survey.executors.dask import DaskExecutor
@@ -49,7 +49,7 @@ def chosen_executor(name: str | None, given: Mapping[str, Any]) -> tuple[str, di
     """
     owner = {f.name: executor for executor in EXECUTORS.values() for f in fields(executor.options)}
     set_here = {f.name: how.flag for executor in EXECUTORS.values() for f, how in declared(executor.options)
-                if given.get(f.name, f.default) != f.default}
+                if given.get(f.name, field_default(f)) != field_default(f)}
     if name is None:
         name = owner[next(iter(set_here))].name if set_here else DEFAULT_EXECUTOR
     executor = EXECUTORS.get(name)
@@ -58,7 +58,7 @@ def chosen_executor(name: str | None, given: Mapping[str, Any]) -> tuple[str, di
     for option, shown in set_here.items():
         if owner[option] is not executor:
             raise UsageError(f"{shown} is an option of --executor {owner[option].name}; it contradicts --executor {name}")
-    options = {f.name: given.get(f.name, f.default) for f in fields(executor.options)}
+    options = {f.name: given.get(f.name, field_default(f)) for f in fields(executor.options)}
     executor.check(options)
     return name, options
 
