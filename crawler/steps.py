@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
+from hubsurvey.core.errors import OutOfTimeError
 from hubsurvey.core.steps import Counts, RunContext
 from hubsurvey.crawler.crawl import crawl
 from hubsurvey.crawler.rules import CrawlFilters
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -21,4 +25,9 @@ class CrawlStep:
         if not ctx.options.crawl:
             return {}
         ctx.phase("crawling")
-        return crawl(ctx.store, ctx.client, self.filters, run_id=ctx.run_id).as_json()
+        with ctx.bounded():
+            try:
+                return crawl(ctx.store, ctx.client, self.filters, run_id=ctx.run_id).as_json()
+            except OutOfTimeError as e:  # --max-hours: what was listed is kept; the next run resumes the listing
+                log.warning("crawl: stopped at the run's end (--max-hours): %s", e)
+                return {"out_of_time": True, "left_pending": 1}

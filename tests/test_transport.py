@@ -228,7 +228,7 @@ def test_a_429_storm_on_downloads_is_transient_never_permanent(minihub, eligible
                 files.setdefault(split, []).append(f.path)
         hub.set_faults(storm)
         spec = JobSpec(QueuedJob("j", eligible, info.sha, "default", 1, files),
-                       JobSettings(endpoint=hub.url, cache_dir=str(tmp_path / "c")))
+                       JobSettings(hub=Settings.from_env(endpoint=hub.url, cache_dir=tmp_path / "c")))
         outcome = run_job(spec)
     assert not outcome.ok and outcome.transient is True, outcome
     assert "429" in outcome.message and "connection" not in outcome.message.lower(), outcome
@@ -488,3 +488,30 @@ def test_library_warnings_stay_out_of_the_output_unless_asked():
                 root.removeHandler(handler)
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
+
+
+def test_a_late_answer_from_a_window_already_over_does_not_reopen_the_quota():
+    """Under load (or across a cluster's network) an answer sent at the end of one window can reach
+    the bucket after it rolled into the next. Its reset, half a window or more before ours, names a
+    window already over: taking it would bring the reset back and hand out the whole quota again."""
+    clock = FakeClock()
+    bucket = QuotaBucket(5, 100, clock=clock, sleep=clock.sleep)
+    bucket.observe(QuotaState("api", remaining=5, reset_in=100, quota=5, window=100))  # aligned
+    assert [bucket.acquire() for _ in range(5)] == [0.0] * 5
+    assert bucket.acquire() == 100.0  # the next window: one taken, 4 left
+    bucket.observe(QuotaState("api", remaining=0, reset_in=1))  # late, from the window before
+    assert bucket.remaining == 4
+    assert [bucket.acquire() for _ in range(4)] == [0.0] * 4
+    assert bucket.acquire() == 100.0  # the reset stays the current window's, not the late answer's
+
+
+def test_a_late_answer_within_the_window_lowers_the_count_whatever_its_delay():
+    """An answer delayed by more than the old two-second allowance (here 40 s of a 100 s window) still
+    names the window we count in: it lowers what is left, never raises it to the Hub's own count."""
+    clock = FakeClock()
+    bucket = QuotaBucket(10, 100, clock=clock, sleep=clock.sleep)
+    bucket.observe(QuotaState("api", remaining=10, reset_in=100, quota=10, window=100))
+    assert [bucket.acquire() for _ in range(6)] == [0.0] * 6  # 6 in flight, 4 left here
+    clock.now = 10.0
+    bucket.observe(QuotaState("api", remaining=9, reset_in=130))  # seen by the Hub: one; reset 40 s later than ours
+    assert bucket.remaining == 4
