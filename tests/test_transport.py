@@ -515,3 +515,22 @@ def test_a_late_answer_within_the_window_lowers_the_count_whatever_its_delay():
     clock.now = 10.0
     bucket.observe(QuotaState("api", remaining=9, reset_in=130))  # seen by the Hub: one; reset 40 s later than ours
     assert bucket.remaining == 4
+
+
+@pytest.mark.slow
+def test_max_hours_bounds_a_wait_for_the_quota_reset(minihub, tmp_path):
+    """Every answer after the second says the API quota resets in an hour (``r=0;t=3600`` on a real
+    clock). ``run --max-hours 0.005`` (18 s) does not wait for it: the wait would end past the run's
+    end, so the crawl stops at once, keeps what it listed, and the run ends timed_out in seconds."""
+    from hubsurvey.pipeline import RunOptions, run_survey
+
+    quota = Quota(api=2, resolvers=0, window=3600, clock_scale=1.0)
+    started = time.monotonic()
+    with StandinHub(minihub, quota=quota, page_size=5) as hub:
+        client = HubClient(endpoint=hub.url, token=False, cache_dir=tmp_path / "c", max_wait=0.05, deadline=10)
+        summary = run_survey(tmp_path / "r.duckdb", client, None,
+                             RunOptions(max_hours=0.005, crossleaks=False, exposure=False))
+    took = time.monotonic() - started
+    assert summary.status == "timed_out", summary
+    assert summary.steps["crawl"]["out_of_time"] is True
+    assert took < 18 + 15, took

@@ -49,6 +49,8 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT) -> Any:
 
     try:
         return Client(address, timeout=timeout)
+    except ValueError as e:  # distributed's own reading of the address
+        raise UsageError(f"--dask {address!r}: not a scheduler address (tcp://host:8786): {e}") from None
     except (OSError, TimeoutError) as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise ClusterUnreachableError(
@@ -67,6 +69,9 @@ class DaskExecutor(Inflight):
 
     name: ClassVar[str] = "dask"
     options: ClassVar[type] = DaskOptions
+    #: one quota and one breaker for the cluster (False: each worker paces alone, as before they were
+    #: shared; kept for the benchmark that measures the difference)
+    share_limits: ClassVar[bool] = True
 
     def __init__(self, address: str, ctx: RunContext | None = None, *, max_cache_gb: float | None = None):
         super().__init__()
@@ -77,7 +82,7 @@ class DaskExecutor(Inflight):
         self._worker_cache_bytes = int(max_cache_gb * GB) // max(per_host.values()) if max_cache_gb else None
         self._hub = ctx.client if ctx is not None else None
         self.limits: Any = None
-        if ctx is not None:
+        if ctx is not None and self.share_limits:
             # the token's quota and the breaker, for every client of the run: the workers' and ours
             self.limits = self._client.submit(LimitsService, ctx.client.settings, actor=True, pure=False).result()
             ctx.client.share_limits(remote_limits(self.limits, ctx.client.settings.breaker))
