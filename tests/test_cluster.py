@@ -15,6 +15,7 @@ from hubsurvey.core.hub import HubClient
 from hubsurvey.core.pacing import API, RESOLVERS
 from hubsurvey.core.settings import Settings
 from hubsurvey.core.store import Store
+from hubsurvey.crawler.crawl import crawl
 from hubsurvey.pipeline import RunOptions, run_survey
 from hubsurvey.survey.executors.limits import LimitsService, remote_limits
 from hubsurvey_standin import Faults, Quota, Scope, StandinHub, generate_minihub
@@ -136,12 +137,15 @@ def test_the_run_deadline_and_the_breaker_hold_across_the_cluster(minihub, clust
     worker's requests, three timeouts in a row across the jobs open the one breaker, and the run ends
     with exit 4, every job left pending for the next run (none recorded as failed)."""
     hang = Faults(hang_every=1, scope=Scope(categories=frozenset({"resolve_get", "resolve_head"})))
-    started = time.monotonic()
-    with StandinHub(minihub, faults=hang) as hub:
+    with StandinHub(minihub) as hub:
         client = client_for(hub, tmp_path / "cache", rate=0, file_rate=0, deadline=2, breaker=3, max_attempts=2)
+        with Store(tmp_path / "r.duckdb") as store:
+            crawl(store, client)  # a clean crawl; then the Hub stops answering file requests
+        hub.set_faults(hang)
+        started = time.monotonic()
         with pytest.raises(HubStoppedAnsweringError):
-            run_survey(tmp_path / "r.duckdb", client, None, on_cluster(cluster))
-    took = time.monotonic() - started
+            run_survey(tmp_path / "r.duckdb", client, None, on_cluster(cluster, crawl=False))
+        took = time.monotonic() - started
     assert took < 60, took  # a worker on its own default deadline (60 s) would still be waiting
     recorded = jobs(tmp_path / "r.duckdb")
     assert recorded and all(j["status"] == "pending" for j in recorded), recorded
