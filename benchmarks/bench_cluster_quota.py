@@ -70,7 +70,7 @@ def main() -> None:
     print(f"mini-hub survey under {args.resolvers} file requests per window; {args.workers} Dask worker processes")
     with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
-        common = {"executor": "dask", "dask": cluster.scheduler_address, "crossleaks": False, "exposure": False}
+        common = {"executor": "dask", "executor_options": {"dask": cluster.scheduler_address}, "crossleaks": False, "exposure": False}
         survey(hubroot, tmp, "dask shared", args.resolvers, RunOptions(**common))
         DaskExecutor.share_limits = False
         try:

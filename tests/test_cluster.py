@@ -44,7 +44,7 @@ def client_for(hub: StandinHub, cache: Path, **settings) -> HubClient:
 
 
 def on_cluster(cluster, **options) -> RunOptions:
-    return RunOptions(executor="dask", dask=cluster.scheduler_address, crossleaks=False, exposure=False, **options)
+    return RunOptions(executor="dask", executor_options={"dask": cluster.scheduler_address}, crossleaks=False, exposure=False, **options)
 
 
 def jobs(db: Path) -> list[dict]:
@@ -97,7 +97,7 @@ def test_a_malformed_or_silent_scheduler_is_one_line_before_anything_runs(tmp_pa
     with pytest.raises(UsageError, match="not a scheduler address"):
         connect("http//nowhere")
     started = time.monotonic()
-    with pytest.raises(ClusterUnreachableError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+    with pytest.raises(ClusterUnreachableError, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:9"):
         connect("tcp://127.0.0.1:9", timeout=2)
     assert time.monotonic() - started < 30
 
@@ -110,7 +110,7 @@ def test_an_unreachable_scheduler_ends_the_run_before_the_crawl(minihub, tmp_pat
         client = client_for(hub, tmp_path / "cache", rate=0, file_rate=0)
         with pytest.raises(ClusterUnreachableError):
             run_survey(tmp_path / "r.duckdb", client, None,
-                       RunOptions(executor="dask", dask="tcp://127.0.0.1:9", crossleaks=False, exposure=False))
+                       RunOptions(executor="dask", executor_options={"dask": "tcp://127.0.0.1:9"}, crossleaks=False, exposure=False))
         assert sum(hub.stats().values()) == 0  # nothing was asked of the Hub
     assert not (tmp_path / "r.duckdb").exists() or not jobs(tmp_path / "r.duckdb")
 

@@ -20,9 +20,14 @@ What a cluster's run shares, and how (docs/operations.md, "Running on a cluster"
 
 from __future__ import annotations
 
+import multiprocessing
+import threading
+import time
+from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
