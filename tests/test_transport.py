@@ -534,3 +534,22 @@ def test_max_hours_bounds_a_wait_for_the_quota_reset(minihub, tmp_path):
     assert summary.status == "timed_out", summary
     assert summary.steps["crawl"]["out_of_time"] is True
     assert took < 18 + 15, took
+
+
+def test_a_bucket_hands_what_its_window_spent_to_another():
+    """A crawl's bucket spent 7 of 10 in a window with 40 s left: a cluster's bucket seeded from it
+    grants 3 in that window, not a whole quota; and the count comes back the same way."""
+    from hubsurvey.core.pacing import HubLimits
+
+    clock = FakeClock()
+    own = HubLimits.of(rate=None, file_rate=None, quotas=(10, 10), window=100, clock_scale=1.0, breaker=5)
+    bucket = own.pacers["api"]
+    bucket._clock = clock
+    bucket.observe(QuotaState("api", remaining=10, reset_in=40, quota=10, window=100))
+    for _ in range(7):
+        bucket.acquire()
+    shared = HubLimits.of(rate=None, file_rate=None, quotas=(500, 3000), window=300, clock_scale=1.0, breaker=5)
+    shared.seed(own.snapshot())
+    assert [shared.pacers["api"].reserve()[0] for _ in range(4)] == [True, True, True, False]
+    own.seed(shared.snapshot())
+    assert bucket.remaining == 0

@@ -22,7 +22,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hubsurvey.core.errors import HubStoppedAnsweringError, OutOfTimeError
 
@@ -196,6 +196,15 @@ class QuotaBucket(Pace):
     def remaining(self) -> int:
         return self._remaining
 
+    def snapshot(self) -> QuotaState | None:
+        """Where this bucket stands, as an answer's headers would say it (None: nothing spent yet):
+        how a bucket hands its window to another (a cluster's, then back)."""
+        with self._lock:
+            if self._reset_at is None:
+                return None
+            left = max(0.0, self._reset_at - self._clock()) / self.scale
+            return QuotaState("", remaining=self._remaining, reset_in=left, quota=self.quota, window=self.window)
+
 
 class Breaker:
     """Counts consecutive requests that timed out, across jobs; at ``threshold`` it opens: every
@@ -250,6 +259,18 @@ class HubLimits:
 
     pacers: dict[str, Pace]
     breaker: Breaker
+
+    def snapshot(self) -> dict[str, QuotaState]:
+        """Where each quota bucket stands (see :meth:`QuotaBucket.snapshot`)."""
+        states = {name: pacer.snapshot() for name, pacer in self.pacers.items() if isinstance(pacer, QuotaBucket)}
+        return {name: replace(state, bucket=name) for name, state in states.items() if state is not None}
+
+    def seed(self, states: dict[str, QuotaState]) -> None:
+        """Take over what another set of limits spent of the current windows."""
+        for name, state in states.items():
+            pacer = self.pacers.get(name)
+            if pacer is not None:
+                pacer.observe(state)
 
     @classmethod
     def of(cls, *, rate: float | None, file_rate: float | None, quotas: tuple[int, int], window: float,

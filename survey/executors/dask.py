@@ -20,6 +20,7 @@ What a cluster's run shares, and how (docs/operations.md, "Running on a cluster"
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import threading
 import time
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from hubsurvey.core.errors import ClusterUnreachableError, UsageError
+from hubsurvey.core.errors import ClusterUnreachableError, UsageError, one_line
 from hubsurvey.core.options import flag
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.steps import RunContext
@@ -39,6 +40,8 @@ from hubsurvey.survey.cache import GB, CacheBudget
 from hubsurvey.survey.executors.base import Inflight, measured_outcome, settle
 from hubsurvey.survey.executors.limits import LimitsService, remote_limits
 from hubsurvey.survey.jobs import JobSpec, discard_downloads, download, error_outcome, job_bytes, job_client, run_job
+
+log = logging.getLogger(__name__)
 
 #: seconds to reach the scheduler before the run gives up on it (exit 4)
 CONNECT_TIMEOUT = 20.0
@@ -82,14 +85,15 @@ class DaskExecutor(Inflight):
         super().__init__()
         self._client = connect(address)
         info = self._client.scheduler_info().get("workers", {})
-        self.workers = sum(int(w.get("nthreads", 1)) for w in info.values()) or 1
+        self.workers = len(info) or 1  # worker processes: each measures one job at a time
         per_host = Counter(urlsplit(addr).hostname for addr in info) or Counter({"": 1})
         self._worker_cache_bytes = int(max_cache_gb * GB) // max(per_host.values()) if max_cache_gb else None
         self._hub = ctx.client if ctx is not None else None
         self.limits: Any = None
         if ctx is not None and self.share_limits:
             # the token's quota and the breaker, for every client of the run: the workers' and ours
-            self.limits = self._client.submit(LimitsService, ctx.client.settings, actor=True, pure=False).result()
+            spent = ctx.client.own_limits.snapshot()  # what the crawl spent of the current windows
+            self.limits = self._client.submit(LimitsService, ctx.client.settings, spent, actor=True, pure=False).result()
             ctx.client.share_limits(remote_limits(self.limits, ctx.client.settings.breaker))
 
     @classmethod
@@ -121,7 +125,11 @@ class DaskExecutor(Inflight):
         return outer
 
     def close(self) -> None:
-        if self._hub is not None:
+        if self._hub is not None and self.limits is not None:
+            try:  # the steps after the jobs pace on what the cluster left of the windows
+                self._hub.own_limits.seed(self.limits.snapshot().result())
+            except Exception as e:  # a cluster gone: the coordinator's own count stands
+                log.warning("the cluster's quota count could not be read back: %s", one_line(e))
             self._hub.share_limits(None)
         self._client.close()
 
@@ -133,8 +141,9 @@ _POOLS: dict[str, Any] = {}
 _BUDGETS: dict[str, CacheBudget] = {}
 
 
-def _child_pool(threads: int) -> Any:
-    """This worker's pool of child processes, one per thread, made once.
+def _child_pool() -> Any:
+    """This worker's child process, made once: it measures one job at a time (a worker process is
+    one core's worth of measuring), while the worker's other threads download the next jobs' files.
 
     A Dask worker under a nanny is a daemonic process, and multiprocessing refuses children to one
     (so that none outlives it). The child is what lets a job past its timeout or memory ceiling be
@@ -149,19 +158,19 @@ def _child_pool(threads: int) -> Any:
             multiprocessing.current_process()._config["daemon"] = False  # type: ignore[attr-defined]
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(["hubsurvey.survey.jobs"])
-            pool = _POOLS["measure"] = ProcessPool(max_workers=max(1, threads), context=context)
+            pool = _POOLS["measure"] = ProcessPool(max_workers=1, context=context)
         return pool
 
 
-def _worker_identity() -> tuple[str, int]:
-    """(this worker's name, its threads), or a stand-in name outside a worker (tests)."""
+def _worker_name() -> str:
+    """This worker's name, or a stand-in name outside a worker (tests)."""
     try:
         from distributed import get_worker
 
         worker = get_worker()
     except (ImportError, ValueError):
-        return "local", 1
-    return str(worker.name), int(worker.state.nthreads)
+        return "local"
+    return str(worker.name)
 
 
 def _budget(cache: Path, max_bytes: int) -> CacheBudget:
@@ -178,7 +187,7 @@ def run_on_worker(spec: JobSpec, limits: Any = None, cache_bytes: int | None = N
     measure in a child process bounded by what is left of ``--job-timeout`` and by ``--memory-mb``."""
     settings = spec.settings
     started = time.monotonic()
-    name, threads = _worker_identity()
+    name = _worker_name()
     if settings.hub is not None and cache_bytes is not None:
         # a folder of this worker's own, within its share of the host's budget
         folder = Path(settings.hub.cache_dir) / "workers" / "".join(c if c.isalnum() else "-" for c in name)
@@ -203,7 +212,7 @@ def run_on_worker(spec: JobSpec, limits: Any = None, cache_bytes: int | None = N
         left = settings.job_timeout - (time.monotonic() - started) if settings.job_timeout else None
         if left is not None and left <= 0:
             return JobOutcome.failure("timeout", f"{spec.where}: took longer than {settings.job_timeout:g} s")
-        inner = _child_pool(threads).schedule(run_job, args=(local, settings.memory_mb), timeout=left)
+        inner = _child_pool().schedule(run_job, args=(local, settings.memory_mb), timeout=left)
         return measured_outcome(inner, spec.where, settings.job_timeout, settings.memory_mb)
     finally:
         discard_downloads(local)

@@ -28,10 +28,12 @@ class LimitsService:
     """The run's pacers and breaker, asked by every client of the run. Each method takes and gives
     plain data and returns at once (a Dask actor serves its calls one at a time)."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, spent: dict[str, QuotaState] | None = None):
+        """``spent``: where the coordinator's own buckets stand (its crawl spent part of the window)."""
         self._limits = HubLimits.of(
             rate=settings.rate, file_rate=settings.file_rate, quotas=settings.quotas, window=settings.quota_window,
             clock_scale=settings.clock_scale, breaker=settings.breaker)
+        self._limits.seed(spent or {})
         self.permits = dict.fromkeys(self._limits.pacers, 0)  # permits granted, per bucket
 
     def kinds(self) -> dict[str, bool]:
@@ -65,6 +67,10 @@ class LimitsService:
 
     def granted(self) -> dict[str, int]:
         return dict(self.permits)
+
+    def snapshot(self) -> dict[str, QuotaState]:
+        """Where the buckets stand, for the coordinator's own client once the cluster is done."""
+        return self._limits.snapshot()
 
 
 def _value(result: Any) -> Any:
