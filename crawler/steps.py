@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
-from hubsurvey.core.errors import OutOfTimeError
 from hubsurvey.core.steps import Counts, RunContext
 from hubsurvey.crawler.crawl import crawl
 from hubsurvey.crawler.rules import CrawlFilters
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -25,9 +21,6 @@ class CrawlStep:
         if not ctx.options.crawl:
             return {}
         ctx.phase("crawling")
-        with ctx.bounded():
-            try:
-                return crawl(ctx.store, ctx.client, self.filters, run_id=ctx.run_id).as_json()
-            except OutOfTimeError as e:  # --max-hours: what was listed is kept; the next run resumes the listing
-                log.warning("crawl: stopped at the run's end (--max-hours): %s", e)
-                return {"out_of_time": True, "left_pending": 1}
+        with ctx.bounded():  # --max-hours: what was listed is kept; the next run resumes the listing
+            summary = crawl(ctx.store, ctx.client, self.filters, run_id=ctx.run_id)
+        return {**summary.as_json(), "left_pending": 1} if summary.out_of_time else summary.as_json()

@@ -553,3 +553,20 @@ def test_a_bucket_hands_what_its_window_spent_to_another():
     assert [shared.pacers["api"].reserve()[0] for _ in range(4)] == [True, True, True, False]
     own.seed(shared.snapshot())
     assert bucket.remaining == 0
+
+
+@pytest.mark.slow
+def test_crawl_max_hours_bounds_the_crawl_and_a_wait_for_the_quota(minihub, tmp_path):
+    """``crawl --max-hours`` ends the crawl at its bound, waits for the quota included: what was listed
+    is kept, the crawl is recorded timed_out, and the next crawl resumes."""
+    from hubsurvey.core.store import Store
+    from hubsurvey.crawler.crawl import crawl
+
+    quota = Quota(api=3, resolvers=0, window=3600, clock_scale=1.0)
+    started = time.monotonic()
+    with StandinHub(minihub, quota=quota, page_size=2) as hub, Store(tmp_path / "r.duckdb") as store:
+        client = HubClient(endpoint=hub.url, token=False, cache_dir=tmp_path / "c", max_wait=0.05, deadline=10)
+        summary = crawl(store, client, max_hours=0.005)
+        (run,) = store.records("SELECT status FROM runs")
+    assert summary.out_of_time and time.monotonic() - started < 18 + 15
+    assert run["status"] == "timed_out"
