@@ -51,10 +51,11 @@ from hubsurvey.core.errors import (
     HubStoppedAnsweringError,
     HubTimeoutError,
     HubUnreachableError,
+    OutOfTimeError,
 )
 from hubsurvey.core.hub import HubClient, RepoFile, branch_split, is_transient
 from hubsurvey.core.roles import features_from_arrow, infer_roles
-from hubsurvey.core.runs import Runs
+from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.splits import canonical_split
 from hubsurvey.core.store import Store, now
 from hubsurvey.crawler import rules
@@ -93,6 +94,7 @@ class CrawlSummary:
     api_calls: int = 0
     file_calls: int = 0
     seconds: float = 0.0
+    out_of_time: bool = False  # stopped at --max-hours; the next crawl resumes the listing
 
     def line(self) -> str:
         """The one-line summary the crawl command ends with."""
@@ -116,6 +118,7 @@ class CrawlSummary:
             "api_calls": self.api_calls,
             "file_calls": self.file_calls,
             "seconds": round(self.seconds, 3),
+            **({"out_of_time": True} if self.out_of_time else {}),
         }
 
 
@@ -334,6 +337,7 @@ def crawl(
     progress: Callable[[dict[str, Any]], None] | None = None,
     recheck_listing: bool = False,
     since_last: bool = False,
+    max_hours: float | None = None,
 ) -> CrawlSummary:
     """List, decide and record every dataset; return counts. Resolutions run on ``workers`` threads
     (the client's pacing still bounds the request rate).
@@ -342,7 +346,8 @@ def crawl(
     its tags excluded (a stale card cannot keep a dataset out). ``since_last``: list only down to
     the last completed listing's newest ``lastModified`` (with a margin), so that only datasets
     changed since are re-decided. A listing left unfinished by an earlier crawl resumes from its
-    cursor either way.
+    cursor either way. ``max_hours``: the crawl stops there, every request, retry and wait for the
+    quota included, keeping what it listed (a run bounds its crawl by its own ``--max-hours``).
 
     Without ``run_id`` the crawl is a command of its own and records its own ``runs`` row (a survey
     run passes its id and records the run itself).
@@ -351,10 +356,17 @@ def crawl(
     if run_id is not None:
         return _crawl(store, client, filters, run_id=run_id, **options)
     filters = filters or CrawlFilters()
-    args = {"filters": filters.as_json(), "recheck_listing": recheck_listing, "since_last": since_last}
-    with Runs(store).recording("crawl", args) as recording:
-        summary = _crawl(store, client, filters, run_id=recording.run_id, **options)
-        recording.counts = summary.as_json()
+    args = {"filters": filters.as_json(), "recheck_listing": recheck_listing, "since_last": since_last,
+            "max_hours": max_hours}
+    client.stop_after(max_hours * 3600 if max_hours else None)  # every request, retry and wait for the quota
+    try:
+        with Runs(store).recording("crawl", args) as recording:
+            summary = _crawl(store, client, filters, run_id=recording.run_id, **options)
+            recording.counts = summary.as_json()
+            if summary.out_of_time:
+                recording.status = RunStatus.TIMED_OUT
+    finally:
+        client.stop_after(None)
     return summary
 
 
@@ -588,6 +600,9 @@ def _crawl(
         # Several authors: one server-side listing each, one after the other (never the whole Hub).
         for query in filters.listing_queries():
             crawler.listing(query, window=PAGES_IN_FLIGHT)
+    except OutOfTimeError as e:  # --max-hours: what was listed is kept, with its cursor; the next crawl resumes
+        log.warning("crawl: stopped at --max-hours: %s", client.scrub(str(e)))
+        crawler.summary.out_of_time = True
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     summary = crawler.summary

@@ -21,4 +21,6 @@ class CrawlStep:
         if not ctx.options.crawl:
             return {}
         ctx.phase("crawling")
-        return crawl(ctx.store, ctx.client, self.filters, run_id=ctx.run_id).as_json()
+        with ctx.bounded():  # --max-hours: what was listed is kept; the next run resumes the listing
+            summary = crawl(ctx.store, ctx.client, self.filters, run_id=ctx.run_id)
+        return {**summary.as_json(), "left_pending": 1} if summary.out_of_time else summary.as_json()

@@ -48,6 +48,7 @@ from hubsurvey.core.store import Store, StoreError
 from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey.crawler.steps import CrawlStep
 from hubsurvey.survey.contamination_check import BenchmarksStep, ContaminationStep
+from hubsurvey.survey.executors import preflight
 from hubsurvey.survey.exposure import ExposureStep
 from hubsurvey.survey.steps import MeasureStep
 
@@ -183,6 +184,7 @@ def run_survey(
     """Run the steps (default: :func:`run_steps`) under the run lock, recorded as one ``run``.
     See the module docstring."""
     options = options or RunOptions()
+    preflight(options)  # a cluster that does not answer: one line before anything is crawled
     if options.cache_dir is not None:
         client.cache_dir = Path(options.cache_dir)  # the client downloads (prefetch) into the run's cache
     run_id = new_run_id("run")

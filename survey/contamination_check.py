@@ -195,8 +195,7 @@ def _contamination_rows(t: dict[str, Any], client: HubClient, index: bench.Bench
     files = {s: v["files"] for s, v in configs.get(t["config"], {}).items()}
     job = QueuedJob(f"{t['dataset_id']}@{t['revision_sha']}/{t['config']}", t["dataset_id"], t["revision_sha"],
                     t["config"], len(configs), files, parquet_sha=t["parquet_sha"])
-    spec = local = JobSpec(job, JobSettings(endpoint=client.endpoint,
-                                            cache_dir=str(client.cache_dir) if client.cache_dir else None))
+    spec = local = JobSpec(job, JobSettings(hub=client.settings))
     try:
         local = download(spec, client)
         data = config_from_files(job.dataset_id, job.config, job.revision_sha, local.local_files or {})

@@ -18,6 +18,7 @@ from typing import Any
 from hubsurvey.core.errors import HubsurveyError, InternalError, scrub
 from hubsurvey.core.figures import methods_measured
 from hubsurvey.core.hub import HubClient, delete_files, is_transient
+from hubsurvey.core.pacing import HubLimits
 from hubsurvey.core.queue import JobOutcome, JobSettings, QueuedJob
 from hubsurvey.core.roles import RoleOverrides
 from hubsurvey.core.settings import Settings
@@ -71,6 +72,17 @@ def job_bytes(spec: JobSpec, client: HubClient) -> int:
     return sum(sizes.get(path, 0) for paths in job.files.values() for path in paths)
 
 
+def job_client(settings: JobSettings, limits: HubLimits | None = None) -> HubClient:
+    """The Hub client a job makes where it runs: the run's Hub settings whole, with this process's own
+    token (none crosses the wire), stopping at the run's end, drawing on ``limits`` when the cluster
+    shares them."""
+    client = HubClient(settings.hub.with_worker_token()) if settings.hub is not None else HubClient()
+    if settings.run_ends_at is not None:
+        client.stop_after(max(1e-3, settings.run_ends_at - time.time()))
+    client.share_limits(limits)
+    return client
+
+
 def discard_downloads(spec: JobSpec) -> None:
     """Delete the job's downloaded files (only those inside the survey cache) unless kept."""
     if spec.settings.keep_cache or not spec.local_files:
@@ -110,7 +122,9 @@ def run_job(spec: JobSpec, memory_mb: int | None = None) -> JobOutcome:
             # prefetched, then gone (an eviction, a clean-up racing with this download): fetch again
             spec = replace(spec, local_files=None)
         if spec.local_files is None:
-            spec = download(spec, HubClient(endpoint=settings.endpoint, cache_dir=settings.cache_dir))
+            client = job_client(settings)
+            with client.time_limit(settings.job_timeout):
+                spec = download(spec, client)
             download_seconds = time.perf_counter() - started
         data = config_from_files(job.dataset_id, job.config, job.revision_sha, spec.local_files or {})
         result = measure_config(

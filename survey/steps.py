@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from hubsurvey.core.figures import methods_measured
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobSettings, JobStatus
@@ -50,10 +50,13 @@ def job_settings(ctx: RunContext) -> JobSettings:
     """The settings every job of this run shares, built once."""
     o = ctx.options
     cores = os.cpu_count() or 1
+    deadline = ctx.deadline
     return JobSettings(
         run_id=ctx.run_id,
-        endpoint=ctx.client.endpoint,
-        cache_dir=str(ctx.client.cache_dir) if ctx.client.cache_dir else None,
+        hub=replace(ctx.client.settings, cache_dir=ctx.client.cache_dir),  # whole; pickled without its token
+        run_ends_at=time.time() + (deadline - time.perf_counter()) if deadline is not None else None,
+        job_timeout=o.job_timeout,
+        memory_mb=o.memory_mb,
         keep_cache=o.keep_cache,
         roles_file=o.roles_file,
         examples=o.examples,
@@ -86,40 +89,37 @@ class MeasureStep:
     @staticmethod
     def _execute(ctx: RunContext, queue: JobQueue, todo: deque[JobSpec], counts: MeasureCounts) -> None:
         executor = open_executor(ctx)
-        deadline = ctx.deadline
-        if deadline is not None:  # --max-hours stops the downloads in flight too, not only the taking of new jobs
-            ctx.client.stop_after(max(1e-3, deadline - time.perf_counter()))
-        try:
-            while todo or executor.inflight:
-                while todo and executor.inflight < executor.capacity and not ctx.out_of_time():
-                    spec = todo.popleft()
-                    queue.mark_running(spec.job.job_id, ctx.run_id)
-                    executor.submit(spec)
-                if not executor.inflight:
-                    break  # out of time: the rest stays pending
-                for spec, outcome in executor.completed(timeout=1.0):
-                    if ctx.client.breaker.open and not outcome.ok:  # not recorded: running, then pending for the next run
-                        continue
-                    status = queue.record(spec.job, outcome, run_id=ctx.run_id)
-                    if status is JobStatus.DONE:
-                        counts.add(outcome)
-                    elif status is JobStatus.PENDING:
-                        counts.retried += 1
-                        todo.append(spec)
-                    else:
-                        counts.failed += 1
-                    if ctx.progress:
-                        elapsed = time.perf_counter() - ctx.started
-                        ctx.progress({"done": counts.done + counts.failed, "ok": counts.done, "failed": counts.failed,
-                                      "total": counts.queued,
-                                      "rows_per_s": round(counts.data_rows / elapsed, 2) if elapsed else 0})
-                ctx.client.breaker.check()  # the Hub stopped answering: end the run (exit 4), the rest stays pending
-                if ctx.live:  # between transactions: at most once a second (progress), every few (snapshot)
-                    ctx.live.tick(ctx.store.con, done=counts.done, failed=counts.failed, rows=counts.data_rows,
-                                  pending=len(todo) + executor.inflight)
-        finally:
-            executor.close()
-            ctx.client.stop_after(None)  # the steps after the jobs (contamination, report) are not bounded by it
+        with ctx.bounded():  # --max-hours stops the downloads in flight too, not only the taking of new jobs
+            try:
+                while todo or executor.inflight:
+                    while todo and executor.inflight < executor.capacity and not ctx.out_of_time():
+                        spec = todo.popleft()
+                        queue.mark_running(spec.job.job_id, ctx.run_id)
+                        executor.submit(spec)
+                    if not executor.inflight:
+                        break  # out of time: the rest stays pending
+                    for spec, outcome in executor.completed(timeout=1.0):
+                        if not outcome.ok and (outcome.error_class == "hub_stopped" or ctx.client.breaker.open):  # pending for the next run
+                            continue
+                        status = queue.record(spec.job, outcome, run_id=ctx.run_id)
+                        if status is JobStatus.DONE:
+                            counts.add(outcome)
+                        elif status is JobStatus.PENDING:
+                            counts.retried += 1
+                            todo.append(spec)
+                        else:
+                            counts.failed += 1
+                        if ctx.progress:
+                            elapsed = time.perf_counter() - ctx.started
+                            ctx.progress({"done": counts.done + counts.failed, "ok": counts.done, "failed": counts.failed,
+                                          "total": counts.queued,
+                                          "rows_per_s": round(counts.data_rows / elapsed, 2) if elapsed else 0})
+                    ctx.client.breaker.check()  # the Hub stopped answering: end the run (exit 4), the rest stays pending
+                    if ctx.live:  # between transactions: at most once a second (progress), every few (snapshot)
+                        ctx.live.tick(ctx.store.con, done=counts.done, failed=counts.failed, rows=counts.data_rows,
+                                      pending=len(todo) + executor.inflight)
+            finally:
+                executor.close()
         counts.left_pending = len(todo)
         if ctx.live:  # the last job's results, for readers while the report renders
             ctx.live.progress(done=counts.done, failed=counts.failed, rows=counts.data_rows, pending=len(todo),

@@ -80,6 +80,15 @@ E2E_TESTS: dict[str, str] = {
     "tests/test_transport.py::test_a_hub_scale_crawl_holds_both_buckets_of_a_compressed_clock_with_no_429_after_the_first_window":
         "a Hub-scale crawl over quota windows on a compressed clock (4 s)",
     "tests/test_site_browser.py::test_only_the_rows_in_view_are_drawn_and_every_chunk_loads": "Chromium scrolling three data chunks (6 s)",
+    "tests/test_cluster.py::test_an_unreachable_scheduler_ends_the_run_before_the_crawl": "a run refused before its crawl (25 s)",
+    "tests/test_cluster.py::test_three_workers_hold_one_resolver_quota_with_no_429_after_the_first_window":
+        "three Dask worker processes under quota windows of 15 s (2 min)",
+    "tests/test_cluster.py::test_the_run_deadline_and_the_breaker_hold_across_the_cluster": "a cluster run ended by the breaker (30 s)",
+    "tests/test_cluster.py::test_a_job_past_its_memory_ceiling_is_stopped_and_recorded_as_locally": "a cluster run (40 s)",
+    "tests/test_cluster.py::test_a_job_past_its_timeout_is_stopped_and_the_worker_takes_the_next":
+        "two cluster runs, one job stopped at its timeout (80 s)",
+    "tests/test_transport.py::test_max_hours_bounds_a_wait_for_the_quota_reset": "a run bounded by --max-hours (15 s)",
+    "tests/test_transport.py::test_crawl_max_hours_bounds_the_crawl_and_a_wait_for_the_quota": "a crawl bounded by --max-hours (15 s)",
 }
 EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_near_recall.py::test_engine_against_the_exhaustive_reference": "every shared config (1100 s)",

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from hubsurvey.cli import app
 from hubsurvey.core.errors import DataFileMissingError
 from hubsurvey.core.hub import HubClient, delete_files
+from hubsurvey.core.settings import Settings
 from hubsurvey.core.store import Store
 from hubsurvey.pipeline import RunOptions, run_survey
 from hubsurvey.survey.jobs import error_outcome
@@ -271,7 +272,7 @@ def test_a_prefetched_file_gone_before_measuring_is_downloaded_again(tmp_path):
     with StandinHub(root) as hub:
         client = _client(hub, tmp_path / "cache")
         files = {"train": ["c0/train/0000.parquet"], "test": ["c0/test/0000.parquet"]}
-        settings = JobSettings(endpoint=hub.url, cache_dir=str(tmp_path / "cache"))
+        settings = JobSettings(hub=Settings.from_env(endpoint=hub.url, cache_dir=tmp_path / "cache"))
         spec = download(JobSpec(QueuedJob("j", "share/three", "1" * 40, "c0", 1, files), settings), client)
         gone = Path(spec.local_files["test"][0])
         os.unlink(os.path.realpath(gone))  # an eviction took the blob between prefetch and measuring

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from hubsurvey.cli import app
 from hubsurvey.core.errors import ExitCode, scrub
 from hubsurvey.core.hub import HubClient, delete_files
+from hubsurvey.core.settings import Settings
 from hubsurvey.survey.audit import audit
 
 runner = CliRunner()
@@ -204,7 +205,7 @@ def test_a_jobs_files_are_pinned_and_deleted_after_measuring_unless_kept(tmp_pat
             if config == "default":
                 files.setdefault(split, []).append(f.path)
         spec = JobSpec(QueuedJob("j", dataset_id, info.sha, "default", 1, files),
-                       JobSettings(endpoint=hub.url, cache_dir=str(cache), keep_cache=keep))
+                       JobSettings(hub=Settings.from_env(endpoint=hub.url, cache_dir=cache), keep_cache=keep))
         outcome = run_job(spec)
         pinned = client.parquet_sha(dataset_id)
     assert outcome.ok, outcome

@@ -228,7 +228,7 @@ def test_a_429_storm_on_downloads_is_transient_never_permanent(minihub, eligible
                 files.setdefault(split, []).append(f.path)
         hub.set_faults(storm)
         spec = JobSpec(QueuedJob("j", eligible, info.sha, "default", 1, files),
-                       JobSettings(endpoint=hub.url, cache_dir=str(tmp_path / "c")))
+                       JobSettings(hub=Settings.from_env(endpoint=hub.url, cache_dir=tmp_path / "c")))
         outcome = run_job(spec)
     assert not outcome.ok and outcome.transient is True, outcome
     assert "429" in outcome.message and "connection" not in outcome.message.lower(), outcome
@@ -488,3 +488,85 @@ def test_library_warnings_stay_out_of_the_output_unless_asked():
                 root.removeHandler(handler)
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
+
+
+def test_a_late_answer_from_a_window_already_over_does_not_reopen_the_quota():
+    """Under load (or across a cluster's network) an answer sent at the end of one window can reach
+    the bucket after it rolled into the next. Its reset, half a window or more before ours, names a
+    window already over: taking it would bring the reset back and hand out the whole quota again."""
+    clock = FakeClock()
+    bucket = QuotaBucket(5, 100, clock=clock, sleep=clock.sleep)
+    bucket.observe(QuotaState("api", remaining=5, reset_in=100, quota=5, window=100))  # aligned
+    assert [bucket.acquire() for _ in range(5)] == [0.0] * 5
+    assert bucket.acquire() == 100.0  # the next window: one taken, 4 left
+    bucket.observe(QuotaState("api", remaining=0, reset_in=1))  # late, from the window before
+    assert bucket.remaining == 4
+    assert [bucket.acquire() for _ in range(4)] == [0.0] * 4
+    assert bucket.acquire() == 100.0  # the reset stays the current window's, not the late answer's
+
+
+def test_a_late_answer_within_the_window_lowers_the_count_whatever_its_delay():
+    """An answer delayed by more than the old two-second allowance (here 40 s of a 100 s window) still
+    names the window we count in: it lowers what is left, never raises it to the Hub's own count."""
+    clock = FakeClock()
+    bucket = QuotaBucket(10, 100, clock=clock, sleep=clock.sleep)
+    bucket.observe(QuotaState("api", remaining=10, reset_in=100, quota=10, window=100))
+    assert [bucket.acquire() for _ in range(6)] == [0.0] * 6  # 6 in flight, 4 left here
+    clock.now = 10.0
+    bucket.observe(QuotaState("api", remaining=9, reset_in=130))  # seen by the Hub: one; reset 40 s later than ours
+    assert bucket.remaining == 4
+
+
+@pytest.mark.slow
+def test_max_hours_bounds_a_wait_for_the_quota_reset(minihub, tmp_path):
+    """Every answer after the second says the API quota resets in an hour (``r=0;t=3600`` on a real
+    clock). ``run --max-hours 0.005`` (18 s) does not wait for it: the wait would end past the run's
+    end, so the crawl stops at once, keeps what it listed, and the run ends timed_out in seconds."""
+    from hubsurvey.pipeline import RunOptions, run_survey
+
+    quota = Quota(api=2, resolvers=0, window=3600, clock_scale=1.0)
+    started = time.monotonic()
+    with StandinHub(minihub, quota=quota, page_size=5) as hub:
+        client = HubClient(endpoint=hub.url, token=False, cache_dir=tmp_path / "c", max_wait=0.05, deadline=10)
+        summary = run_survey(tmp_path / "r.duckdb", client, None,
+                             RunOptions(max_hours=0.005, crossleaks=False, exposure=False))
+    took = time.monotonic() - started
+    assert summary.status == "timed_out", summary
+    assert summary.steps["crawl"]["out_of_time"] is True
+    assert took < 18 + 15, took
+
+
+def test_a_bucket_hands_what_its_window_spent_to_another():
+    """A crawl's bucket spent 7 of 10 in a window with 40 s left: a cluster's bucket seeded from it
+    grants 3 in that window, not a whole quota; and the count comes back the same way."""
+    from hubsurvey.core.pacing import HubLimits
+
+    clock = FakeClock()
+    own = HubLimits.of(rate=None, file_rate=None, quotas=(10, 10), window=100, clock_scale=1.0, breaker=5)
+    bucket = own.pacers["api"]
+    bucket._clock = clock
+    bucket.observe(QuotaState("api", remaining=10, reset_in=40, quota=10, window=100))
+    for _ in range(7):
+        bucket.acquire()
+    shared = HubLimits.of(rate=None, file_rate=None, quotas=(500, 3000), window=300, clock_scale=1.0, breaker=5)
+    shared.seed(own.snapshot())
+    assert [shared.pacers["api"].reserve()[0] for _ in range(4)] == [True, True, True, False]
+    own.seed(shared.snapshot())
+    assert bucket.remaining == 0
+
+
+@pytest.mark.slow
+def test_crawl_max_hours_bounds_the_crawl_and_a_wait_for_the_quota(minihub, tmp_path):
+    """``crawl --max-hours`` ends the crawl at its bound, waits for the quota included: what was listed
+    is kept, the crawl is recorded timed_out, and the next crawl resumes."""
+    from hubsurvey.core.store import Store
+    from hubsurvey.crawler.crawl import crawl
+
+    quota = Quota(api=3, resolvers=0, window=3600, clock_scale=1.0)
+    started = time.monotonic()
+    with StandinHub(minihub, quota=quota, page_size=2) as hub, Store(tmp_path / "r.duckdb") as store:
+        client = HubClient(endpoint=hub.url, token=False, cache_dir=tmp_path / "c", max_wait=0.05, deadline=10)
+        summary = crawl(store, client, max_hours=0.005)
+        (run,) = store.records("SELECT status FROM runs")
+    assert summary.out_of_time and time.monotonic() - started < 18 + 15
+    assert run["status"] == "timed_out"

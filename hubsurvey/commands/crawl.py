@@ -10,7 +10,7 @@ import typer
 
 from hubsurvey.commands.options import HUB, Db, OptionGroup, takes
 from hubsurvey.core.hub import HubClient
-from hubsurvey.core.options import HubOptions
+from hubsurvey.core.options import HubOptions, unlimited_if_zero
 from hubsurvey.core.store import DEFAULT_DB
 from hubsurvey.crawler.rules import CrawlFilters
 
@@ -40,6 +40,9 @@ def crawl(
         "--since-last",
         help="List only the datasets modified since the last completed listing (newest first, down to its "
              "lastModified high-water mark, less an hour).")] = False,
+    max_hours: Annotated[float | None, typer.Option(
+        "--max-hours", help="Stop after this long, every request and wait for the quota included; "
+                            "the next crawl resumes the listing (0: no limit)")] = None,
 ) -> None:
     """List Hub datasets, apply the survey's filters and record every one with its outcome.
 
@@ -48,8 +51,9 @@ def crawl(
     from hubsurvey.crawler.crawl import crawl as run_crawl
     from hubsurvey.progress import CrawlProgress, quiet_hub_bars
 
+    max_hours = unlimited_if_zero("--max-hours", max_hours)
     client = hub_client(hub)
     with Store(db) as store, quiet_hub_bars(), CrawlProgress() as bar:
         summary = run_crawl(store, client, filters, progress=bar,  # records its own runs row
-                            recheck_listing=recheck_listing, since_last=since_last)
+                            recheck_listing=recheck_listing, since_last=since_last, max_hours=max_hours)
     typer.echo(summary.line())

@@ -136,6 +136,14 @@ class HubTimeoutError(HubError):
     transient = True
 
 
+class OutOfTimeError(HubTimeoutError):
+    """A request that would wait (for the quota, a retry or the breaker) past the job's or the run's
+    end (``--job-timeout``, ``--max-hours``): not the Hub being slow, so the breaker does not count
+    it; the job goes back to pending for the next run."""
+
+    error_class = "out_of_time"
+
+
 class HubStoppedAnsweringError(HubTimeoutError):
     """Too many requests in a row timed out, across jobs: the Hub (or the way to it) stopped
     answering. The run ends with exit code 4 and leaves what is left pending for the next run."""
@@ -157,6 +165,14 @@ class TooLargeForCacheError(HubError):
     alone rather than let the cache go over its budget; a larger budget measures it."""
 
     error_class = "too_large_for_cache"
+
+
+class ClusterUnreachableError(HubsurveyError):
+    """The run's Dask scheduler does not answer: nothing was measured; try again when it does (exit 4,
+    as an unreachable Hub)."""
+
+    exit_code = ExitCode.HUB
+    error_class = "cluster_unreachable"
 
 
 class InternalError(HubsurveyError):

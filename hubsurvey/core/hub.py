@@ -56,10 +56,11 @@ from hubsurvey.core.errors import (
     HubsurveyError,
     HubTimeoutError,
     HubUnreachableError,
+    OutOfTimeError,
     scrub,
     scrub_exception,
 )
-from hubsurvey.core.pacing import API, RESOLVERS, Breaker, FixedPace, Pace, QuotaBucket, Unpaced, parse_ratelimit
+from hubsurvey.core.pacing import API, RESOLVERS, Breaker, HubLimits, Pace, parse_ratelimit
 from hubsurvey.core.safety import refuse_secrets, scrub_value
 from hubsurvey.core.settings import Settings
 from hubsurvey.core.splits import branch_split
@@ -156,13 +157,6 @@ class _OutOfTime(stop_base):
         return self._active.left() <= 0
 
 
-def _pace(rate: float | None, quota: int, window: float, scale: float) -> Pace:
-    """A fixed pace when ``rate`` is given (0: unpaced), else the quota's bucket."""
-    if rate is None:
-        return QuotaBucket(quota, window, clock_scale=scale)
-    return FixedPace(rate) if rate > 0 else Unpaced()
-
-
 @dataclass(frozen=True)
 class RepoFile:
     path: str
@@ -229,12 +223,9 @@ class HubClient:
         self.read_timeout = settings.read_timeout
         self.max_attempts = settings.max_attempts
         configure_http()
-        api_quota, resolver_quota = settings.quotas
-        self._pacers: dict[str, Pace] = {
-            API: _pace(settings.rate, api_quota, settings.quota_window, settings.clock_scale),
-            RESOLVERS: _pace(settings.file_rate, resolver_quota, settings.quota_window, settings.clock_scale),
-        }
-        self.breaker = Breaker(settings.breaker)
+        self.limits = self.own_limits = HubLimits.of(
+            rate=settings.rate, file_rate=settings.file_rate, quotas=settings.quotas, window=settings.quota_window,
+            clock_scale=settings.clock_scale, breaker=settings.breaker)
         self._clock_scale = settings.clock_scale
         self._stop_at = math.inf
         self.calls = 0  # API calls made through this client, for politeness accounting
@@ -243,6 +234,19 @@ class HubClient:
     @property
     def has_token(self) -> bool:
         return bool(self._token)
+
+    @property
+    def breaker(self) -> Breaker:
+        return self.limits.breaker
+
+    def share_limits(self, shared: HubLimits | None) -> None:
+        """Draw on ``shared`` pacers and breaker (a cluster's, for the whole token) instead of this
+        client's own; ``None``: back to its own."""
+        self.limits = shared if shared is not None else self.own_limits
+
+    @staticmethod
+    def _follows_quota(pacer: Pace) -> bool:
+        return pacer.follows_quota
 
     def scrub(self, text: str) -> str:
         """Remove the token from a message before it reaches a log, the DB or an exception."""
@@ -270,7 +274,7 @@ class HubClient:
         if "RateLimit" not in headers and "RateLimit-Policy" not in headers:
             return
         for name, state in parse_ratelimit(headers).items():
-            pacer = self._pacers.get(name)
+            pacer = self.limits.pacers.get(name)
             if pacer is not None:
                 pacer.observe(state)
 
@@ -294,10 +298,13 @@ class HubClient:
             file=_file,
             observe=self._observe,
         )
-        pacer = self._pacers[RESOLVERS if _file else API]
+        pacer = self.limits.pacers[RESOLVERS if _file else API]
 
         def attempt() -> T:
-            active.deadline += pacer.acquire()  # waiting for the quota is not the Hub being slow
+            try:  # waiting for the quota is not the Hub being slow; it is bounded by the job's and the run's end
+                active.deadline += pacer.acquire(active.hard_deadline)
+            except OutOfTimeError as e:
+                raise OutOfTimeError(f"{what}: {e}") from None
             if _file:
                 self.file_calls += 1
             else:
@@ -315,16 +322,18 @@ class HubClient:
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
             asked = _server_wait(exc)
-            if asked is not None and isinstance(pacer, QuotaBucket):
+            if asked is not None and self._follows_quota(pacer):
                 return 0.0  # the bucket learned the reset from the same headers and waits for it
             if asked is not None:
                 delay = min((asked + 1.0) * self._clock_scale, s.max_wait)
+                if delay >= active.left(hard_only=True):  # the job's or the run's end comes first
+                    raise OutOfTimeError(f"{what}: the Hub asked for a wait of {delay:.0f} s, past the time left")
                 active.deadline += delay  # the Hub's own wait is pacing, not slowness
                 return delay
             return max(0.0, min(backoff(state), active.left()))
 
         retrying = Retrying(
-            retry=retry_if_exception(is_transient),
+            retry=retry_if_exception(lambda e: is_transient(e) and not isinstance(e, OutOfTimeError)),
             wait=wait,
             stop=stop_any(stop_after_attempt(s.max_attempts), _OutOfTime(active)),
             reraise=True,
@@ -345,7 +354,7 @@ class HubClient:
         """Count a failed call for the breaker: a timeout counts, any answer resets the count."""
         from hubsurvey.core.errors import HubStoppedAnsweringError, one_line
 
-        if isinstance(error, HubStoppedAnsweringError):
+        if isinstance(error, (HubStoppedAnsweringError, OutOfTimeError)):
             return
         if isinstance(error, HubTimeoutError):
             if active.left(hard_only=True) <= 0:  # the job's or the run's time is up, not the Hub

@@ -18,12 +18,13 @@ clock, where a 300-second window passes in 3 real seconds, is 0.01).
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from hubsurvey.core.errors import HubStoppedAnsweringError
+from hubsurvey.core.errors import HubStoppedAnsweringError, OutOfTimeError
 
 #: the Hub's bucket names as the headers spell them -> the client's two buckets
 API, RESOLVERS = "api", "resolvers"
@@ -75,14 +76,37 @@ def parse_ratelimit(headers: Mapping[str, str]) -> dict[str, QuotaState]:
 
 
 class Pace:
-    """What every pacer does: wait before a request (returning the seconds waited), and learn
-    from an answer's headers."""
+    """What every pacer does: say when the next request may go (:meth:`reserve`, which never
+    blocks, so that a pacer can live in another process: a cluster shares one), wait for it
+    (:meth:`acquire`), and learn from an answer's headers (:meth:`observe`)."""
 
-    def acquire(self) -> float:
-        return 0.0
+    def reserve(self) -> tuple[bool, float]:
+        """(granted, delay): with ``granted``, the request may go after ``delay`` seconds (its slot is
+        taken); without, nothing is taken and the caller asks again after ``delay``."""
+        return True, 0.0
 
     def observe(self, state: QuotaState) -> None:
         return None
+
+    #: whether it follows the Hub's quota (its headers name the wait after a 429, not a backoff)
+    follows_quota: bool = False
+
+    _clock: Callable[[], float] = staticmethod(time.monotonic)
+    _sleep: Callable[[float], None] = staticmethod(time.sleep)
+
+    def acquire(self, until: float = math.inf) -> float:
+        """Wait until a request may go; the seconds waited. A wait that would end after ``until``
+        (monotonic: the job's or the run's end) raises :class:`OutOfTimeError` at once."""
+        waited = 0.0
+        while True:
+            granted, delay = self.reserve()
+            if delay > 0:
+                if self._clock() + delay > until:
+                    raise OutOfTimeError(f"the quota's next opening is {delay:.0f} s away, past the time left")
+                self._sleep(delay)
+                waited += delay
+            if granted:
+                return waited
 
 
 class Unpaced(Pace):
@@ -99,25 +123,28 @@ class FixedPace(Pace):
         self._lock = threading.Lock()
         self._clock, self._sleep = clock, sleep
 
-    def acquire(self) -> float:
+    def reserve(self) -> tuple[bool, float]:
         with self._lock:
             now = self._clock()
             delay = self._next - now
             self._next = max(now, self._next) + self._interval
-        if delay > 0:
-            self._sleep(delay)
-            return delay
-        return 0.0
+        return True, max(0.0, delay)
 
 
 class QuotaBucket(Pace):
     """A fixed-window quota: ``quota`` requests per ``window`` Hub seconds (thread-safe).
 
     The first request opens a local window; the Hub's headers then set the window's end and what
-    is left of it. Requests in flight were already counted here, so an answer's ``r`` only lowers
-    the local count within one window, also when the Hub's window ends earlier than the local
-    guess; an answer from a window that ends later (the Hub has opened a new one) replaces it.
+    is left of it. Once an answer has aligned the window, answers are told apart by their reset,
+    whatever their delay on a loaded machine or a cluster's network:
+
+    - within half a window of ours: the window we count in. Requests in flight were already counted
+      here and not yet by the Hub, so its ``r`` only lowers the local count;
+    - later than that: a window the Hub has opened since; its count replaces ours;
+    - earlier than that: a late answer from a window already over; it says nothing of this one.
     """
+
+    follows_quota = True
 
     def __init__(self, quota: int, window: float, *, clock_scale: float = 1.0,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
@@ -126,27 +153,25 @@ class QuotaBucket(Pace):
         self.scale = clock_scale
         self._remaining = quota
         self._reset_at: float | None = None
+        self._aligned = False  # whether an answer has set the window's end (until then it is a guess)
         self._lock = threading.Lock()
         self._clock, self._sleep = clock, sleep
-        self.waited = 0.0  # seconds spent waiting for a reset, for the log and the tests
+        self.waited = 0.0  # seconds callers were told to wait for a reset, for the log and the tests
 
-    def acquire(self) -> float:
-        waited = 0.0
-        while True:
-            with self._lock:
-                now = self._clock()
-                if self._reset_at is None:
-                    self._reset_at = now + self.window * self.scale
-                if now >= self._reset_at:  # a new window: the whole quota again
-                    self._remaining = self.quota
-                    self._reset_at = now + self.window * self.scale
-                if self._remaining > 0:
-                    self._remaining -= 1
-                    self.waited += waited
-                    return waited
-                delay = self._reset_at - now
-            self._sleep(delay)
-            waited += delay
+    def reserve(self) -> tuple[bool, float]:
+        with self._lock:
+            now = self._clock()
+            if self._reset_at is None:
+                self._reset_at = now + self.window * self.scale
+            if now >= self._reset_at:  # a new window: the whole quota again
+                self._remaining = self.quota
+                self._reset_at = now + self.window * self.scale
+            if self._remaining > 0:
+                self._remaining -= 1
+                return True, 0.0
+            delay = self._reset_at - now
+            self.waited += delay
+            return False, delay
 
     def observe(self, state: QuotaState) -> None:
         with self._lock:
@@ -158,10 +183,11 @@ class QuotaBucket(Pace):
             if state.reset_in is None:
                 return
             reset_at = now + state.reset_in * self.scale
-            # A reset no later than ours (within the headers' rounding) is the window we count in, even when
-            # we opened it late and guessed its end too far: the Hub's r does not yet count our requests in
-            # flight, so it only lowers. A later reset is a window the Hub has opened since: its r replaces.
-            ours = self._reset_at is not None and reset_at <= self._reset_at + 2.0 * self.scale
+            half = 0.5 * self.window * self.scale
+            if self._aligned and self._reset_at is not None and reset_at < self._reset_at - half:
+                return  # from a window already over
+            self._aligned = True
+            ours = self._reset_at is not None and reset_at <= self._reset_at + half
             if state.remaining is not None:
                 self._remaining = min(self._remaining, state.remaining) if ours else state.remaining
             self._reset_at = reset_at
@@ -169,6 +195,15 @@ class QuotaBucket(Pace):
     @property
     def remaining(self) -> int:
         return self._remaining
+
+    def snapshot(self) -> QuotaState | None:
+        """Where this bucket stands, as an answer's headers would say it (None: nothing spent yet):
+        how a bucket hands its window to another (a cluster's, then back)."""
+        with self._lock:
+            if self._reset_at is None:
+                return None
+            left = max(0.0, self._reset_at - self._clock()) / self.scale
+            return QuotaState("", remaining=self._remaining, reset_in=left, quota=self.quota, window=self.window)
 
 
 class Breaker:
@@ -204,3 +239,45 @@ class Breaker:
             self._consecutive += 1
             if self._consecutive >= self.threshold and self.opened_by is None:
                 self.opened_by = what
+
+
+def pacer_for(rate: float | None, quota: int, window: float, clock_scale: float) -> Pace:
+    """A fixed pace when ``rate`` is given (0: unpaced), else the quota's bucket."""
+    if rate is None:
+        return QuotaBucket(quota, window, clock_scale=clock_scale)
+    return FixedPace(rate) if rate > 0 else Unpaced()
+
+
+@dataclass
+class HubLimits:
+    """What every request to the Hub from one token draws on: a pacer per bucket and the breaker.
+
+    One process has one (its Hub client's); a cluster shares one, held by one service that every
+    worker's client asks (``hubsurvey.survey.executors.dask``), since the quota belongs to the
+    token, not to a process.
+    """
+
+    pacers: dict[str, Pace]
+    breaker: Breaker
+
+    def snapshot(self) -> dict[str, QuotaState]:
+        """Where each quota bucket stands (see :meth:`QuotaBucket.snapshot`)."""
+        states = {name: pacer.snapshot() for name, pacer in self.pacers.items() if isinstance(pacer, QuotaBucket)}
+        return {name: replace(state, bucket=name) for name, state in states.items() if state is not None}
+
+    def seed(self, states: dict[str, QuotaState]) -> None:
+        """Take over what another set of limits spent of the current windows."""
+        for name, state in states.items():
+            pacer = self.pacers.get(name)
+            if pacer is not None:
+                pacer.observe(state)
+
+    @classmethod
+    def of(cls, *, rate: float | None, file_rate: float | None, quotas: tuple[int, int], window: float,
+           clock_scale: float, breaker: int) -> HubLimits:
+        api_quota, resolver_quota = quotas
+        return cls(
+            pacers={API: pacer_for(rate, api_quota, window, clock_scale),
+                    RESOLVERS: pacer_for(file_rate, resolver_quota, window, clock_scale)},
+            breaker=Breaker(breaker),
+        )

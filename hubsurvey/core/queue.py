@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from hubsurvey.core import figures
+from hubsurvey.core.settings import Settings
 from hubsurvey.core.splits import SPLIT_ALIASES
 from hubsurvey.core.store import FINGERPRINT_HASH, Store, insert, now
 
@@ -107,8 +108,13 @@ class JobSettings:
     """
 
     run_id: str | None = None
-    endpoint: str | None = None
-    cache_dir: str | None = None  # the survey's download cache (None: the Hub client's default)
+    #: the run's Hub settings (endpoint, plan, rates, quotas, deadline, drip floor, breaker, cache), whole;
+    #: pickled without the token, which each worker takes from its own environment (None: the worker's
+    #: environment alone, as a command run on the worker would read it)
+    hub: Settings | None = None
+    run_ends_at: float | None = None  # the run's end (--max-hours), as a Unix time: every worker's requests stop there
+    job_timeout: float | None = None  # seconds one job may take, its downloads included (None: no limit)
+    memory_mb: int | None = None  # one job's memory ceiling where the executor runs it in a child process
     keep_cache: bool = False  # keep the downloaded files after measuring (default: delete them)
     roles_file: str | None = None
     examples: int = figures.DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
@@ -116,6 +122,11 @@ class JobSettings:
     engine_threads: int | None = None  # threads of one job's engine (None: DuckDB's default)
     engine_memory_limit: str | None = None  # one job's engine memory limit, e.g. '2457MB'
     benchmarks_index: str | None = None  # a saved benchmark index (run --benchmarks): check contamination too
+
+    @property
+    def cache_dir(self) -> str | None:
+        """The survey's download cache (None: the environment's default)."""
+        return str(self.hub.cache_dir) if self.hub is not None else None
 
     @property
     def engine_options(self) -> dict[str, Any]:

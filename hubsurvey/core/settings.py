@@ -189,6 +189,19 @@ class Settings:
             register_secret(given["token"])
         return replace(read, **given)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (a job's settings crossing to a worker, a process or a host) without the token:
+        a worker takes its own from its environment (:meth:`with_worker_token`)."""
+        return {**self.__dict__, "token": None}
+
+    def with_worker_token(self, environ: Mapping[str, str] | None = None) -> Settings:
+        """These settings with the token of this process's environment (``HF_TOKEN``): how a worker
+        makes the client of a job whose settings crossed the wire without one."""
+        env = os.environ if environ is None else environ
+        token = env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN") or None
+        register_secret(token)
+        return replace(self, token=token)
+
     @property
     def has_token(self) -> bool:
         return bool(self.token)

@@ -10,8 +10,9 @@ step is one class there plus one line in the runner's list (``hubsurvey.pipeline
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
@@ -148,6 +149,20 @@ class RunContext:
     def out_of_time(self) -> bool:
         deadline = self.deadline
         return deadline is not None and time.perf_counter() > deadline
+
+    @contextlib.contextmanager
+    def bounded(self) -> Iterator[None]:
+        """Inside the block, no Hub call of the run goes on past ``max_hours``: requests in flight,
+        retries and every wait for the quota stop there (:class:`~hubsurvey.core.errors.OutOfTimeError`)."""
+        deadline = self.deadline
+        if deadline is None:
+            yield
+            return
+        self.client.stop_after(max(1e-3, deadline - time.perf_counter()))
+        try:
+            yield
+        finally:
+            self.client.stop_after(None)  # the steps after (contamination, report) are not bounded by it
 
     @property
     def left_pending(self) -> int:

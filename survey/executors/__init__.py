@@ -18,7 +18,7 @@ from typing import Any
 
 from hubsurvey.core.errors import UsageError
 from hubsurvey.core.options import declared, field_default
-from hubsurvey.core.steps import RunContext
+from hubsurvey.core.steps import RunContext, RunOptions
 from hubsurvey.survey.executors.base import Executor
 from hubsurvey.survey.executors.dask import DaskExecutor
 from hubsurvey.survey.executors.local import LocalExecutor
@@ -29,7 +29,7 @@ EXECUTORS: dict[str, type[Executor]] = {
     DaskExecutor.name: DaskExecutor,
 }
 
-__all__ = ["EXECUTORS", "DaskExecutor", "Executor", "LocalExecutor", "chosen_executor", "open_executor"]
+__all__ = ["EXECUTORS", "DaskExecutor", "Executor", "LocalExecutor", "chosen_executor", "open_executor", "preflight"]
 
 #: the executor run when none is named and none's options are given
 DEFAULT_EXECUTOR = LocalExecutor.name
@@ -67,3 +67,10 @@ def open_executor(ctx: RunContext) -> Executor:
     """The executor a run's options name (``run --executor``), checked as the command line checks it."""
     name, _ = chosen_executor(ctx.options.executor, ctx.options.executor_options)
     return EXECUTORS[name].for_run(ctx)
+
+
+def preflight(options: RunOptions) -> None:
+    """Before a run's first step: the executor its options name can be used (a cluster answers),
+    so that a run never crawls for a cluster it cannot reach."""
+    name, executor_options = chosen_executor(options.executor, options.executor_options)
+    EXECUTORS[name].preflight(executor_options)

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Protocol
 
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.steps import RunContext
-from hubsurvey.survey.jobs import JobSpec
+from hubsurvey.survey.jobs import MEMORY_EXIT_CODE, JobSpec, error_outcome
 
 
 class Executor(Protocol):
@@ -29,6 +29,11 @@ class Executor(Protocol):
     @classmethod
     def for_run(cls, ctx: RunContext) -> Executor:
         """The executor a run's options ask for."""
+        ...
+
+    @classmethod
+    def preflight(cls, options: Mapping[str, Any]) -> None:
+        """Check, before any step of the run, that the executor can be used (a cluster answers)."""
         ...
 
     @property
@@ -68,6 +73,10 @@ class Inflight:
     def check(cls, options: Mapping[str, Any]) -> None:
         pass
 
+    @classmethod
+    def preflight(cls, options: Mapping[str, Any]) -> None:
+        return None
+
     def __init__(self) -> None:
         self._inflight: dict[Future[JobOutcome], JobSpec] = {}
 
@@ -97,3 +106,22 @@ def settle(outer: Future[JobOutcome], result: JobOutcome) -> None:
     """Give a job's future its outcome, once (the first of a result and a failure wins)."""
     if not outer.done():
         outer.set_result(result)
+
+
+def measured_outcome(inner: Future[JobOutcome], where: str, job_timeout: float | None, memory_mb: int | None) -> JobOutcome:
+    """The outcome of a job measured in a child process (a pebble pool's future): its own, or the
+    child's end as an outcome, with the same error class whichever executor ran it."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from pebble import ProcessExpired
+
+    try:
+        return inner.result()
+    except FutureTimeout:
+        return JobOutcome.failure("timeout", f"{where}: took longer than {job_timeout:g} s")
+    except ProcessExpired as e:
+        if e.exitcode == MEMORY_EXIT_CODE:
+            return JobOutcome.failure("memory_limit", f"{where}: worker passed its memory ceiling of {memory_mb} MB")
+        return JobOutcome.failure("worker_died", f"{where}: worker process died (exit code {e.exitcode})", transient=True)
+    except Exception as e:  # pragma: no cover - pebble's own failures
+        return error_outcome(e, where)

@@ -16,9 +16,8 @@ from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.steps import RunContext
 from hubsurvey.survey.cache import GB, CacheBudget
-from hubsurvey.survey.executors.base import Inflight, settle
+from hubsurvey.survey.executors.base import Inflight, measured_outcome, settle
 from hubsurvey.survey.jobs import (
-    MEMORY_EXIT_CODE,
     JobSpec,
     discard_downloads,
     download,
@@ -88,23 +87,7 @@ class LocalExecutor(Inflight):
                 return local
 
         def measured(inner: Future) -> None:
-            from concurrent.futures import TimeoutError as FutureTimeout
-
-            from pebble import ProcessExpired
-
-            try:
-                settle(outer, inner.result())
-            except FutureTimeout:
-                settle(outer, JobOutcome.failure("timeout", f"{where}: took longer than {self.job_timeout:g} s"))
-            except ProcessExpired as e:
-                if e.exitcode == MEMORY_EXIT_CODE:
-                    settle(outer, JobOutcome.failure(
-                        "memory_limit", f"{where}: worker passed its memory ceiling of {self.memory_mb} MB"))
-                else:
-                    settle(outer, JobOutcome.failure(
-                        "worker_died", f"{where}: worker process died (exit code {e.exitcode})", transient=True))
-            except Exception as e:  # pragma: no cover - pebble's own failures
-                settle(outer, error_outcome(e, where))
+            settle(outer, measured_outcome(inner, where, self.job_timeout, self.memory_mb))
 
         def downloaded(f: Future) -> None:
             try:
