@@ -30,7 +30,7 @@ from hubsurvey.commands.options import Benchmarks, Db, Examples, Format, Json, N
 from hubsurvey.commands.per_column import per_column_json, render_per_column
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
-from hubsurvey.core.runs import STOP_REQUESTED
+from hubsurvey.core.runs import STOP_REQUESTED, Interrupted
 from hubsurvey.core.safety import json_text, visible, visible_output
 from hubsurvey.core.store import DEFAULT_DB
 
@@ -57,6 +57,8 @@ Exit codes:
   4  the Hub cannot be used (unreachable, listing refused, authentication)
   5  internal error: a bug in hubsurvey (-v shows the traceback)
   6  check failed: a limit of `hubsurvey check` does not hold (all was measured)
+  130  interrupted by Ctrl-C: a run keeps its pending jobs for the next one
+  143  stopped by SIGTERM, as Ctrl-C stops it
 """
 
 app = typer.Typer(
@@ -68,9 +70,30 @@ app = typer.Typer(
 )
 
 
+#: the signal that asked the running command to stop (its exit code is 128 + its number)
+_stop_signal = signal.SIGINT
+
+
 def _interrupt(signum: int, _frame: Any) -> None:
+    global _stop_signal
     STOP_REQUESTED.set()
+    _stop_signal = signal.Signals(signum)
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def interrupted_line(error: BaseException) -> str:
+    """The one line a command stopped by Ctrl-C or SIGTERM ends with: what it left behind (a run's
+    pending jobs) and the command line that resumes it."""
+    import shlex
+
+    if Path(sys.argv[0]).name == "hubsurvey" or sys.argv[0].endswith(os.path.join("hubsurvey", "cli.py")):
+        again = shlex.join(["hubsurvey", *sys.argv[1:]])
+    else:  # called from Python (tests): the command's name is what is known
+        context = click.get_current_context(silent=True)
+        again = context.command_path if context is not None else "the same command"
+    if isinstance(error, Interrupted):
+        return f"interrupted: {error.detail}, resume with `{again}`"
+    return f"interrupted: run again with `{again}`"
 
 
 @contextlib.contextmanager
@@ -80,7 +103,9 @@ def _sigterm_as_ctrl_c() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    global _stop_signal
     STOP_REQUESTED.clear()  # a command of its own (the tests run several in one process)
+    _stop_signal = signal.SIGINT  # Ctrl-C, unless a handled signal says otherwise
     previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
@@ -122,17 +147,30 @@ def handled(command: Callable[..., Any]) -> Callable[..., Any]:
             os.dup2(devnull, sys.stdout.fileno())
             raise typer.Exit(int(ExitCode.OK)) from None
         except HubsurveyError as e:
+            if STOP_REQUESTED.is_set():  # a query or a download the stop cut short
+                raise _stopped(e) from None
             log.debug("%s failed", command.__name__, exc_info=True)
             typer.echo(f"error: {visible(one_line(e), one_line=True)}", err=True)
             raise typer.Exit(int(e.exit_code)) from None
+        except KeyboardInterrupt as e:
+            raise _stopped(e) from None
         except Exception as e:
             if STOP_REQUESTED.is_set():  # the stop's doing (an interrupted DuckDB query): as Ctrl-C ends
-                raise KeyboardInterrupt(str(e)) from e
+                raise _stopped(e) from None
             log.debug("internal error in %s", command.__name__, exc_info=True)
             typer.echo(f"internal error (a bug in hubsurvey): {visible(one_line(e), one_line=True)}", err=True)
             raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
     return run
+
+
+def _stopped(error: BaseException) -> typer.Exit:
+    """Ctrl-C or SIGTERM: one line on stderr, and exit 130 (SIGINT) or 143 (SIGTERM), as a shell
+    reports a command its signal ended."""
+    log.debug("interrupted", exc_info=error)
+    with contextlib.suppress(Exception):  # a closed stderr: the exit code still says it
+        typer.echo(visible(interrupted_line(error), one_line=True), err=True)
+    return typer.Exit(int(ExitCode.TERMINATED if _stop_signal == signal.SIGTERM else ExitCode.INTERRUPTED))
 
 
 def _show_version(value: bool) -> None:

@@ -47,7 +47,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,6 +54,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
+from hubsurvey.core import duck
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.survey import normalize, passages
 
@@ -455,7 +455,7 @@ class BenchmarkIndex:
         grams = pa.table({"h": h[keep], "bench": bench_of[item_at[keep]], "item": item_of[item_at[keep]],
                           "pos": (keep - starts[item_at[keep]]).astype(np.int32)})
         short, short_h = whole_hashes(values, np.concatenate([[0], ends]))
-        con = duckdb.connect(":memory:")
+        con = duck.connect()
         try:
             con.register("g", grams)
             # one row per (benchmark, hash): the first item holding the passage (verification

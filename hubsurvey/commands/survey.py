@@ -77,7 +77,8 @@ def run_options(values: dict[str, Any]) -> RunOptions:
 RUN = OptionGroup(RunOptions, run_options, insert={"executor_options": option_classes})
 
 
-def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]) -> None:
+def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]):
+    """Run the survey with its progress on stderr and print its summary; return the summary."""
     from hubsurvey.pipeline import run_survey
     from hubsurvey.progress import SurveyProgress, quiet_hub_bars
 
@@ -85,7 +86,12 @@ def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]
         summary = run_survey(db, client, filters, options, progress=bar, args=args)
     for line in _summary_lines(summary):
         typer.echo(line)
-    if summary.failed or summary.of("benchmarks"):  # a job, or a benchmark that could not be indexed
+    return summary
+
+
+def _exit_code(summary) -> None:
+    """Exit 1 (partial) when a job failed, or a benchmark could not be indexed."""
+    if summary.failed or summary.of("benchmarks"):
         raise typer.Exit(ExitCode.PARTIAL)
 
 
@@ -99,7 +105,7 @@ def run(
     """Crawl, measure every eligible config not measured at its current sha, refresh the report."""
     client = hub_client(hub)
     args = {"filters": filters.as_json(), "db": str(db), **hub.overrides(), **options.as_json()}
-    _survey(db, client, filters, options, args)
+    _exit_code(_survey(db, client, filters, options, args))
 
 
 def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = False) -> None:
@@ -185,8 +191,8 @@ def demo(
             # The stand-in is local: no pacing needed. Its files go to a cache of their own, removed at the end.
             client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=Path(tmp) / "hf-cache")
             args = {"demo": True, "db": str(db), "report_dir": str(report_dir), "workers": workers}
-            try:
-                _survey(db, client, None, options, args)
-            finally:
-                typer.echo(f"demo results: {db}  report: {report_dir}/")
+            summary = _survey(db, client, None, options, args)
+    # only what this run wrote: an interrupted or failed demo ends before this line
+    typer.echo(f"demo results: {db}" + (f"  report: {report_dir}/" if summary.report else ""))
     typer.echo(f"try: hubsurvey sql \"SELECT * FROM lle\" --db {db}")
+    _exit_code(summary)
