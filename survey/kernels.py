@@ -39,7 +39,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 #: the line a run prints before it compiles (the figure: docs/benchmarks.md, a fresh install on 2 cores)
-ANNOUNCE = "compiling the {what} kernels once for this install, about {seconds} s (not counted in the ETA)"
+ANNOUNCE = "compiling the {what} kernels once for this install, about {seconds} s"
 #: seconds the compile took on a fresh install (2 cores, load below 2): docs/benchmarks.md
 TYPICAL_SECONDS = 40
 

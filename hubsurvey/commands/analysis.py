@@ -29,11 +29,15 @@ from hubsurvey.commands.options import (
     output_format,
     positive,
     say_snapshot,
+    unlimited_if_zero,
 )
 from hubsurvey.core.errors import BadInputError, StoreError, UsageError
 from hubsurvey.core.options import share
 from hubsurvey.core.safety import json_text
 from hubsurvey.core.store import DEFAULT_DB, Store
+
+#: ``show``'s examples of each kind unless --limit says otherwise: a screen, not every stored one
+SHOW_LIMIT = 3
 
 #: DuckDB settings of the ``sql`` connection: no file reads or writes, no extension install or load
 SAFE_CONFIG = {
@@ -43,6 +47,17 @@ SAFE_CONFIG = {
 }
 
 
+def results_file(db: Path) -> Path:
+    """``db`` when it is a file a read command can open: a missing or empty file is one line and
+    exit 3, the same for every command (DuckDB's own error names neither the DB nor what to do)."""
+    path = Path(db)
+    if not path.is_file():
+        raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
+    if path.stat().st_size == 0:
+        raise StoreError(f"{db}: empty file, not a results DB (run `hubsurvey run` or `hubsurvey audit` first)")
+    return path
+
+
 def open_results(db: Path, *, safe: bool = False) -> Store:
     """The results DB, read-only; a missing, empty or foreign file is one line and exit 3.
 
@@ -50,11 +65,7 @@ def open_results(db: Path, *, safe: bool = False) -> Store:
     a survey run holds the DB, its read snapshot is opened instead, and one stderr line says so
     (:meth:`Store.open_for_reading`).
     """
-    path = Path(db)
-    if not path.is_file():
-        raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
-    if path.stat().st_size == 0:
-        raise StoreError(f"{db}: empty file, not a results DB (run `hubsurvey run` or `hubsurvey audit` first)")
+    path = results_file(db)
     store = Store.open_for_reading(path, config=dict(SAFE_CONFIG) if safe else None)
     version = store._check_version()
     if version == 0:
@@ -227,7 +238,8 @@ def show(
     kind: Annotated[str | None, typer.Option("--kind", help="leaks, duplicates, conflicts or near (or one kind, e.g. duplicate_test)")] = None,
     profile: Annotated[str | None, typer.Option("--profile", help="raw or normalized [default: both]")] = None,
     label: Annotated[str | None, typer.Option("--label", help="Only this label column (text-key examples are kept)")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="At most N examples of each kind")] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", help=f"At most N examples of each kind (0: all stored) [default: {SHOW_LIMIT}; with --source, 20 rows]")] = None,
     fmt: Format = None,
     db: ReadDb = Path(DEFAULT_DB),
 ) -> None:
@@ -240,17 +252,24 @@ def show(
     from hubsurvey.analysis.examples import find_examples, render_examples
 
     fmt = output_format(fmt)
-    at_least("--limit", limit, 1)
+    shown = unlimited_if_zero("--limit", limit)
     store = open_results(db)
     try:
         if source is not None:
-            _show_pair(store, dataset, source, config, source_config, limit, fmt)
+            _show_pair(store, dataset, source, config, source_config, 20 if limit is None else shown, fmt)
             return
-        rows = find_examples(store, dataset, config=config, kind=kind, profile=profile, label_column=label, limit=limit)
+        shown = SHOW_LIMIT if limit is None else shown
+        # one more than shown, to tell whether more are stored
+        rows = find_examples(store, dataset, config=config, kind=kind, profile=profile, label_column=label,
+                             limit=shown + 1 if shown else None)
     finally:
         store.close()
+    more = shown is not None and any(r["rank"] > shown for r in rows)
+    rows = [r for r in rows if shown is None or r["rank"] <= shown]
     if fmt == "table":
         typer.echo(render_examples(rows))
+        if more:
+            typer.echo(f"(at most {shown} of each kind shown, and more are stored: --limit N shows N, --limit 0 all)")
         return
     names = list(rows[0]) if rows else []
     sys.stdout.write(RENDER[fmt](names, [[r[n] for n in names] for r in rows]).rstrip("\n") + "\n")
@@ -263,7 +282,8 @@ def _show_pair(store: Store, dataset: str, source: str, config: str | None, sour
     from hubsurvey.analysis.examples import resolve_dataset
 
     a, b = resolve_dataset(store, dataset), resolve_dataset(store, source)
-    rows = find_cross_rows(store, a, b, test_config=config, source_config=source_config, limit=limit or 20)
+    rows = find_cross_rows(store, a, b, test_config=config, source_config=source_config,
+                           limit=2**62 if limit is None else limit)  # None: every row (--limit 0)
     if fmt == "table":
         typer.echo(render_cross_rows(a, b, rows, pair_overlaps(store, a, b)))
         return
@@ -351,7 +371,8 @@ def publish(
     finally:
         store.close()
     typer.echo(f"target: dataset {result.repo_id}{' (private)' if private else ''}")
-    typer.echo(f"folder: {result.folder}")
+    # a folder of its own (no --out) is removed when publish returns: never print it as if it were there
+    typer.echo("folder: temporary, removed (--out DIR keeps it)" if result.folder_removed else f"folder: {result.folder}")
     for f in result.files:
         typer.echo(f"  {f.path_in_repo:40} {f.size:>10} bytes")
     typer.echo(f"  {'total':40} {result.total_size:>10} bytes in {len(result.files)} files")

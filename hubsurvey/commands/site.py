@@ -67,7 +67,7 @@ def publish_site(repo: str, *, push: bool, private: bool, db: Path, out: Path | 
             shutil.rmtree(folder.parent, ignore_errors=True)
     size = sum(f.size for f in result.files)
     typer.echo(f"target: static space {result.repo_id}{' (private)' if private else ''}")
-    typer.echo(f"folder: {folder}{' (temporary, removed)' if out is None else ''}")
+    typer.echo("folder: temporary, removed (--out DIR keeps it)" if out is None else f"folder: {folder}")
     typer.echo(f"  {result.summary.datasets} dataset(s): {len(result.files)} files, {size} bytes")
     if not push:
         typer.echo("dry run: nothing uploaded; add --push to create the space and upload these files in one commit")

@@ -115,10 +115,10 @@ def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = Fa
     fmt = output_format(fmt, as_json)
     if fmt == "csv":
         raise UsageError("status prints --format table or json (its summary is not one table)")
-    info = db_status(db)
+    from hubsurvey.commands.analysis import results_file
+
+    info = db_status(results_file(db))
     last = info["last_run"]
-    if last and isinstance(last.get("counts"), str):
-        last["counts"] = json.loads(last["counts"])  # a JSON column: print it as an object, not a string
     if info["snapshot"]:
         say_snapshot(info["snapshot"]["run_id"], info["snapshot"]["taken_at"])
     if fmt == "json":
@@ -137,6 +137,8 @@ def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = Fa
         typer.echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items() if not isinstance(v, dict)))
     else:
         typer.echo("last run: none")
+    if later := info["latest_command"]:
+        typer.echo(f"latest command: {later['command']} {later['run_id']} {later['status']}, started {later['started_at']}")
     typer.echo("datasets: " + (", ".join(f"{k} {v}" for k, v in sorted(info["datasets"].items())) or "none crawled"))
     typer.echo("queue: " + (", ".join(f"{k} {v}" for k, v in sorted(info["queue"].items())) or "empty"))
     typer.echo(f"measurements: {info['measurements']['rows']} row(s) over {info['measurements']['datasets']} dataset(s)")
