@@ -29,7 +29,6 @@ from hubsurvey.commands.options import (
     output_format,
     positive,
     say_snapshot,
-    unlimited_if_zero,
 )
 from hubsurvey.core.errors import BadInputError, StoreError, UsageError
 from hubsurvey.core.options import share
@@ -252,7 +251,8 @@ def show(
     from hubsurvey.analysis.examples import find_examples, render_examples
 
     fmt = output_format(fmt)
-    shown = unlimited_if_zero("--limit", limit)
+    at_least("--limit", limit, 0)
+    shown = limit or None  # 0: every stored example
     store = open_results(db)
     try:
         if source is not None:

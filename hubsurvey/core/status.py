@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from hubsurvey.core import livestate
-from hubsurvey.core.runs import Runs
 from hubsurvey.core.errors import StoreError
+from hubsurvey.core.runs import Runs
 from hubsurvey.core.store import Store
 
 
