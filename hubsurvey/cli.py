@@ -299,6 +299,23 @@ def near_json(row: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+def row_verdicts(rows: list[dict[str, Any]]) -> dict[tuple[str, str | None], Any]:
+    """Each measured (config, label column)'s verdict, judged on the dataset's basis as every
+    other surface judges it (:func:`hubsurvey.analysis.verdicts.dataset_verdict`)."""
+    from hubsurvey.analysis.verdicts import dataset_verdict
+
+    if not rows:
+        return {}
+    return {(v.config, v.label_column): v for v in dataset_verdict(rows).configs}
+
+
+def verdict_line(verdict: Any) -> str:
+    """The line that ends a config's block: config, label column, verdict and the figure that
+    decided it, e.g. ``verdict hate [label]: unreliable: normalized_contaminated_test_pct 8.047%
+    (not clean, normalized_contaminated_test_pct ≥ 5%; exact-2026)``."""
+    return visible(f"verdict {verdict.config} [{verdict.label_column or '(no label)'}]: {verdict.reason}", one_line=True)
+
+
 def _hub_errors() -> tuple[type[BaseException], ...]:
     """The Hub's answers about one dataset (missing, gated, a bad revision, or a failure after every
     retry), told apart by :func:`_hub_refusal`.
@@ -342,9 +359,11 @@ def audit(
     """Measure a dataset's leaks and duplicates (LLE, exact and near-duplicate methods), store and print them.
 
     Prints the LLE figures, then the exact figures (raw and normalized profiles), then the
-    near-duplicate figures (--no-near skips them). --format json (or --json) prints only a JSON
+    near-duplicate figures (--no-near skips them), and ends each config and label column with one
+    line: its verdict and the figure that decided it. --format json (or --json) prints only a JSON
     array, one object per row: the LLE keys, the exact figures under "exact", the near ones under
-    "near" and each split's content fingerprint under "fingerprints". The examples behind the counts
+    "near", each split's content fingerprint under "fingerprints" and the verdict under "verdict".
+    The examples behind the counts
     are stored; `hubsurvey show` prints them. --benchmarks FILE also checks each config for
     contamination with those benchmarks (stored in the contamination table; the table format prints
     one line per split and benchmark).
@@ -367,8 +386,10 @@ def audit(
                             benchmarks_file=benchmarks)
     except _hub_errors() as e:
         raise _hub_refusal(target, e) from None
+    verdicts = row_verdicts(outcome.rows)
     if fmt == "json":
-        objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r), "fingerprints": fingerprints_json(r)}
+        objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r), "fingerprints": fingerprints_json(r),
+                 "verdict": verdicts[r["config"], r["label_column"]].as_dict()}
                 for r in outcome.rows]
         typer.echo(json_text(objs, indent=1, default=str))
     elif fmt == "csv":
@@ -377,6 +398,7 @@ def audit(
         for result in outcome.results:
             for row in result.rows:
                 typer.echo(render_row(row))
+                typer.echo(verdict_line(verdicts[row["config"], row["label_column"]]))
             typer.echo("")
         for r in outcome.contamination:
             typer.echo(visible(f"contamination: {r['config']}/{r['split_name']} against {r['benchmark_id']} "
