@@ -47,7 +47,7 @@ def extract(path: Path) -> Iterator[tuple[str, str]]:
     fence = ""  # the open code block's fence (a longer one holds shorter ones: a message in ````markdown)
     lines = path.read_text(encoding="utf-8").splitlines()
     for number, line in enumerate(lines, 1):
-        where = f"{path.relative_to(REPO)}:{number}"
+        where = f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path.name}:{number}"
         marker = re.match(r"\s*(`{3,})", line)
         if marker and not fence:
             fence = marker[1]
