@@ -38,10 +38,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "contamination": ("hubsurvey.survey.passages", "hubsurvey.survey.contamination", "hubsurvey.core.compiled"),
 }
 
-#: the line a run prints before it compiles (the figure: docs/benchmarks.md, a fresh install on 2 cores)
+#: the line a run prints before it compiles
 ANNOUNCE = "compiling the {what} kernels once for this install, about {seconds} s"
-#: seconds the compile took on a fresh install (2 cores, load below 2): docs/benchmarks.md
-TYPICAL_SECONDS = 40
+#: the compile's wall time on 2 idle cores: its children took 22.5 (fingerprint), 34.5 (near-duplicates,
+#: then the sample's whole job) and 3.6 (contamination) CPU-seconds, side by side (docs/benchmarks.md)
+TYPICAL_SECONDS = 35
 
 
 def groups_for(*, near: bool, benchmarks: bool) -> tuple[str, ...]:
