@@ -84,6 +84,7 @@ E2E_TESTS: dict[str, str] = {
     "tests/test_cluster.py::test_three_workers_hold_one_resolver_quota_with_no_429_after_the_first_window":
         "three Dask worker processes under quota windows of 15 s (2 min)",
     "tests/test_cluster.py::test_the_run_deadline_and_the_breaker_hold_across_the_cluster": "a cluster run ended by the breaker (30 s)",
+    "tests/test_cluster.py::test_file_rate_is_one_pace_for_the_whole_cluster": "a cluster run at --file-rate 3 (30 s)",
     "tests/test_cluster.py::test_a_job_past_its_memory_ceiling_is_stopped_and_recorded_as_locally": "a cluster run (40 s)",
     "tests/test_cluster.py::test_a_job_past_its_timeout_is_stopped_and_the_worker_takes_the_next":
         "two cluster runs, one job stopped at its timeout (80 s)",
