@@ -54,6 +54,10 @@ def _summary_lines(summary) -> list[str]:
         from hubsurvey.survey.exposure import counts_line
 
         lines.append(counts_line(summary.steps["exposure"]))
+    if summary.of("scores"):  # the scores the surveyed datasets' models report
+        from hubsurvey.survey.scores import counts_line as scores_line
+
+        lines.append(scores_line(summary.steps["scores"]))
     if summary.report:
         lines.append("report: " + ", ".join(summary.report))
     lines += [f"error: {line}" for line in (summary.of("benchmarks") or {}).get("not_indexed", [])]
