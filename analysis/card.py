@@ -26,12 +26,12 @@ from hubsurvey.analysis.export import (
     EXPOSURE_CSV_PATH,
     EXPOSURE_PARQUET_PATH,
     FAMILIES_CSV_PATH,
-    SCORES_CSV_PATH,
-    SCORES_PARQUET_PATH,
     HISTORY_CSV_PATH,
     HISTORY_PARQUET_PATH,
     LLE_CSV_PATH,
     PARQUET_PATH,
+    SCORES_CSV_PATH,
+    SCORES_PARQUET_PATH,
     columns,
 )
 from hubsurvey.analysis.findings import findings

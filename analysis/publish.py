@@ -44,9 +44,9 @@ from hubsurvey.analysis.export import (
     CSV_PATH,
     EXPOSURE_CSV_PATH,
     FAMILIES_CSV_PATH,
-    SCORES_CSV_PATH,
     HISTORY_CSV_PATH,
     LLE_CSV_PATH,
+    SCORES_CSV_PATH,
     export_results,
     write_manifest,
 )
