@@ -106,6 +106,11 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """A YAML or JSON mapping, or an empty one for anything else."""
+    return value if isinstance(value, dict) else {}
+
+
 def _text(value: Any) -> str | None:
     return str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value) else None
 
@@ -120,13 +125,13 @@ def model_index_results(card: Mapping[str, Any] | None) -> tuple[list[dict[str, 
     for entry in entries if isinstance(entries, list) else []:
         results = entry.get("results") if isinstance(entry, dict) else None
         for result in results if isinstance(results, list) else []:
-            dataset = result.get("dataset") if isinstance(result, dict) else None
+            dataset = _mapping(result.get("dataset")) if isinstance(result, dict) else {}
             metrics = result.get("metrics") if isinstance(result, dict) else None
-            dataset_id = _text(dataset.get("type")) if isinstance(dataset, dict) else None
+            dataset_id = _text(dataset.get("type"))
             if dataset_id is None or not isinstance(metrics, list) or not metrics:
                 skipped += 1
                 continue
-            task = result.get("task") if isinstance(result.get("task"), dict) else {}
+            task = _mapping(result.get("task"))
             for metric in metrics:
                 if not isinstance(metric, dict):
                     skipped += 1
@@ -151,9 +156,9 @@ def eval_results_entries(body: bytes, path: str) -> tuple[list[dict[str, Any]], 
     out: list[dict[str, Any]] = []
     skipped = 0
     for entry in data if isinstance(data, list) else [data] if isinstance(data, dict) else []:
-        dataset = entry.get("dataset") if isinstance(entry, dict) else None
-        dataset_id = _text(dataset.get("id")) if isinstance(dataset, dict) else None
-        if dataset_id is None:
+        dataset = _mapping(entry.get("dataset")) if isinstance(entry, dict) else {}
+        dataset_id = _text(dataset.get("id"))
+        if dataset_id is None or not isinstance(entry, dict):
             skipped += 1
             continue
         out.append({"dataset_id": dataset_id, "config": None, "split_reported": None,
@@ -254,9 +259,10 @@ def model_scores(model: Mapping[str, Any], client: HubClient, benchmarks: _Bench
     """Every score a listed model (its listing item) reports: its card's ``model-index`` results and
     its ``.eval_results`` files' entries (each file read through the client), mapped to a split."""
     model_id, sha = str(model["id"]), _text(model.get("sha"))
-    card = model.get("cardData") if isinstance(model.get("cardData"), dict) else {}
+    card = _mapping(model.get("cardData"))
     found, skipped = model_index_results(card)
-    siblings = model.get("siblings") if isinstance(model.get("siblings"), list) else []
+    siblings = model.get("siblings")
+    siblings = siblings if isinstance(siblings, list) else []
     files = sorted(str(s.get("rfilename")) for s in siblings
                    if isinstance(s, dict) and _EVAL_FILE.match(str(s.get("rfilename") or "")))
     for path in files[:MAX_EVAL_FILES]:

@@ -606,6 +606,49 @@ SCORES_AT_RISK_SQL = """
              e.dataset_id, config, e.split, e.metric"""
 
 
+#: The columns of the view ``scores_at_risk``, with their meaning (docs/schema.md).
+SCORES_AT_RISK_COLUMNS: dict[str, str] = {
+    "model_id": "the Hub model reporting the score",
+    "model_sha": "its revision when listed",
+    "source": "`model-index` (the card) or `eval_results` (a `.eval_results/*.yaml` file)",
+    "source_file": "the `.eval_results` file (NULL: the card)",
+    "dataset_id": "the dataset the score was measured on",
+    "config": "its config: as reported, from the benchmark's `eval.yaml`, or the dataset's (benchmark's) only "
+              "config when none is named",
+    "split_name": "the split as reported or mapped (NULL: unknown)",
+    "split": "its canonical name: train, validation or test (NULL: unknown or another split)",
+    "task": "the model-index task type, or the eval result's task id",
+    "metric": "the metric (NULL for an eval result)",
+    "value": "the reported value (NULL: not a number)",
+    "verified": "model-index: the metric's `verified`; eval result: it carries a `verifyToken` (not checked here)",
+    "declared_datasets": "the training data the model's card declares (`datasets:`)",
+    "rows_evaluated": "rows of the evaluated split (a benchmark: its items indexed; NULL: not surveyed)",
+    "rows_in_training_raw": "rows of the evaluated split whose raw text key occurs in a declared dataset's train "
+                            "split (the same dataset's exact figures; NULL: not measured raw)",
+    "rows_in_training_normalized": "the same with the normalized key (the same dataset's exact figures, or leaks "
+                                   "across datasets for another one); over several declared datasets, the most "
+                                   "any one holds (NULL: not measured)",
+    "rows_in_training_pct": "rows_in_training_normalized / rows_evaluated × 100",
+    "training_rows_with_passages": "a benchmark: the declared datasets' train rows holding 13 consecutive words of "
+                                   "its evaluated split's items, or one whole (the 13-gram check; the most of any "
+                                   "declared dataset; NULL: not checked)",
+    "profile": "the key profiles measured: `raw, normalized` (the same dataset) or `normalized` (another one)",
+    "status": "`at_risk` (some count above 0), `clean` (every declared dataset measured, 0), `undeclared` (no "
+              "training data declared: never clean) or `not_surveyed` (a declared dataset, the evaluated split or "
+              "its split is outside the survey)",
+    "note": "why a score could not be measured, and the `base_model` that was not followed",
+    "measured_by": "the methods that gave the counts: `exact-2026`, `cross-2026`, `bench-2026`",
+    "eval_revision": "the revision of the evaluated dataset whose figures were read",
+    "benchmark_revision": "the revision the benchmark was indexed at",
+    "listed_via": "the surveyed dataset whose listing found the model",
+    "method": "`scores-2026`",
+    "method_version": "its version",
+    "tool_version": "the hubsurvey version that read the score",
+    "looked_up_at": "when it was read",
+    "run_id": "the run that read it",
+}
+
+
 def views() -> dict[str, str]:
     """The views, in creation order: name -> SELECT. Each says what it shows."""
     return {
