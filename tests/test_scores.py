@@ -275,3 +275,74 @@ def test_the_standin_serves_model_info_files_and_eval_yaml(tmp_path):
         listed = client.list_models_declaring(CONLL, limit=5, expand=("sha", "cardData", "siblings"), raw=True)
         assert [m["id"] for m in listed] == ["ner/zero-shot"]  # the tag the Hub derives from its model-index
         assert listed[0]["cardData"]["model-index"][0]["results"][0]["dataset"]["type"] == CONLL
+
+
+@pytest.mark.slow
+def test_a_hub_fault_is_one_line_the_earlier_scores_stay_and_the_next_lookup_lists_it_again(shared_scores, tmp_path):
+    from hubsurvey_standin import Faults
+    from hubsurvey_standin.faults import Scope
+
+    db = tmp_path / "r.duckdb"
+    shutil.copy(shared_scores["db"], db)
+    hub, client = shared_scores["hub"], shared_scores["client"]
+    with Store(db) as store:
+        before = store.records("SELECT * FROM reported_scores ORDER BY score_id")
+        hub.set_faults(Faults(hostile_every=1, hostile="html", scope=Scope(frozenset({"models"}), CONLL)))
+        try:
+            failed = sc.lookup_scores(store, client, max_models=10, relookup=True)
+        finally:
+            hub.set_faults(Faults())
+        lookup = store.records("SELECT status, error_class, error_message, models FROM score_lookups "
+                               "WHERE dataset_id = $d", {"d": CONLL})[0]
+        kept = store.records("SELECT * EXCLUDE (looked_up_at) FROM reported_scores WHERE listed_via = $d "
+                             "ORDER BY score_id", {"d": CONLL})
+        again = sc.lookup_scores(store, client, max_models=10)
+    (line,) = failed.failed
+    assert CONLL in line and "not JSON" in line and "\n" not in line
+    assert (lookup["status"], lookup["error_class"], lookup["error_message"], lookup["models"]) == (
+        "failed", "hub_fault", line, None)
+    assert kept == [{k: v for k, v in r.items() if k != "looked_up_at"} for r in before if r["listed_via"] == CONLL]
+    assert failed.looked_up == 3  # the other datasets were listed
+    assert (again.looked_up, again.unchanged) == (1, 3)  # only the failed one, again
+
+
+@pytest.mark.slow
+def test_the_report_the_results_dataset_the_site_and_notify_show_them(shared_scores, tmp_path):
+    from hubsurvey.analysis.export import SCORES_CSV_PATH, SCORES_PARQUET_PATH, export_results
+    from hubsurvey.analysis.notify import candidate, render_message
+    from hubsurvey.analysis.report import render_report
+    from hubsurvey.analysis.site import build_site, dataset_page_path
+
+    db = shared_scores["db"]
+    view = _view(db)
+    at_risk = sorted(k for k, r in view.items() if r["status"] == "at_risk")
+    with Store(db, read_only=True) as store:
+        render_report(store, tmp_path / "report")
+        export_results(store, tmp_path / "export")
+        build_site(store, tmp_path / "site")
+        conll = candidate(store, {"dataset_id": CONLL, "verdict": "unreliable", "verdict_basis": "text", "pct": 10.0},
+                          "normalized")
+    report = (tmp_path / "report" / "REPORT.md").read_text()
+    section = report[report.index("Scores at risk"):report.index("## Since the last run")]
+    assert f"{len(at_risk)} are **at risk**" in section and "1 come from a model" in section
+    assert all(model in section for model, _, _ in at_risk)
+    exported = pq.read_table(tmp_path / "export" / SCORES_PARQUET_PATH).to_pylist()
+    assert len(exported) == len(view) and "run_id" not in exported[0]
+    assert (tmp_path / "export" / SCORES_CSV_PATH).read_text().count("\n") == len(view) + 1
+    page = (tmp_path / "site" / "scores.html").read_text()
+    assert page.count('data-field="score_model"') == len(at_risk) and 'id="scores-filter"' in page
+    conll_page = (tmp_path / "site" / dataset_page_path(CONLL)).read_text()
+    assert conll_page.count('data-field="score_flag"') == 3  # two at risk, one undeclared
+    assert 'class="flag flag-at_risk">at risk' in conll_page and 'class="flag flag-undeclared">undeclared' in conll_page
+    message = render_message(conll)
+    assert conll.scores == {"reported": 3, "at_risk": 2}
+    assert "2 of the 3 scores that Hub models report on this dataset" in message
+
+
+def test_the_scores_step_runs_after_crossleaks_and_before_the_report():
+    from hubsurvey.core.steps import RunOptions
+    from hubsurvey.pipeline import run_steps
+
+    names = [s.name for s in run_steps()]
+    assert names.index("exposure") < names.index("crossleaks") < names.index("scores") < names.index("report")
+    assert RunOptions().scores is True and RunOptions(scores=False).as_json()["scores"] is False
