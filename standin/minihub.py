@@ -637,7 +637,7 @@ MODELS: list[dict[str, Any]] = [
 ]
 
 # ------------------------------------------------------------------------ models that report scores
-# Models whose cards report scores (model-index, as the Trainer writes it) or whose repos hold
+# With ``score_models`` (the demo's mini-hub): models whose cards report scores (model-index, as the Trainer writes it) or whose repos hold
 # .eval_results files: on the very dataset they declare (test and validation), on a test split
 # copied into the dataset they declare, on a benchmark whose items their dataset holds (its task
 # mapped through the benchmark's eval.yaml), on a dataset with no eval.yaml (split unknown), with
@@ -680,19 +680,18 @@ SCORE_MODELS: list[dict[str, Any]] = [
         "datasets": ["mini-outside/web_corpus"],
         "model-index": _index("outside-corpus-ft", ("mini-nlp/reviews_valid", "default", "test", {"accuracy": 0.95}))}},
 ]
-MODELS += SCORE_MODELS
 #: the benchmarks' eval.yaml (their tasks): qa_small's one task is its test split
 EVALS = {"mini-nlp/qa_small": {"name": "qa_small", "description": "Mini-hub QA contexts",
                                "tasks": [{"id": "contexts", "config": "default", "split": "test"}]}}
 
 
-def _exposure_truth(contamination: list[dict[str, Any]]) -> dict[str, list[str]]:
+def _exposure_truth(contamination: list[dict[str, Any]], served: list[dict[str, Any]]) -> dict[str, list[str]]:
     """Per contaminated dataset, the public models whose tags (the card's datasets, as the Hub
     derives them, or given) name it, in listing order."""
     from .models import model_props
 
     contaminated = sorted({r["dataset_id"] for r in contamination if r["contaminated_rows"]})
-    models = [model_props(m) for m in MODELS if not m.get("private")]
+    models = [model_props(m) for m in served if not m.get("private")]
     return {d: [m["id"] for m in models if f"dataset:{d}" in m["tags"]] for d in contaminated}
 
 
@@ -779,10 +778,12 @@ def _cross_truth(specs: list[_Spec]) -> dict[str, Any]:
     return {"copy_threshold": COPY_THRESHOLD, "planted": planted, **found}
 
 
-def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
+def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0, score_models: bool = False) -> Path:
     """Write the mini-hub for ``seed`` into ``out`` (created if needed) and return ``out``.
 
     ``filler`` > 0 adds that many synthetic datasets to the listing (served lazily, never written).
+    ``score_models``: also the models that report scores (``SCORE_MODELS``) and the benchmarks'
+    ``eval.yaml`` (``EVALS``), as the demo serves them; the datasets are the same either way.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -793,14 +794,15 @@ def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
         entries.append(_write(spec, out, random.Random(f"{seed}:{spec.id}:entry")))
         if spec.expected == "eligible":
             measurements += _truth(spec)
-    index: dict[str, Any] = {"datasets": entries, "models": MODELS, "evals": EVALS}
+    models = MODELS + SCORE_MODELS if score_models else MODELS
+    index: dict[str, Any] = {"datasets": entries, "models": models, **({"evals": EVALS} if score_models else {})}
     if filler:
         index["filler"] = {"count": filler, "seed": seed}
     truth = {"seed": seed, "expected": {s.id: s.expected for s in specs}, "measurements": measurements,
              "cross": _cross_truth(specs),
              # contamination with benchmarks: the planted benchmarks and what they contaminate
              "benchmarks": BENCHMARKS, "contamination": _contamination_truth(specs)}
-    truth["exposure"] = _exposure_truth(truth["contamination"])  # the models declaring contaminated datasets
+    truth["exposure"] = _exposure_truth(truth["contamination"], models)  # the models declaring contaminated datasets
     (out / "index.json").write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "truth.json").write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return out

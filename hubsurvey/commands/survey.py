@@ -175,7 +175,7 @@ def demo(
     report_dir = report_dir or DEMO_DIR / "report"
     db.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hubsurvey-demo-") as tmp:
-        root = generate_minihub((hub_dir or Path(tmp)) / "hub", seed=0)
+        root = generate_minihub((hub_dir or Path(tmp)) / "hub", seed=0, score_models=True)
         # contamination with benchmarks: two of the mini-hub's test splits are the benchmarks
         from hubsurvey_standin.minihub import BENCHMARKS
 
