@@ -649,6 +649,10 @@ SCORES_AT_RISK_COLUMNS: dict[str, str] = {
 }
 
 
+#: The views that read a table of a later migration than the others: created once the table is there.
+VIEW_TABLES: dict[str, set[str]] = {"scores_at_risk": {"reported_scores"}}
+
+
 def views() -> dict[str, str]:
     """The views, in creation order: name -> SELECT. Each says what it shows."""
     return {
@@ -926,8 +930,11 @@ class Store:
             self.con.execute(ddl)
         for name in reversed(views()):  # dependants first
             self.con.execute(f"DROP VIEW IF EXISTS {quote_ident(name)}")
+        tables = {r[0] for r in self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()}
         for name, select in views().items():
-            self.con.execute(f"CREATE VIEW {quote_ident(name)} AS {select}")
+            if VIEW_TABLES.get(name, set()) <= tables:  # a view over a later migration's table waits for it
+                self.con.execute(f"CREATE VIEW {quote_ident(name)} AS {select}")
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
