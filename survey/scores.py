@@ -48,7 +48,14 @@ from typing import Any
 import yaml
 
 from hubsurvey import __version__
-from hubsurvey.core.errors import HubStoppedAnsweringError, HubsurveyError, HubUnreachableError, InternalError, one_line
+from hubsurvey.core.errors import (
+    GatedError,
+    HubStoppedAnsweringError,
+    HubsurveyError,
+    HubUnreachableError,
+    InternalError,
+    one_line,
+)
 from hubsurvey.core.hub import SCORES_EXPAND, HubClient
 from hubsurvey.core.runs import Runs
 from hubsurvey.core.splits import canonical_split
@@ -246,7 +253,10 @@ class _Benchmarks:
         if dataset_id not in self.tasks:
             body = None
             if _DATASET_ID.match(dataset_id):
-                body = self.client.small_file(dataset_id, "eval.yaml", repo_type="dataset")
+                try:
+                    body = self.client.small_file(dataset_id, "eval.yaml", repo_type="dataset")
+                except GatedError:  # a gated benchmark's files: its eval.yaml unread, its tasks' splits unknown
+                    body = None
             self.tasks[dataset_id] = eval_yaml_tasks(body)
         tasks = self.tasks[dataset_id] or {}
         if task is None and len(tasks) == 1:  # one task: the one a result without task_id names
@@ -265,6 +275,8 @@ def model_scores(model: Mapping[str, Any], client: HubClient, benchmarks: _Bench
     siblings = siblings if isinstance(siblings, list) else []
     files = sorted(str(s.get("rfilename")) for s in siblings
                    if isinstance(s, dict) and _EVAL_FILE.match(str(s.get("rfilename") or "")))
+    if not _DATASET_ID.match(model_id):  # a file URL is built from the id: only an owner/name one
+        files = []
     for path in files[:MAX_EVAL_FILES]:
         body = client.small_file(model_id, path, revision=sha or "main")
         entries, bad = eval_results_entries(body or b"", path)

@@ -346,3 +346,17 @@ def test_the_scores_step_runs_after_crossleaks_and_before_the_report():
     names = [s.name for s in run_steps()]
     assert names.index("exposure") < names.index("crossleaks") < names.index("scores") < names.index("report")
     assert RunOptions().scores is True and RunOptions(scores=False).as_json()["scores"] is False
+
+
+def test_a_gated_benchmark_leaves_its_split_unknown_and_fails_nothing(tmp_path):
+    (tmp_path / "index.json").write_text(json.dumps({
+        "datasets": [{"id": "org/gated-bench", "gated": "manual"}, {"id": "org/open-bench"}],
+        "evals": {"org/gated-bench": {"tasks": [{"id": "main", "config": "default", "split": "test"}]},
+                  "org/open-bench": {"tasks": [{"id": "main", "config": "default", "split": "test"}]}}}))
+    with StandinHub(tmp_path) as hub:
+        client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=tmp_path / "c", max_wait=0.05)
+        benchmarks = sc._Benchmarks(client)
+        assert benchmarks.split_of("org/gated-bench", "main") is None
+        assert benchmarks.split_of("org/open-bench", "main") == {"config": "default", "split": "test"}
+        assert benchmarks.split_of("org/open-bench", None) == {"config": "default", "split": "test"}  # its one task
+        assert benchmarks.split_of("not a dataset id", "main") is None
