@@ -313,10 +313,12 @@ class _Due:
 
 
 def lookup_scores(store: Store, client: HubClient, *, max_models: int = DEFAULT_MAX_MODELS, run_id: str | None = None,
-                  relookup: bool = False, progress: Callable[[str], None] | None = None) -> ScoresSummary:
+                  relookup: bool = False, progress: Callable[[str], None] | None = None,
+                  out_of_time: Callable[[], bool] | None = None) -> ScoresSummary:
     """List the models declaring each surveyed dataset not listed at its revision and cap yet (every
     one with ``relookup``), read their scores, and store each dataset's in one transaction. See the
-    module docstring."""
+    module docstring. ``out_of_time`` (the run's ``--max-hours``): when it says so, the datasets not
+    listed yet are left for the next lookup."""
     if max_models < 1:
         raise ValueError("max_models must be at least 1")
     summary = ScoresSummary()
@@ -333,6 +335,9 @@ def lookup_scores(store: Store, client: HubClient, *, max_models: int = DEFAULT_
     benchmarks = _Benchmarks(client)
     seen: set[str] = set()  # models read by this lookup (a model declaring two datasets is read once)
     for n, due in enumerate(todo):
+        if out_of_time is not None and out_of_time():
+            summary.left = len(todo) - n
+            break
         if progress:
             progress(due.dataset_id)
         calls, file_calls = client.calls, client.file_calls
@@ -394,7 +399,8 @@ class ScoresStep:
         if not ctx.options.scores or ctx.left_pending:
             return {}
         ctx.phase("scores")
-        summary = lookup_scores(ctx.store, ctx.client, max_models=ctx.options.max_models, run_id=ctx.run_id)
+        summary = lookup_scores(ctx.store, ctx.client, max_models=ctx.options.max_models, run_id=ctx.run_id,
+                                out_of_time=ctx.out_of_time)
         if not summary.surveyed:
             return {}
         ctx.snapshot()

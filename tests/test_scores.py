@@ -360,3 +360,16 @@ def test_a_gated_benchmark_leaves_its_split_unknown_and_fails_nothing(tmp_path):
         assert benchmarks.split_of("org/open-bench", "main") == {"config": "default", "split": "test"}
         assert benchmarks.split_of("org/open-bench", None) == {"config": "default", "split": "test"}  # its one task
         assert benchmarks.split_of("not a dataset id", "main") is None
+
+
+@pytest.mark.slow
+def test_out_of_time_leaves_the_datasets_not_listed_for_the_next_lookup(shared_scores, tmp_path):
+    db = tmp_path / "r.duckdb"
+    shutil.copy(shared_scores["db"], db)
+    answers = iter([False, True])
+    with Store(db) as store:
+        cut = sc.lookup_scores(store, shared_scores["client"], max_models=10, relookup=True,
+                               out_of_time=lambda: next(answers, True))
+        rest = sc.lookup_scores(store, shared_scores["client"], max_models=5)  # a new cap: every one is due
+    assert (cut.looked_up, cut.left) == (1, 3) and "3 left for the next lookup" in cut.line()
+    assert (rest.looked_up, rest.left) == (4, 0)
