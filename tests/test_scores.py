@@ -262,6 +262,7 @@ def test_the_command_lists_again_only_what_changed_and_records_the_cap(shared_sc
     assert [r["status"] for r in runs] == ["done", "done"]
 
 
+@pytest.mark.slow
 def test_the_standin_serves_model_info_files_and_eval_yaml(tmp_path):
     (tmp_path / "index.json").write_text(json.dumps({"datasets": [], "models": MODELS[3:]}))
     with StandinHub(tmp_path) as hub:
@@ -348,6 +349,7 @@ def test_the_scores_step_runs_after_crossleaks_and_before_the_report():
     assert RunOptions().scores is True and RunOptions(scores=False).as_json()["scores"] is False
 
 
+@pytest.mark.slow
 def test_a_gated_benchmark_leaves_its_split_unknown_and_fails_nothing(tmp_path):
     (tmp_path / "index.json").write_text(json.dumps({
         "datasets": [{"id": "org/gated-bench", "gated": "manual"}, {"id": "org/open-bench"}],
