@@ -338,6 +338,36 @@ def test_the_report_the_results_dataset_the_site_and_notify_show_them(shared_sco
     message = render_message(conll)
     assert conll.scores == {"reported": 3, "at_risk": 2}
     assert "2 of the 3 scores that Hub models report on this dataset" in message
+    _search_in_a_browser(tmp_path / "site" / "scores.html", len(at_risk))
+
+
+def _search_in_a_browser(page_path: Path, rows: int) -> None:
+    """The ranking's search box in headless Chromium: shown and filtering with script, absent without
+    (the whole table is there). Skipped without playwright or the system's Chromium."""
+    chromium = Path("/usr/bin/chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return
+    if not chromium.exists():
+        return
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.goto(page_path.as_uri())
+            assert page.is_visible("#scores-filter") and page.inner_text("#scores-count") == f"{rows} of {rows} shown"
+            page.fill("#scores-filter", "zero-shot-nothing")
+            assert page.inner_text("#scores-count") == f"0 of {rows} shown"
+            page.fill("#scores-filter", "conll-bert validation")
+            shown = page.query_selector_all("#scores-table tbody tr:not([hidden])")
+            assert len(shown) == 1 and "conll-bert" in shown[0].inner_text()
+            plain = browser.new_page(java_script_enabled=False)
+            plain.goto(page_path.as_uri())
+            assert not plain.is_visible("#scores-filter")
+            assert len(plain.query_selector_all("#scores-table tbody tr")) == rows
+        finally:
+            browser.close()
 
 
 def test_the_scores_step_runs_after_crossleaks_and_before_the_report():
