@@ -30,6 +30,8 @@ from hubsurvey.analysis.export import (
     HISTORY_PARQUET_PATH,
     LLE_CSV_PATH,
     PARQUET_PATH,
+    SCORES_CSV_PATH,
+    SCORES_PARQUET_PATH,
     columns,
 )
 from hubsurvey.analysis.findings import findings
@@ -73,6 +75,10 @@ FILE_DESCRIPTIONS = {
                            "Hub model, the datasets its card declares that hold the benchmark's items, with their rows "
                            "(a declaration, not proof of what the model saw)",
     EXPOSURE_CSV_PATH: "the same model_exposure rows as CSV",
+    SCORES_PARQUET_PATH: "scores at risk (config scores_at_risk): every score a listed Hub model reports (model-index, "
+                         ".eval_results), with the rows of its evaluated split found in the training data its card "
+                         "declares and its status: at_risk, clean, undeclared or not_surveyed",
+    SCORES_CSV_PATH: "the same scores_at_risk rows as CSV",
     HISTORY_PARQUET_PATH: "every revision measured (config history): per (dataset, config, label column) and "
                           "revision, when and by which run, its verdict and the headline figures of each method; "
                           "NR figures are null",
@@ -86,6 +92,7 @@ FILE_DESCRIPTIONS = {
 }
 CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
 EXPOSURE_PARQUET_GLOB = "data/model_exposure-*.parquet"
+SCORES_PARQUET_GLOB = "data/scores_at_risk-*.parquet"
 HISTORY_PARQUET_GLOB = "data/history-*.parquet"
 CLEAN_TEST_PARQUET_GLOB = "data/clean_test-*.parquet"
 COLUMN_PARQUET_GLOB = "data/column_measurements-*.parquet"
@@ -207,6 +214,7 @@ def render_card(
         "parquet_glob": PARQUET_GLOB,
         "cross_parquet_glob": CROSS_PARQUET_GLOB if CROSS_PARQUET_PATH in files else None,
         "exposure_parquet_glob": EXPOSURE_PARQUET_GLOB if EXPOSURE_PARQUET_PATH in files else None,
+        "scores_parquet_glob": SCORES_PARQUET_GLOB if SCORES_PARQUET_PATH in files else None,
         "history_parquet_glob": HISTORY_PARQUET_GLOB if HISTORY_PARQUET_PATH in files else None,
         "clean_parquet_glob": CLEAN_TEST_PARQUET_GLOB if CLEAN_TEST_PARQUET_PATH in files else None,
         "column_parquet_glob": COLUMN_PARQUET_GLOB if COLUMN_PARQUET_PATH in files else None,

@@ -25,6 +25,11 @@ Files written by :func:`export_results` into ``out_dir``:
   ``data/model_exposure-00000-of-00001.parquet`` and ``model_exposure.csv``: per (benchmark, model),
   the declared datasets holding the benchmark's items (the view ``findings_model_exposure``).
 
+- when the scores Hub models report were read (``hubsurvey scores``):
+  ``data/scores_at_risk-00000-of-00001.parquet`` and ``scores_at_risk.csv``: every reported score with
+  its status (at_risk, clean, undeclared, not_surveyed) and the evaluated rows found in the declared
+  training data (the view ``scores_at_risk``, without the run id).
+
 - when the survey measured some (dataset, config, label column) from the Hub at two revisions or more:
   ``data/history-00000-of-00001.parquet`` and ``history.csv``, the ``history`` view (every revision
   measured, its verdict and headline figures; NR null in Parquet, ``NR`` in the CSV).
@@ -82,6 +87,10 @@ FAMILIES_QUERY = "SELECT * EXCLUDE (run_id, computed_at) FROM dataset_families O
 CONTAMINATION_CSV_PATH = "contamination.csv"  # contamination with benchmarks: the line per dataset
 EXPOSURE_PARQUET_PATH = "data/model_exposure-00000-of-00001.parquet"  # the models declaring contaminated data
 EXPOSURE_CSV_PATH = "model_exposure.csv"
+SCORES_PARQUET_PATH = "data/scores_at_risk-00000-of-00001.parquet"  # every reported score and its status
+SCORES_CSV_PATH = "scores_at_risk.csv"
+#: The scores' exported rows (the view's order; the run id left out, as for the cross tables).
+SCORES_QUERY = "SELECT * EXCLUDE (run_id) FROM scores_at_risk"
 #: The history config: every revision measured (the history view), when a row key has two or more.
 HISTORY_PARQUET_PATH = "data/history-00000-of-00001.parquet"
 HISTORY_CSV_PATH = "history.csv"
@@ -349,6 +358,8 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
     if checks is not None:
         written.append(checks)
     written += write_exposure(store, out)
+    if store.query("SELECT count(*) FROM reported_scores")[1][0][0]:
+        written += write_table(store, out, SCORES_PARQUET_PATH, SCORES_CSV_PATH, SCORES_QUERY)
     written += write_history(store, out)
     if has_clean_test(store):
         _utc(store.con)

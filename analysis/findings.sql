@@ -1253,3 +1253,41 @@ SELECT count(DISTINCT (dataset_id, config))                                     
        pct(count(DISTINCT (dataset_id, config)) FILTER (WHERE normalized_test_rows_column_in_train_only > 0),
            count(DISTINCT (dataset_id, config)))                                  AS pct_configs_shared
 FROM findings_shared_columns
+
+
+-- view: findings_scores_at_risk
+-- Scores at risk (scores-2026): the scores Hub models report whose evaluated split's rows are, in
+-- part, in the training data the model's card declares (the view scores_at_risk, status at_risk),
+-- the most exposed first: the share of evaluated rows found in that training data (normalized
+-- profile), then the training rows holding passages of a benchmark's items. Only scores on a
+-- dataset surveyed at its current revision or on an indexed benchmark are measured.
+SELECT model_id, model_sha, source, dataset_id, config, split, split_name, metric, value, verified,
+       array_to_string(declared_datasets, ', ')                  AS declared,
+       rows_evaluated, rows_in_training_raw, rows_in_training_normalized, rows_in_training_pct,
+       training_rows_with_passages, measured_by, note, looked_up_at, method, method_version, tool_version
+FROM scores_at_risk
+WHERE status = 'at_risk'
+ORDER BY rows_in_training_pct DESC NULLS LAST, training_rows_with_passages DESC NULLS LAST, model_id, dataset_id,
+         config, split, metric;
+
+-- view: findings_scores_overview
+-- One row: the surveyed datasets whose declaring models were listed for their scores (table
+-- score_lookups, at each dataset's current revision), those whose listing failed, those whose
+-- listing reached the cap, the cap, the models and scores read, and the scores per status
+-- (at_risk, clean, undeclared, not_surveyed) and with a split unknown.
+WITH lookups AS (
+    SELECT * FROM score_lookups l
+    WHERE EXISTS (SELECT 1 FROM current_measurements m WHERE m.dataset_id = l.dataset_id AND m.revision_sha = l.revision_sha)
+)
+SELECT (SELECT count(*) FROM lookups WHERE status = 'listed')                               AS datasets_listed,
+       (SELECT count(*) FROM lookups WHERE status = 'failed')                               AS datasets_failed,
+       (SELECT count(*) FROM lookups WHERE capped)                                          AS datasets_capped,
+       (SELECT string_agg(dataset_id, ', ' ORDER BY dataset_id) FROM lookups WHERE capped)  AS capped_datasets,
+       (SELECT string_agg(DISTINCT max_models::VARCHAR, '/') FROM lookups)                  AS max_models,
+       (SELECT count(DISTINCT model_id) FROM scores_at_risk)                                AS models,
+       (SELECT count(*) FROM scores_at_risk)                                                AS scores,
+       (SELECT count(*) FROM scores_at_risk WHERE status = 'at_risk')                       AS at_risk,
+       (SELECT count(*) FROM scores_at_risk WHERE status = 'clean')                         AS clean,
+       (SELECT count(*) FROM scores_at_risk WHERE status = 'undeclared')                    AS undeclared,
+       (SELECT count(*) FROM scores_at_risk WHERE status = 'not_surveyed')                  AS not_surveyed,
+       (SELECT count(*) FROM scores_at_risk WHERE split IS NULL)                            AS split_unknown

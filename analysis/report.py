@@ -148,6 +148,12 @@ def _exposure(c: SectionContext) -> dict[str, Any]:
     # the models whose declared training data holds a benchmark's items, the most rows first
     return {"exposure_overview": c["f"]["model_exposure_overview"][0],
             "exposure": c["f"]["model_exposure"][:c["top_n"]], "exposure_total": len(c["f"]["model_exposure"])}
+def _scores(c: SectionContext) -> dict[str, Any]:
+    # the scores whose evaluated rows are in part in the declared training data, most exposed first
+    return {"scores_overview": c["f"]["scores_overview"][0], "scores": c["f"]["scores_at_risk"][:c["top_n"]],
+            "scores_total": len(c["f"]["scores_at_risk"])}
+
+
 def _shared_columns(c: SectionContext) -> dict[str, Any]:
     # the text columns whose value of a test row is in train while the row's whole text is not
     # (normalized profile), most such rows (in % of test) first, as findings_shared_columns orders them
@@ -224,6 +230,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("shared_columns", "Passages and premises shared across splits",
             views=("shared_columns", "shared_columns_overview"), derive=_shared_columns,
             tables={"shared_columns": lambda c: shared_columns_table(c["shared_rows"])}),
+    # after the others, so that adding it renumbers none of them
+    Section("scores_at_risk", "Scores at risk", views=("scores_at_risk", "scores_overview"), derive=_scores),
     # what changed since the previous completed run (analysis.history.since_last_run, in the context as
     # ``since``): unnumbered and after the findings, so that the other sections keep their numbers and places
     Section("since_last_run", "Since the last run", numbered=False),

@@ -57,6 +57,7 @@ from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.history import since_last_run
 from hubsurvey.analysis.notify import check_site_url
 from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
+from hubsurvey.analysis.site_scores import SCORES_PAGE_PATH, has_scores, scores_by_dataset, write_scores_page
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.safety import json_text, visible
@@ -528,7 +529,11 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
              f"{head['cross']['leaking_test_splits']} of {head['cross']['test_splits']} test splits"),
         ], label_width=180),
     }
+    scored = has_scores(store)  # the scores models report (hubsurvey scores): a ranking page, a section per dataset
+    if scored:
+        write_scores_page(store, env, root, common, lambda d: href(dataset_page_path(d)) if d in ids else None)
     (root / "index.html").write_text(env.get_template("site_index.html.j2").render(
+        scores_page=SCORES_PAGE_PATH if scored else None,
         **common, h=head, charts=charts, chunks=len(chunks), tasks=tasks, verdicts=VERDICTS, list_pages=pages,
         first_list=href(list_page_path(1)), columns=INDEX_COLUMNS, since=since_last_run(store),
         page=lambda d: href(dataset_page_path(d)) if d in ids else None,
@@ -549,8 +554,9 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
         store.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {view}")
     try:
         badges = read_badges(store)
-        _write_dataset_pages(store, env, root, [r["dataset_id"] for r in rows], ids, {**common, "badges": badges},
-                             summary, progress)
+        scores = scores_by_dataset(store) if scored else {}
+        _write_dataset_pages(store, env, root, [r["dataset_id"] for r in rows], ids,
+                             {**common, "badges": badges, "scores_of": scores}, summary, progress)
     finally:
         for table in _MATERIALIZED:
             store.con.execute(f"DROP TABLE IF EXISTS {table}")
@@ -575,7 +581,8 @@ def _write_dataset_pages(store: Store, env: Any, root: Path, ordered: Sequence[s
             if folder not in shards:
                 (root / folder).mkdir(parents=True, exist_ok=True)
                 shards.add(folder)
-            (root / path).write_text(template.render(**common, **page, up="../../"), encoding="utf-8")
+            (root / path).write_text(template.render(**common, **page, scores=common["scores_of"].get(dataset_id, []),
+                                                     up="../../"), encoding="utf-8")
             summary.dataset_pages += 1
         if progress is not None:
             progress(min(start + BATCH_DATASETS, len(ordered)), len(ordered))

@@ -355,11 +355,23 @@ def audit(
 
 def _commands() -> list[Callable[..., Any]]:
     """Every command, in the order ``hubsurvey --help`` lists them."""
-    from hubsurvey.commands import analysis, check, clean, contamination, crawl, exposure, history, notify, site, survey
+    from hubsurvey.commands import (
+        analysis,
+        check,
+        clean,
+        contamination,
+        crawl,
+        exposure,
+        history,
+        notify,
+        scores,
+        site,
+        survey,
+    )
 
     return [audit, crawl.crawl, survey.run, survey.status, survey.demo,
             analysis.crossleaks, analysis.show, analysis.sql, analysis.report, analysis.export, analysis.publish,
-            contamination.contamination, exposure.exposure, check.check, notify.notify, site.site, history.history,
+            contamination.contamination, exposure.exposure, scores.scores, check.check, notify.notify, site.site, history.history,
             clean.clean]
 
 

@@ -54,6 +54,10 @@ def _summary_lines(summary) -> list[str]:
         from hubsurvey.survey.exposure import counts_line
 
         lines.append(counts_line(summary.steps["exposure"]))
+    if summary.of("scores"):  # the scores the surveyed datasets' models report
+        from hubsurvey.survey.scores import counts_line as scores_line
+
+        lines.append(scores_line(summary.steps["scores"]))
     if summary.report:
         lines.append("report: " + ", ".join(summary.report))
     lines += [f"error: {line}" for line in (summary.of("benchmarks") or {}).get("not_indexed", [])]
@@ -171,7 +175,7 @@ def demo(
     report_dir = report_dir or DEMO_DIR / "report"
     db.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hubsurvey-demo-") as tmp:
-        root = generate_minihub((hub_dir or Path(tmp)) / "hub", seed=0)
+        root = generate_minihub((hub_dir or Path(tmp)) / "hub", seed=0, score_models=True)
         # contamination with benchmarks: two of the mini-hub's test splits are the benchmarks
         from hubsurvey_standin.minihub import BENCHMARKS
 
