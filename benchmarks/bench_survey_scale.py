@@ -104,19 +104,31 @@ class Mix:
     listed: int
     eligible: int = 0
     rows: int = 0
+    style_rows: dict[str, int] = field(default_factory=dict)  # rows by the text's style (short, medium, long)
 
     @classmethod
     def of(cls, listed: int, stride: int = 1) -> Mix:
         """Counted from the stand-in's generator, every ``stride``-th dataset (scaled up)."""
         from hubsurvey_standin.hubscale import HubScale, _split_rows
 
-        scale, mix = HubScale(listed), cls(listed)
+        scale, mix = HubScale(listed, sized_files=True), cls(listed)
         for i in range(0, listed, stride):
             t = scale.traits(i)
             if scale.eligible(t):
+                rows = stride * sum(_split_rows(t).values())
+                style = scale.design(i, t).style  # type: ignore[union-attr]
                 mix.eligible += stride
-                mix.rows += stride * sum(_split_rows(t).values())
+                mix.rows += rows
+                mix.style_rows[style] = mix.style_rows.get(style, 0) + rows
         return mix
+
+
+def styles_of(listed: int) -> dict[str, str]:
+    """Each eligible dataset's text style, by id."""
+    from hubsurvey_standin.hubscale import HubScale
+
+    scale = HubScale(listed, sized_files=True)
+    return {scale.props(i)["id"]: scale.design(i).style for i in range(listed) if scale.design(i) is not None}  # type: ignore[union-attr]
 
 
 def sample_size(eligible: int) -> int:
@@ -180,9 +192,9 @@ def run_once(executor: str, args: argparse.Namespace, hub: Standin, work: Path, 
         columns = store.query("SELECT DISTINCT dataset_id, unnest(text_columns) FROM measurements "
                               "UNION SELECT DISTINCT dataset_id, label_column FROM measurements WHERE label_column IS NOT NULL")[1]
         per_job = store.query(
-            "SELECT j.seconds, max(coalesce(m.rows_train, 0) + coalesce(m.rows_validation, 0) + coalesce(m.rows_test, 0)) "
+            "SELECT j.dataset_id, j.seconds, max(coalesce(m.rows_train, 0) + coalesce(m.rows_validation, 0) + coalesce(m.rows_test, 0)) "
             "FROM jobs j JOIN measurements m ON m.dataset_id = j.dataset_id AND m.config = j.config "
-            "WHERE j.status = 'done' GROUP BY j.job_id, j.seconds")[1]
+            "WHERE j.status = 'done' GROUP BY j.job_id, j.dataset_id, j.seconds")[1]
         jobs = store.query("SELECT dataset_id, configs FROM datasets WHERE dataset_id IN "
                            "(SELECT dataset_id FROM jobs WHERE status = 'done')")[1] if args.column_share else []
     shutil.rmtree(cache, ignore_errors=True)
@@ -215,37 +227,43 @@ class Figures:
     crawl_resolvers: int
     listed: int
     quota: dict[tuple[str, int], list[int]]
-    per_job: list[tuple[float, int]]  # (job seconds, rows) of each job done
+    jobs: list[tuple[float, int, str]]  # (job seconds, rows, text style) of each job done
+    style_bytes: dict[str, tuple[int, int]]  # style -> (bytes of its files, rows)
 
     @classmethod
-    def of(cls, r: dict[str, Any], slots: int) -> Figures:
+    def of(cls, r: dict[str, Any], slots: int, styles: dict[str, str], style_bytes: dict[str, tuple[int, int]]) -> Figures:
         m, crawl, measure = r["counts"], r["crawl"].calls(), r["measure"].calls()
         return cls(r["executor"], int(m.get("done", 0)), int(m.get("failed", 0)), int(m.get("data_rows", 0)), slots,
                    r["measure"].seconds, r["crawl"].seconds, float(m.get("measure_seconds", 0.0)),
                    float(m.get("job_seconds", 0.0)), measure["bytes"], measure["resolvers"], measure["api"],
                    crawl["api"], crawl["resolvers"], int(r["crawl_counts"].get("listed", 0)), r["quota"],
-                   [(float(s), int(n)) for s, n in r["per_job"]])
+                   [(float(s), int(n), styles[d]) for d, s, n in r["per_job"]], style_bytes)
 
     @property
     def rows_per_s(self) -> float:
         return self.rows / self.measure_wall
 
     @property
-    def fit(self) -> tuple[float, float]:
-        """(seconds a job, seconds a row): a least-squares line through each job's seconds (in
-        the job: its measurement, and its download on Dask) against its rows."""
-        import numpy as np
+    def per_job(self) -> float:
+        """Seconds of a job whatever its rows: the median job of at most 1,000 rows (else none)."""
+        small = sorted(s for s, n, _ in self.jobs if n <= 1_000)
+        return small[len(small) // 2] if small else 0.0
 
-        seconds, rows = np.array([s for s, _ in self.per_job]), np.array([n for _, n in self.per_job], dtype=float)
-        if len(rows) < 2 or rows.std() == 0:
-            return 0.0, float(seconds.sum() / max(1.0, rows.sum()))
-        per_row, per_job = np.polyfit(rows, seconds, 1)
-        return float(per_job), float(per_row)
+    def per_row(self, style: str | None = None) -> float:
+        """Seconds a row of that style (None: any) beyond :attr:`per_job`, from the jobs of that style."""
+        jobs = [(s, n) for s, n, st in self.jobs if style is None or st == style]
+        if not jobs:
+            return self.per_row()
+        return max(0.0, sum(s - self.per_job for s, _ in jobs)) / max(1, sum(n for _, n in jobs))
 
     @property
     def idle(self) -> float:
         """Slot seconds a config outside its job: the coordinator, the queue, idle slots at the end."""
-        return (self.measure_wall * self.slots - sum(s for s, _ in self.per_job)) / max(1, self.configs)
+        return (self.measure_wall * self.slots - sum(s for s, _, _ in self.jobs)) / max(1, self.configs)
+
+    def bytes_per_row(self, style: str | None = None) -> float:
+        b, n = self.style_bytes.get(style, (0, 0)) if style else (self.bytes, self.rows)
+        return b / n if n else self.bytes / max(1, self.rows)
 
     @property
     def overhead(self) -> float:
@@ -257,10 +275,10 @@ class Figures:
         """Seconds a job spent beyond its measurement, inside the job (a download on Dask)."""
         return (self.job_seconds - self.measure_seconds) / max(1, self.configs)
 
-    def machine_hours(self, configs: float, rows: float) -> float:
+    def machine_hours(self, configs: float, style_rows: dict[str, float]) -> float:
         """Hours of one machine like this one (``slots`` worker processes) for this work."""
-        per_job, per_row = self.fit
-        return (rows * per_row + configs * (per_job + self.idle)) / self.slots / 3600
+        rows = sum(n * self.per_row(style) for style, n in style_rows.items())
+        return (rows + configs * (self.per_job + self.idle)) / self.slots / 3600
 
     def windows(self, bucket: str) -> tuple[list[int], int]:
         last = max((index for _, index in self.quota), default=-1)
@@ -278,12 +296,13 @@ def projection(f: Figures, mix: Mix, machines: int, plan: str, bandwidth: float,
     """Hours of the survey of ``share`` of the mix's datasets on ``machines`` machines: the crawl
     (quota-bound), then the measurement (compute, bytes and the downloads' quota, whichever binds)."""
     configs, rows = mix.eligible * share, mix.rows * share
+    style_rows = {style: n * share for style, n in mix.style_rows.items()}
     listed = mix.listed * share
     crawl_api = f.crawl_api / f.listed * listed
     crawl_res = f.crawl_resolvers / f.listed * listed
     api, res = f.api / max(1, f.configs) * configs, f.resolvers / max(1, f.configs) * configs
-    compute = f.machine_hours(configs, rows) / machines
-    data = f.bytes / max(1, f.rows) * rows / (bandwidth * 1e6 * machines) / 3600
+    compute = f.machine_hours(configs, style_rows) / machines
+    data = sum(n * f.bytes_per_row(style) for style, n in style_rows.items()) / (bandwidth * 1e6 * machines) / 3600
     crawl = quota_hours(crawl_api, crawl_res, plan)
     downloads = quota_hours(api, res, plan)
     measure = max(compute, data, downloads)
@@ -292,16 +311,16 @@ def projection(f: Figures, mix: Mix, machines: int, plan: str, bandwidth: float,
             "limit": {compute: "compute", data: "bytes", downloads: "quota"}[measure]}
 
 
-def column_share(result: dict[str, Any], url: str) -> tuple[int, int, dict[str, int]]:
-    """Bytes of the downloaded files, and of the columns the measurement never measured (read from
-    each file's footer: its column chunks' compressed sizes)."""
+def column_share(result: dict[str, Any], url: str) -> tuple[int, int, dict[str, int], dict[str, int]]:
+    """Bytes of the downloaded files' columns, of the columns the measurement never measured, by
+    column, and by dataset (read from each file's footer: its column chunks' compressed sizes)."""
     from hubsurvey.core.hub import HubClient
 
     client = HubClient(endpoint=url, token=False, rate=0, file_rate=0)
     measured: dict[str, set[str]] = {}
     for dataset, column in result["measured_columns"]:
         measured.setdefault(dataset, set()).add(column)
-    total, unmeasured, by_column = 0, 0, {}
+    total, unmeasured, by_column, by_dataset = 0, 0, {}, {}
     for dataset, configs in result["jobs"]:
         for splits in (json.loads(configs) if isinstance(configs, str) else configs).values():
             for split in splits.values():
@@ -313,10 +332,11 @@ def column_share(result: dict[str, Any], url: str) -> tuple[int, int, dict[str, 
                             chunk = group.column(c)
                             name = chunk.path_in_schema.split(".")[0]
                             total += chunk.total_compressed_size
+                            by_dataset[dataset] = by_dataset.get(dataset, 0) + chunk.total_compressed_size
                             if name not in measured.get(dataset, set()):
                                 unmeasured += chunk.total_compressed_size
                                 by_column[name] = by_column.get(name, 0) + chunk.total_compressed_size
-    return total, unmeasured, by_column
+    return total, unmeasured, by_column, by_dataset
 
 
 # --- main ----------------------------------------------------------------------------------------------
@@ -352,7 +372,8 @@ def main() -> None:
     mix_seconds = time.perf_counter() - started
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
     print(f"sample: the first {listed:,} listed datasets, {sample.eligible} eligible, {sample.rows:,} rows "
-          f"({sample.rows / max(1, sample.eligible):,.0f} a config)")
+          f"({sample.rows / max(1, sample.eligible):,.0f} a config; "
+          + ", ".join(f"{st} text {n / max(1, sample.rows):.0%}" for st, n in sorted(sample.style_rows.items())) + " of the rows)")
     print(f"the Hub's mix: {args.hub:,} listed, {mix.eligible:,} eligible ({mix.eligible / args.hub:.1%}), "
           f"{mix.rows:,} rows ({mix.rows / max(1, mix.eligible):,.0f} a config; every {args.mix_stride}th dataset "
           f"counted, {mix_seconds:.0f} s)")
@@ -381,7 +402,14 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; stand-in files generated in all: {regenerated}")
-    figures = {e: [Figures.of(r, args.workers) for r in rs] for e, rs in results.items()}
+    styles = styles_of(listed)
+    style_bytes: dict[str, tuple[int, int]] = {}
+    if share is not None:
+        rows_of = {d: n for d, _, n in results[executors[0]][0]["per_job"]}
+        for dataset, size in share[3].items():
+            b, n = style_bytes.get(styles[dataset], (0, 0))
+            style_bytes[styles[dataset]] = (b + size, n + rows_of.get(dataset, 0))
+    figures = {e: [Figures.of(r, args.workers, styles, style_bytes) for r in rs] for e, rs in results.items()}
     report(figures, args, mix, machines, share)
 
 
@@ -434,10 +462,15 @@ def report(figures: dict[str, list[Figures]], args: argparse.Namespace, mix: Mix
     line("measurement, slot s (sum over jobs)", lambda f: f"{f.measure_seconds:.1f}")
     line("per-config overhead, slot s beyond measurement", lambda f: f"{f.overhead:.2f}")
     line("  of which inside the job (download on Dask), s", lambda f: f"{f.job_overhead:.2f}")
-    line("job seconds = a + b x rows: a, s", lambda f: f"{f.fit[0]:.2f}")
-    line("  b, microseconds a row", lambda f: f"{f.fit[1] * 1e6:.2f}")
-    line("  slot s a config outside its job", lambda f: f"{f.idle:.2f}")
+    line("job seconds = a + b x rows: a (median job of <= 1,000 rows), s", lambda f: f"{f.per_job:.2f}")
+    for style in ("short", "medium", "long"):
+        line(f"  b, {style} text ({sum(1 for _, _, st in figures[names[0]][0].jobs if st == style)} configs), us a row",
+             lambda f, st=style: f"{f.per_row(st) * 1e6:.2f}")
+    line("  b, all rows, us a row", lambda f: f"{f.per_row() * 1e6:.2f}")
+    line("slot s a config outside its job", lambda f: f"{f.idle:.2f}")
     line("bytes downloaded per row", lambda f: f"{f.bytes / max(1, f.rows):.1f}")
+    for style in ("short", "medium", "long"):
+        line(f"  {style} text (column chunks)", lambda f, st=style: f"{f.bytes_per_row(st):.1f}")
     line("MB downloaded", lambda f: f"{f.bytes / 1e6:,.0f}")
     line("resolver calls per row (x 1,000)", lambda f: f"{f.resolvers / max(1, f.rows) * 1000:.3f}")
     line("resolver calls per config", lambda f: f"{f.resolvers / max(1, f.configs):.2f}")
@@ -453,7 +486,8 @@ def report(figures: dict[str, list[Figures]], args: argparse.Namespace, mix: Mix
             print(f"  {name} #{k + 1} {bucket:<9} served {served}, refused {refused}")
 
     best = {name: min(fs, key=lambda f: f.measure_wall) for name, fs in figures.items()}
-    print(f"\nprojection: {mix.listed:,} listed, {mix.eligible:,} eligible configs, {mix.rows / 1e9:.2f} billion rows; "
+    print(f"\nprojection: {mix.listed:,} listed, {mix.eligible:,} eligible configs, {mix.rows / 1e9:.2f} billion rows ("
+          + ", ".join(f"{st} text {n / max(1, mix.rows):.0%}" for st, n in sorted(mix.style_rows.items())) + "); "
           f"two-core machines of {args.workers} worker processes; {args.bandwidth_mb:.0f} MB/s a machine (assumed); "
           "each executor's fastest run")
     print(f"{'':34}{'compute h':>10}{'bytes h':>9}{'crawl h':>9}{'dl quota h':>11}{'crawl+measure h':>16}{'overlapped h':>13}  limit")
@@ -485,7 +519,7 @@ def report(figures: dict[str, list[Figures]], args: argparse.Namespace, mix: Mix
               f"({verdict(night['sequential'] * 60, TARGET_NIGHT_MIN)}, target {TARGET_NIGHT_MIN:.0f} min); "
               f"the measurement's limit: {night['limit']}")
     if share is not None:
-        total, unmeasured, by_column = share
+        total, unmeasured, by_column, _ = share
         print(f"\nbytes downloaded in columns the measurement never measures (only the fingerprint reads them): "
               f"{unmeasured / max(1, total):.1%} of {total / 1e6:,.0f} MB ("
               + ", ".join(f"{name} {size / 1e6:,.1f} MB" for name, size in sorted(by_column.items())) + ")")
