@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing as mp
 import os
 import shutil
@@ -295,7 +294,7 @@ def quota_hours(api: float, resolvers: float, plan: str) -> float:
 def projection(f: Figures, mix: Mix, machines: int, plan: str, bandwidth: float, share: float = 1.0) -> dict[str, float]:
     """Hours of the survey of ``share`` of the mix's datasets on ``machines`` machines: the crawl
     (quota-bound), then the measurement (compute, bytes and the downloads' quota, whichever binds)."""
-    configs, rows = mix.eligible * share, mix.rows * share
+    configs = mix.eligible * share
     style_rows = {style: n * share for style, n in mix.style_rows.items()}
     listed = mix.listed * share
     crawl_api = f.crawl_api / f.listed * listed
@@ -419,7 +418,6 @@ def warm_up(hub: Standin, work: Path) -> None:
     from hubsurvey.core.hub import HubClient
     from hubsurvey.core.store import Store
     from hubsurvey.crawler.crawl import crawl
-
     from hubsurvey.survey.audit import audit
 
     hub.ask("unpaced")

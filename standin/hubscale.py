@@ -24,6 +24,11 @@ The metadata mix (shares of listed datasets; see ``benchmarks/bench_hubscale.py`
   ``size_categories:*`` on 35% (cards that state it); 92% have a Parquet export.
 
 Cards and tags tell the truth here; what a stale card costs is documented, not simulated.
+
+With ``"sized_files": true`` in the root's ``hubscale`` object, the eligible datasets' exports hold
+their simulated rows instead, with text of a realistic length (``sizedfiles``: generated on first
+request, kept within a memory and a disk budget), so that a crawl can be followed by downloads and
+measurements; their cards state the files' features.
 """
 
 from __future__ import annotations
@@ -208,11 +213,11 @@ class HubScale:
         t = self.traits(i)
         design = self.design(i, t)
         splits = _split_rows(t)
+        export: Any = None
         if design is not None and self.files is not None:
-            files, key = self.files, design.key
-            export: Any = lambda: {f"default/{s}/0000.parquet": SizedBlob(files, f"{key}/{s}", design, s, splits) for s in splits}
-        else:
-            export = (lambda: {f"default/{s}/0000.parquet": _blob(t["kind"], n) for s, n in splits.items()}) if t["export"] else None
+            export = functools.partial(_sized_export, self.files, design, splits)
+        elif t["export"]:
+            export = functools.partial(_tiny_export, t["kind"], splits)
         main = {".gitattributes": BytesBlob(GITATTRIBUTES), "README.md": BytesBlob(b"# synthetic\n")}
         return Repo(props["id"], meta, main_files=main, main_sha=props["sha"], parquet_files=export)
 
@@ -242,6 +247,14 @@ class _Order(Sequence[int]):
             if j == i:
                 return i
             i = j
+
+
+def _sized_export(files: FileCache, design: Design, splits: dict[str, int]) -> dict[str, SizedBlob]:
+    return {f"default/{s}/0000.parquet": SizedBlob(files, f"{design.key}/{s}", design, s, splits) for s in splits}
+
+
+def _tiny_export(kind: str, splits: dict[str, int]) -> dict[str, BytesBlob]:
+    return {f"default/{s}/0000.parquet": _blob(kind, n) for s, n in splits.items()}
 
 
 def _split_rows(t: dict[str, Any]) -> dict[str, int]:
