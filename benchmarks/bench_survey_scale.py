@@ -66,6 +66,13 @@ def serve(root: str, conn: Any, quota: tuple[int, int, float]) -> None:
                 conn.send(dict(hub.quota.log) if hub.quota else {})
             elif message == "generated":
                 conn.send(hub.catalog.filler.files.generated)
+            elif message == "pregenerate":  # every eligible file made once, here, not under a request's deadline
+                scale = hub.catalog.filler
+                for i in range(scale.count):
+                    if scale.design(i) is not None:
+                        for blob in scale.repo(i).parquet.files.values():
+                            blob.size  # noqa: B018 - makes the file
+                conn.send(scale.files.generated)
             elif message == "reset":
                 hub.reset_stats()
                 hub.quota = fresh()
@@ -413,13 +420,15 @@ def main() -> None:
 
 
 def warm_up(hub: Standin, work: Path) -> None:
-    """Every eligible file generated once (the crawl resolves each eligible dataset: sizes, footers),
-    unpaced and untimed; the stand-in's cache folder keeps them for the runs."""
+    """Every eligible file generated once, in the stand-in, untimed (its cache folder keeps them for
+    the runs); then a crawl and the audit of the smallest eligible dataset, unpaced, so that numba's
+    compiled passes are in its on-disk cache before any worker needs them."""
     from hubsurvey.core.hub import HubClient
     from hubsurvey.core.store import Store
     from hubsurvey.crawler.crawl import crawl
     from hubsurvey.survey.audit import audit
 
+    hub.ask("pregenerate")
     hub.ask("unpaced")
     client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=work / "warm-cache")
     with Store(work / "warm-up.duckdb") as store:

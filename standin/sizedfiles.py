@@ -224,11 +224,13 @@ def split_parquet(design: Design, split: str, splits: Mapping[str, int]) -> byte
 
 class FileCache:
     """Generated files: their sizes and sha256 (kept), their bytes in a bounded LRU in memory and,
-    with ``folder``, on disk up to ``disk_bytes``. One generation at a time (they are large)."""
+    with ``folder``, on disk up to ``disk_bytes``. One generation at a time (they are large); a
+    ranged read of a file on disk reads that range only."""
 
     def __init__(self, memory_bytes: int = 512 << 20, folder: Path | None = None, disk_bytes: int = 8 << 30):
         self.memory_bytes, self.folder, self.disk_bytes = memory_bytes, folder, disk_bytes
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the bookkeeping below
+        self._making = threading.Lock()  # one generation at a time
         self._meta: dict[str, tuple[int, str]] = {}
         self._memory: collections.OrderedDict[str, bytes] = collections.OrderedDict()
         self._disk: collections.OrderedDict[str, int] = collections.OrderedDict()
@@ -238,26 +240,45 @@ class FileCache:
         assert self.folder is not None
         return self.folder / (hashlib.sha1(name.encode()).hexdigest() + ".parquet")
 
-    def data(self, name: str, make: Any) -> bytes:
-        """The file's bytes: from memory, from disk, or made (and kept within the bounds)."""
+    def _kept(self, name: str, start: int, end: int | None) -> bytes | None:
+        """The bytes from memory or disk, or None when they are in neither."""
         with self._lock:
             data = self._memory.get(name)
             if data is not None:
                 self._memory.move_to_end(name)
-                return data
-            if self.folder is not None and name in self._disk:
-                data = self._path(name).read_bytes()
+            elif name in self._disk:
                 self._disk.move_to_end(name)
-            else:
+        if data is None and self.folder is not None and name in self._disk:
+            try:
+                with open(self._path(name), "rb") as fh:
+                    fh.seek(start)
+                    return fh.read(-1 if end is None else max(0, end - start))
+            except FileNotFoundError:  # evicted meanwhile
+                return None
+        if data is None:
+            return None
+        return data if start == 0 and end in (None, len(data)) else data[start:end]
+
+    def read(self, name: str, make: Any, start: int = 0, end: int | None = None) -> bytes:
+        """Bytes ``[start, end)`` of the file: from memory, from disk, or made (and kept within the bounds)."""
+        data = self._kept(name, start, end)
+        if data is not None:
+            return data
+        with self._making:
+            data = self._kept(name, 0, None)  # made by another request while this one waited
+            if data is None:
                 data = make()
                 self.generated += 1
-                self._meta[name] = (len(data), hashlib.sha256(data).hexdigest())
-                self._store(name, data)
-            if len(data) <= self.memory_bytes:
-                self._memory[name] = data
-                while sum(len(d) for d in self._memory.values()) > self.memory_bytes:
-                    self._memory.popitem(last=False)
-            return data
+                with self._lock:
+                    self._meta[name] = (len(data), hashlib.sha256(data).hexdigest())
+                    self._store(name, data)
+            with self._lock:
+                if len(data) <= self.memory_bytes:
+                    self._memory[name] = data
+                    self._memory.move_to_end(name)
+                    while sum(len(d) for d in self._memory.values()) > self.memory_bytes:
+                        self._memory.popitem(last=False)
+        return data if start == 0 and end in (None, len(data)) else data[start:end]
 
     def _store(self, name: str, data: bytes) -> None:
         if self.folder is None or len(data) > self.disk_bytes:
@@ -276,7 +297,7 @@ class FileCache:
         """(size, sha256) of the file, made once if it never was."""
         known = self._meta.get(name)
         if known is None:
-            self.data(name, make)
+            self.read(name, make, 0, 0)
             known = self._meta[name]
         return known
 
@@ -299,5 +320,4 @@ class SizedBlob(Blob):
         return self._cache.meta(self._name, self._make)[1]
 
     def read(self, start: int = 0, end: int | None = None) -> bytes:
-        data = self._cache.data(self._name, self._make)
-        return data if start == 0 and end in (None, len(data)) else data[start:end]
+        return self._cache.read(self._name, self._make, start, end)
