@@ -35,6 +35,7 @@ import multiprocessing as mp
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from typing import Any
 WINDOW_S = 300  # the Hub's quota window, Hub seconds
 PLANS = {"free": (1_000, 5_000), "pro": (2_500, 12_000)}  # hubsurvey.core.settings.PLANS (API, resolvers) per window
 TARGET_FIRST_H, TARGET_FIRST_MACHINES, TARGET_NIGHT_MIN = 8.0, 4, 30.0
+CORES = 2  # a machine of the projection, as this one
 
 
 # --- the stand-in, in a process of its own ----------------------------------------------------------
@@ -91,6 +93,7 @@ class Standin:
         self._process = mp.get_context("spawn").Process(target=serve, args=(str(root), child, quota), daemon=True)
         self._process.start()
         self.url = self._conn.recv()
+        self.pid = int(self._process.pid or 0)
 
     def ask(self, message: str) -> Any:
         self._conn.send(message)
@@ -150,6 +153,49 @@ def sample_size(eligible: int) -> int:
 
 # --- one timed run -------------------------------------------------------------------------------------
 
+class CpuTime:
+    """CPU seconds of this process and its descendants (worker processes, Dask's nanny and workers)
+    over a span, sampled every half second, leaving out the stand-in's process: what the survey
+    costs whatever else the machine runs."""
+
+    def __init__(self, exclude: int):
+        import psutil
+
+        self._me, self._exclude = psutil.Process(), exclude
+        self._first: dict[int, float] = {}
+        self._last: dict[int, float] = {}
+        self._own = time.process_time()
+        self._sample(baseline=True)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self, baseline: bool = False) -> None:
+        import psutil
+
+        for p in self._me.children(recursive=True):
+            try:
+                if p.pid == self._exclude or self._exclude in {a.pid for a in p.parents()}:
+                    continue
+                t = p.cpu_times()
+            except psutil.Error:
+                continue
+            # a process started during the span counts from zero, one there before from its first sample
+            self._first.setdefault(p.pid, t.user + t.system if baseline else 0.0)
+            self._last[p.pid] = t.user + t.system
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self._sample()
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        own = time.process_time() - self._own
+        return own + sum(self._last[pid] - first for pid, first in self._first.items())
+
+
 @dataclass
 class Timed:
     """A step of the run, timed, with the stand-in's counts at its start and end."""
@@ -157,6 +203,7 @@ class Timed:
     step: Any
     hub: Standin
     seconds: float = 0.0
+    cpu: float = 0.0
     before: dict[str, int] = field(default_factory=dict)
     after: dict[str, int] = field(default_factory=dict)
 
@@ -166,11 +213,13 @@ class Timed:
 
     def run(self, ctx: Any) -> Any:
         self.before = self.hub.ask("stats")
+        cpu = CpuTime(exclude=self.hub.pid)
         started = time.perf_counter()
         try:
             return self.step.run(ctx)
         finally:
             self.seconds = time.perf_counter() - started
+            self.cpu = cpu.stop()
             self.after = self.hub.ask("stats")
 
     def calls(self) -> dict[str, int]:
@@ -233,6 +282,7 @@ class Figures:
     crawl_resolvers: int
     listed: int
     quota: dict[tuple[str, int], list[int]]
+    cpu: float  # CPU seconds of the survey's processes over the measure step
     jobs: list[tuple[float, int, str]]  # (job seconds, rows, text style) of each job done
     style_bytes: dict[str, tuple[int, int]]  # style -> (bytes of its files, rows)
 
@@ -242,8 +292,14 @@ class Figures:
         return cls(r["executor"], int(m.get("done", 0)), int(m.get("failed", 0)), int(m.get("data_rows", 0)), slots,
                    r["measure"].seconds, r["crawl"].seconds, float(m.get("measure_seconds", 0.0)),
                    float(m.get("job_seconds", 0.0)), measure["bytes"], measure["resolvers"], measure["api"],
-                   crawl["api"], crawl["resolvers"], int(r["crawl_counts"].get("listed", 0)), r["quota"],
+                   crawl["api"], crawl["resolvers"], int(r["crawl_counts"].get("listed", 0)), r["quota"], r["measure"].cpu,
                    [(float(s), int(n), styles[d]) for d, s, n in r["per_job"]], style_bytes)
+
+    @property
+    def busy(self) -> float:
+        """The survey's CPU seconds over what the machine's cores could give in the measure wall:
+        below 1, the jobs waited for a core (a shared machine) or for the Hub."""
+        return self.cpu / (CORES * self.measure_wall)
 
     @property
     def rows_per_s(self) -> float:
@@ -298,7 +354,7 @@ def quota_hours(api: float, resolvers: float, plan: str) -> float:
     return max(api / q[0], resolvers / q[1]) * WINDOW_S / 3600
 
 
-def projection(f: Figures, mix: Mix, machines: int, plan: str, bandwidth: float, share: float = 1.0) -> dict[str, float]:
+def projection(f: Figures, mix: Mix, machines: int, plan: str, bandwidth: float, share: float = 1.0) -> dict[str, Any]:
     """Hours of the survey of ``share`` of the mix's datasets on ``machines`` machines: the crawl
     (quota-bound), then the measurement (compute, bytes and the downloads' quota, whichever binds)."""
     configs = mix.eligible * share
@@ -308,12 +364,14 @@ def projection(f: Figures, mix: Mix, machines: int, plan: str, bandwidth: float,
     crawl_res = f.crawl_resolvers / f.listed * listed
     api, res = f.api / max(1, f.configs) * configs, f.resolvers / max(1, f.configs) * configs
     compute = f.machine_hours(configs, style_rows) / machines
+    quiet = compute * min(1.0, f.busy)  # the same work on unshared cores, CPU-bound
     data = sum(n * f.bytes_per_row(style) for style, n in style_rows.items()) / (bandwidth * 1e6 * machines) / 3600
     crawl = quota_hours(crawl_api, crawl_res, plan)
     downloads = quota_hours(api, res, plan)
     measure = max(compute, data, downloads)
-    return {"crawl": crawl, "compute": compute, "bytes": data, "quota": downloads, "measure": measure,
+    return {"crawl": crawl, "compute": compute, "quiet": quiet, "bytes": data, "quota": downloads, "measure": measure,
             "sequential": crawl + measure, "overlapped": max(compute, data, quota_hours(crawl_api + api, crawl_res + res, plan)),
+            "overlapped_quota": quota_hours(crawl_api + api, crawl_res + res, plan),
             "limit": {compute: "compute", data: "bytes", downloads: "quota"}[measure]}
 
 
@@ -466,6 +524,8 @@ def report(figures: dict[str, list[Figures]], args: argparse.Namespace, mix: Mix
     line("crawl wall, s (paced)", lambda f: f"{f.crawl_wall:.1f}")
     line("measure wall, s", lambda f: f"{f.measure_wall:.1f}")
     line("rows/s (measure wall)", lambda f: f"{f.rows_per_s:,.0f}")
+    line(f"CPU s of the survey's processes (share of {CORES} cores)", lambda f: f"{f.cpu:,.0f} ({f.busy:.0%})")
+    line(f"rows/s if CPU-bound on {CORES} unshared cores", lambda f: f"{f.rows / f.cpu * CORES:,.0f}")
     line("measurement, slot s (sum over jobs)", lambda f: f"{f.measure_seconds:.1f}")
     line("per-config overhead, slot s beyond measurement", lambda f: f"{f.overhead:.2f}")
     line("  of which inside the job (download on Dask), s", lambda f: f"{f.job_overhead:.2f}")
@@ -497,19 +557,20 @@ def report(figures: dict[str, list[Figures]], args: argparse.Namespace, mix: Mix
           + ", ".join(f"{st} text {n / max(1, mix.rows):.0%}" for st, n in sorted(mix.style_rows.items())) + "); "
           f"two-core machines of {args.workers} worker processes; {args.bandwidth_mb:.0f} MB/s a machine (assumed); "
           "each executor's fastest run")
-    print(f"{'':34}{'compute h':>10}{'bytes h':>9}{'crawl h':>9}{'dl quota h':>11}{'crawl+measure h':>16}{'overlapped h':>13}  limit")
+    print(f"{'':34}{'compute h':>10}{'unshared':>9}{'bytes h':>9}{'crawl h':>9}{'dl quota h':>11}{'crawl+measure h':>16}"
+          f"{'overlapped h':>13}  limit")
     for name, f in best.items():
         for plan in PLANS:
             for n in machines:
                 p = projection(f, mix, n, plan, args.bandwidth_mb)
-                print(f"{name + ', ' + plan + ', ' + str(n) + ' machine(s)':34}{p['compute']:>10.1f}{p['bytes']:>9.1f}"
+                print(f"{name + ', ' + plan + ', ' + str(n) + ' machine(s)':34}{p['compute']:>10.1f}{p['quiet']:>9.1f}{p['bytes']:>9.1f}"
                       f"{p['crawl']:>9.1f}{p['quota']:>11.1f}{p['sequential']:>16.1f}{p['overlapped']:>13.1f}  {p['limit']}")
     print("\nincremental night (1% of the datasets changed), one machine")
-    print(f"{'':34}{'compute min':>12}{'bytes min':>10}{'crawl min':>10}{'dl quota min':>13}{'total min':>10}  limit")
+    print(f"{'':34}{'compute min':>12}{'unshared':>9}{'bytes min':>10}{'crawl min':>10}{'dl quota min':>13}{'total min':>10}  limit")
     for name, f in best.items():
         for plan in PLANS:
             p = projection(f, mix, 1, plan, args.bandwidth_mb, share=0.01)
-            print(f"{name + ', ' + plan:34}{p['compute'] * 60:>12.1f}{p['bytes'] * 60:>10.1f}{p['crawl'] * 60:>10.1f}"
+            print(f"{name + ', ' + plan:34}{p['compute'] * 60:>12.1f}{p['quiet'] * 60:>9.1f}{p['bytes'] * 60:>10.1f}{p['crawl'] * 60:>10.1f}"
                   f"{p['quota'] * 60:>13.1f}{p['sequential'] * 60:>10.1f}  {p['limit']}")
 
     print("\ntargets")
@@ -522,16 +583,24 @@ def report(figures: dict[str, list[Figures]], args: argparse.Namespace, mix: Mix
               f"downloads {p['quota']:.1f}; {verdict(p['crawl'] + p['quota'], TARGET_FIRST_H)}), bytes {p['bytes']:.1f} h; "
               f"crawl then measure {p['sequential']:.1f} h ({verdict(p['sequential'], TARGET_FIRST_H)}, target "
               f"{TARGET_FIRST_H:.0f} h), overlapped {p['overlapped']:.1f} h; the measurement's limit: {p['limit']}")
+        quiet = max(p["quiet"], p["bytes"], p["quota"])
+        print(f"  {name}: the same on unshared cores (CPU-bound): compute {p['quiet']:.1f} h "
+              f"({verdict(p['quiet'], TARGET_FIRST_H)}); crawl then measure {p['crawl'] + quiet:.1f} h "
+              f"({verdict(p['crawl'] + quiet, TARGET_FIRST_H)}), overlapped "
+              f"{max(p['quiet'], p['bytes'], p['overlapped_quota']):.1f} h; the measurement's limit: "
+              f"{'compute' if quiet == p['quiet'] else 'bytes' if quiet == p['bytes'] else 'quota'}")
         print(f"  {name}: night, one machine, free token: {night['sequential'] * 60:.0f} min "
               f"({verdict(night['sequential'] * 60, TARGET_NIGHT_MIN)}, target {TARGET_NIGHT_MIN:.0f} min); "
-              f"the measurement's limit: {night['limit']}")
+              f"the measurement's limit: {night['limit']}; on unshared cores "
+              f"{(night['crawl'] + max(night['quiet'], night['bytes'], night['quota'])) * 60:.0f} min")
     if share is not None:
         total, unmeasured, by_column, _ = share
         print(f"\nbytes downloaded in columns the measurement never measures (only the fingerprint reads them): "
               f"{unmeasured / max(1, total):.1%} of {total / 1e6:,.0f} MB ("
               + ", ".join(f"{name} {size / 1e6:,.1f} MB" for name, size in sorted(by_column.items())) + ")")
     print("(slot s: seconds of one worker process; compute h = (rows x b + configs x (a + slot s outside the job)) / "
-          "slots / machines; quota is the token's, shared by every machine; crawl+measure: as `run` does, the crawl "
+          "slots / machines; unshared: compute h x the survey's CPU share of the cores, the same work CPU-bound on cores "
+          "nobody else uses; quota is the token's, shared by every machine; crawl+measure: as `run` does, the crawl "
           "first; overlapped: if the measurement ran beside the crawl)")
 
 
