@@ -238,8 +238,9 @@ def run_once(executor: str, args: argparse.Namespace, hub: Standin, work: Path, 
     db, cache = work / f"{tag}.duckdb", work / f"cache-{tag}"
     client = HubClient(endpoint=hub.url, token=False, plan="free", clock_scale=1 / args.compression, cache_dir=cache)
     steps = [Timed(s, hub) for s in run_steps() if s.name in ("crawl", "measure")]
-    options = RunOptions(workers=args.workers, executor=executor, dask=dask_address, crossleaks=False, exposure=False,
-                         cache_dir=cache, max_cache_gb=args.cache_gb)
+    options = RunOptions(workers=args.workers, executor=executor,
+                         executor_options={"dask": dask_address} if executor == "dask" else {},
+                         crossleaks=False, exposure=False, cache_dir=cache, max_cache_gb=args.cache_gb)
     started = time.perf_counter()
     summary = run_survey(db, client, None, options, steps=steps)
     wall = time.perf_counter() - started
