@@ -499,12 +499,10 @@ def warm_up(hub: Standin, work: Path) -> None:
 
 
 def start_cluster(args: argparse.Namespace) -> tuple[Any, str]:
-    """A Dask cluster of ``--workers`` worker processes on loopback, one thread each. Workers read
-    the Hub's plan and clock from their environment (a job carries only the endpoint)."""
+    """A Dask cluster of ``--workers`` worker processes on loopback, one thread each (the run's Hub
+    settings, the plan and the compressed clock among them, travel with each job)."""
     from distributed import LocalCluster
 
-    os.environ["HUBSURVEY_PLAN"] = "free"
-    os.environ["HUBSURVEY_CLOCK_SCALE"] = str(1 / args.compression)
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                            dashboard_address=":0", memory_limit=0)
     return cluster, cluster.scheduler_address
