@@ -356,7 +356,9 @@ def test_an_error_after_a_stop_signal_is_the_stops_doing(tmp_path, stop_mark):
     asked, the run is recorded ``interrupted`` and the command ends as Ctrl-C ends it, not as a bug."""
     import typer
 
-    from hubsurvey.cli import _interrupt, _sigterm_as_ctrl_c, handled
+    from hubsurvey.cli import handled
+    from hubsurvey.core.signals import interrupt as _interrupt
+    from hubsurvey.core.signals import sigterm_as_ctrl_c as _sigterm_as_ctrl_c
     from hubsurvey.core.runs import Runs
 
     with Store(tmp_path / "r.duckdb") as store:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hubsurvey.commands.crawl import hub_client
+from hubsurvey.commands.common import hub_client
 from hubsurvey.commands.options import HUB_API, Db, MaxModels, takes
 from hubsurvey.core.errors import ExitCode
 from hubsurvey.core.options import HubOptions

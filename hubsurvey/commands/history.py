@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hubsurvey.commands.analysis import format_json, format_table, open_results
+from hubsurvey.commands.common import format_json, format_table, open_results
 from hubsurvey.commands.options import Format, ReadDb, output_format
 from hubsurvey.core.store import DEFAULT_DB
 
@@ -44,11 +44,8 @@ def history(
     from hubsurvey.analysis.history import history as dataset_history
 
     fmt = output_format(fmt)
-    store = open_results(db)
-    try:
+    with open_results(db) as store:
         rows = dataset_history(store, dataset, config=config)
-    finally:
-        store.close()
     names = list(rows[0]) if rows else []
     if fmt == "json":
         sys.stdout.write(format_json(names, [[r[n] for n in names] for r in rows]) + "\n")

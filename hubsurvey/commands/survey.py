@@ -10,8 +10,9 @@ from typing import Annotated, Any
 
 import typer
 
-from hubsurvey.commands.crawl import FILTERS, hub_client
+from hubsurvey.commands.common import hub_client
 from hubsurvey.commands.options import (
+    FILTERS,
     HUB,
     Db,
     Format,
