@@ -4,8 +4,8 @@ keeps only the windows (and the whole short texts) whose hash the benchmarks' in
 
 Why compiled: the same work in Arrow and numpy (split into a list array, look every word up, hash
 the windows with prefix sums) makes and reads five arrays as long as the batch's words; this pass
-makes none. Measured per 1M generated rows, one thread (benchmarks/bench_contamination.py's data):
-about 0.5 s here against 1.4 s for the Arrow path it replaced.
+makes none, and is about three times as fast (docs/benchmarks.md, "Figures behind the code's
+choices").
 
 The words, exactly as ``normalize_text(s).split()`` gives them (``survey/normalize.py``: NFKC, then
 casefold, split on Python's whitespace), without running it on most rows:

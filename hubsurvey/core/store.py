@@ -701,19 +701,6 @@ def views() -> dict[str, str]:
     }
 
 
-def markdown_measurements_table() -> str:
-    """The README's table of the ``measurements`` columns (generated: it cannot drift)."""
-    lines = ["| column | meaning |", "|---|---|"]
-    lines.append("| measurement_id | `dataset_id@revision_sha/config#label_column` (primary key) |")
-    lines += [f"| {name} | {meaning} |" for name, meaning in IDENTITY_COLUMNS.items()]
-    lines += [
-        f"| {c.name} | {c.definition.replace('|', chr(92) + '|')} ({figures.nr_rule(c)}) |"
-        for c in figures.figure_columns()
-    ]
-    lines += [f"| {name} | {meaning} |" for name, meaning in PROVENANCE_COLUMNS.items()]
-    return "\n".join(lines) + "\n"
-
-
 def _figure_columns_ddl(existing: set[str], table: str = "measurements") -> list[str]:
     """ALTER statements adding the registry's figure columns that the table does not have yet."""
     declared = figures.per_column_columns() if table == "column_measurements" else figures.figure_columns()
