@@ -11,7 +11,7 @@ import typer
 from hubsurvey.commands.common import hub_client
 from hubsurvey.commands.options import FILTERS, HUB, Db, takes
 from hubsurvey.core.options import HubOptions, unlimited_if_zero
-from hubsurvey.core.store import DEFAULT_DB
+from hubsurvey.core.store import DEFAULT_DB, Store
 from hubsurvey.crawler.rules import CrawlFilters
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def crawl(
     """List Hub datasets, apply the survey's filters and record every one with its outcome.
 
     An interrupted listing resumes from its stored cursor on the next crawl."""
-    from hubsurvey.core.store import Store
+    # lazy: keeps `hubsurvey --help` fast (the crawler and the progress bars)
     from hubsurvey.crawler.crawl import crawl as run_crawl
     from hubsurvey.progress import CrawlProgress, quiet_hub_bars
 

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from hubsurvey.analysis.export import csv_document
+from hubsurvey.analysis.history import history as dataset_history
 from hubsurvey.commands.common import format_json, format_table, open_results
 from hubsurvey.commands.options import Format, ReadDb, output_format
 from hubsurvey.core.store import DEFAULT_DB
@@ -40,9 +42,6 @@ def history(
     table shows the verdict and one headline figure per method, NR where a figure does not apply
     or was not measured; --format json (null for NR) and csv (NR) give every column.
     """
-    from hubsurvey.analysis.export import csv_document
-    from hubsurvey.analysis.history import history as dataset_history
-
     fmt = output_format(fmt)
     with open_results(db) as store:
         rows = dataset_history(store, dataset, config=config)
