@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -144,3 +145,27 @@ def shared_index() -> list[dict]:
 def _no_token(monkeypatch):
     """A test that needs HF_TOKEN sets it itself."""
     monkeypatch.delenv("HF_TOKEN", raising=False)
+
+
+# --- the mini-hub and the Hub client of a stand-in (the tests that serve one share them) -----------
+
+
+@pytest.fixture(scope="module")
+def minihub(tmp_path_factory) -> Path:
+    """The generated mini-hub (seed 0; its truth in ``truth.json``), once per test module. Tests
+    read it; one that changes a dataset generates a hub of its own."""
+    from hubsurvey_standin import generate_minihub  # collecting a test module needs no stand-in
+
+    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
+
+
+def standin_client(hub: Any, cache: Path | None = None, **settings: Any) -> Any:
+    """The Hub client of a stand-in ``hub``: no token, unpaced (rate 0), short waits, its download
+    cache in ``cache``; ``settings`` overrides any of them (HubClient's keywords). Imported by the
+    test modules: ``from conftest import standin_client``."""
+    from hubsurvey.core.hub import HubClient
+
+    defaults: dict[str, Any] = {"token": False, "rate": 0, "file_rate": 0, "max_wait": 0.05}
+    if cache is not None:
+        defaults["cache_dir"] = cache
+    return HubClient(endpoint=hub.url, **{**defaults, **settings})
