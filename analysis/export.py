@@ -67,6 +67,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from hubsurvey.analysis.checks_manifest import CHECKS_MANIFEST_PATH, write_checks_manifest
+from hubsurvey.analysis.findings import create_views
+from hubsurvey.analysis.history import HISTORY_EXPORT_QUERY, has_history
 from hubsurvey.core import figures
 from hubsurvey.core.errors import OutputExistsError
 from hubsurvey.core.store import CLEAN_TEST_PARQUET_PATH, Store, quote_ident, result_columns
@@ -231,8 +233,6 @@ CONTAMINATION_COLUMNS = ("dataset_id", "status", "line", "benchmarks", "revision
 
 def contamination_rows(store: Store) -> tuple[list[str], list[tuple]]:
     """The per-dataset contamination lines (``findings_contamination``), sorted by dataset."""
-    from hubsurvey.analysis.findings import create_views
-
     create_views(store)
     cols = ", ".join(quote_ident(c) for c in CONTAMINATION_COLUMNS)
     return store.query(f"SELECT {cols} FROM findings_contamination ORDER BY dataset_id")
@@ -247,8 +247,6 @@ def write_contamination_csv(store: Store, path: Path) -> Path | None:
 def write_exposure(store: Store, out: Path) -> list[Path]:
     """``findings_model_exposure`` as Parquet (the results dataset's config ``model_exposure``) and
     CSV, or nothing when no model declaring a contaminated dataset was listed."""
-    from hubsurvey.analysis.findings import create_views
-
     create_views(store)
     _utc(store.con)
     table = store.con.sql("SELECT * FROM findings_model_exposure").to_arrow_table()
@@ -260,8 +258,6 @@ def write_exposure(store: Store, out: Path) -> list[Path]:
             write_results_csv(store, out / EXPOSURE_CSV_PATH, "SELECT * FROM findings_model_exposure")]
 def write_history(store: Store, out: Path) -> list[Path]:
     """The history config (Parquet and CSV), or nothing before the survey measured a dataset again."""
-    from hubsurvey.analysis.history import HISTORY_EXPORT_QUERY, has_history
-
     if not has_history(store):
         return []
     _utc(store.con)

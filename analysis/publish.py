@@ -33,6 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
+
 from hubsurvey import __version__
 from hubsurvey.analysis.badges import badge_files
 from hubsurvey.analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render_card
@@ -156,8 +159,6 @@ def build_folder(
 
 def remote_files(client: Any, repo_id: str, repo_type: str = "dataset") -> dict[str, Any]:
     """``{path: RepoFile}`` of the repo's main branch; empty when the repo has no commit yet."""
-    from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
-
     api = client.api
     try:
         items = client.call(lambda: list(api.list_repo_tree(repo_id, repo_type=repo_type, recursive=True)))
@@ -193,8 +194,6 @@ def push_folder(
     ``repo_type="space"`` (with its ``space_sdk``) pushes a Space the same way (``publish --site``);
     ``owned`` says which remote files this build produces, so that a stale one is deleted.
     """
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-
     check_repo_id(repo_id)
     if client is None:  # analysis reads only the store: the caller brings the Hub client
         raise PublishError("pushing needs a Hub client (hubsurvey.core.hub.HubClient)")

@@ -32,10 +32,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub.errors import HfHubHTTPError
+
 from hubsurvey import __version__
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubError, UsageError, one_line
+from hubsurvey.core.hub import HubClient, is_transient
 from hubsurvey.core.safety import visible
+from hubsurvey.core.store import Store
+from hubsurvey.survey import contamination as bench
+from hubsurvey.survey.audit import audit
 
 #: the key profile of the exact figures unless ``--profile`` says otherwise
 DEFAULT_PROFILE = figures.NORMALIZED.name
@@ -231,17 +237,13 @@ def verdicts_of(rows: Sequence[dict[str, Any]], contamination: Sequence[dict[str
 
 def _hub_refusal(target: str, exc: BaseException) -> HubError | BadInputError:
     """The Hub's answer about the dataset (missing, gated...) is bad input; a Hub that kept failing is the Hub."""
-    from hubsurvey.core.hub import is_transient
-
     return (HubError if is_transient(exc) else BadInputError)(f"{target}: {one_line(exc)}")
 
 
 def _index(benchmarks: str | Path, client: Any, db: str | Path | None) -> tuple[Any, list[str]]:
     """The benchmarks of a file ('default': the shipped list), indexed through the Hub client, and the
     one-line reasons of those that could not be; recorded in the ``benchmarks`` table when ``db`` is given."""
-    from hubsurvey.core.store import Store
-    from hubsurvey.survey import contamination as bench
-    from hubsurvey.survey.contamination_check import index_benchmarks
+    from hubsurvey.survey.contamination_check import index_benchmarks  # lazy: keeps `hubsurvey --help` fast
 
     asked = bench.load_benchmarks(None if benchmarks == "default" else benchmarks)
     if db is None:
@@ -280,15 +282,10 @@ def check(
     ``max_near`` cannot be tested). ``dataset_id`` names a folder's dataset (default: from the folder's name). Raises the audit's own errors (bad input, an unreachable Hub, an unusable DB); a config
     that fails is one of ``errors`` and the others are still tested.
     """
-    from huggingface_hub.errors import HfHubHTTPError
-
-    from hubsurvey.survey.audit import audit
 
     limits = check_limits({"contaminated": max_contaminated, "near": max_near, "conflicting": max_conflicting,
                            "benchmark": max_benchmark}, profile, benchmarks, near=near)
     if client is None:
-        from hubsurvey.core.hub import HubClient
-
         client = HubClient()
     not_indexed: list[str] = []
     index = None

@@ -12,6 +12,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+import duckdb
+import pyarrow as pa
+
 from hubsurvey import __version__
 from hubsurvey.core.errors import InternalError, SurveyError, UnreadableDataError
 from hubsurvey.core.figures import (
@@ -52,9 +55,6 @@ class ConfigResult:
 
 
 def _data_error_types() -> tuple[type[BaseException], ...]:
-    import duckdb
-    import pyarrow as pa
-
     return (
         pa.ArrowInvalid,
         pa.ArrowTypeError,

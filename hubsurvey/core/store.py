@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hubsurvey.core import figures, history, livestate
 from hubsurvey.core.errors import DbLockedError, OutdatedSchemaError, StoreError
@@ -701,19 +706,6 @@ def views() -> dict[str, str]:
     }
 
 
-def markdown_measurements_table() -> str:
-    """The README's table of the ``measurements`` columns (generated: it cannot drift)."""
-    lines = ["| column | meaning |", "|---|---|"]
-    lines.append("| measurement_id | `dataset_id@revision_sha/config#label_column` (primary key) |")
-    lines += [f"| {name} | {meaning} |" for name, meaning in IDENTITY_COLUMNS.items()]
-    lines += [
-        f"| {c.name} | {c.definition.replace('|', chr(92) + '|')} ({figures.nr_rule(c)}) |"
-        for c in figures.figure_columns()
-    ]
-    lines += [f"| {name} | {meaning} |" for name, meaning in PROVENANCE_COLUMNS.items()]
-    return "\n".join(lines) + "\n"
-
-
 def _figure_columns_ddl(existing: set[str], table: str = "measurements") -> list[str]:
     """ALTER statements adding the registry's figure columns that the table does not have yet."""
     declared = figures.per_column_columns() if table == "column_measurements" else figures.figure_columns()
@@ -761,8 +753,6 @@ def safe_name(name: str) -> str:
     """A Hub name as one path component that cannot leave its folder: every byte outside
     ``[A-Za-z0-9._~-]`` percent-encoded (``/`` included; DuckDB's hive reader decodes it). A name
     whose encoding is too long is cut and given a hash of the whole name, so it stays unique."""
-    from urllib.parse import quote
-
     safe = quote(name, safe="")
     if len(safe) > _SAFE_BYTES:
         import hashlib
@@ -1114,8 +1104,6 @@ class Store:
         """
         if not rows and listing is None:
             return
-        import pyarrow as pa
-
         rows = [_clean(row) for row in rows]
         last = {row["dataset_id"]: row for row in rows}  # a listing may repeat an id: keep one row
         table = pa.Table.from_pylist(
@@ -1138,8 +1126,6 @@ class Store:
         """The stored crawl rows of these dataset ids (what a re-crawl may keep), by id."""
         if not dataset_ids:
             return {}
-        import pyarrow as pa
-
         self.con.register("crawl_ids", pa.table({"dataset_id": pa.array(list(dataset_ids), pa.string())}))
         try:
             rows = self.records(
@@ -1177,12 +1163,6 @@ def _write_fingerprint_file(root: Path, relative: str, table: Any, dataset_id: s
                             config: str, split: str) -> None:
     """One split's fingerprints as Parquet (dataset_id, revision_sha, config, split, row, hash),
     written to a temp file beside the target, then renamed over it."""
-    import os
-
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     n = table.num_rows
     zeros = pa.array(np.zeros(n, dtype=np.int32))
 
@@ -1269,8 +1249,6 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, row: Mapping[str, Any]) -
 
 def insert_many(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
     """INSERT rows of the same columns in one statement (through Arrow); JSON values as text."""
-    import pyarrow as pa
-
     columns = list(rows[0])
     batch = pa.Table.from_pylist([{c: _bindable(row[c]) for c in columns} for row in map(_clean, rows)])
     con.register("insert_batch", batch)
