@@ -27,6 +27,7 @@ import typer
 
 from hubsurvey import __version__
 from hubsurvey.commands.options import Benchmarks, Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
+from hubsurvey.commands.beside import beside_json, render_beside
 from hubsurvey.commands.per_column import per_column_json, render_per_column
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
@@ -183,7 +184,8 @@ def render_row(row: dict[str, Any]) -> str:
         lines.append(f"  {f.title:26}{cells[0]:>12}{cells[1]:>14}")
     for rf in figures.ROW_FIGURES:
         lines.append(f"  {rf.title:26}{figures.published(row[rf.name], rf.fmt):>12}")
-    blocks = [block for block in (render_exact(row), render_per_column(row), render_near(row), render_fingerprints(row)) if block]
+    blocks = [block for block in (render_exact(row), render_per_column(row), render_near(row), render_beside(row),
+                                            render_fingerprints(row)) if block]
     return "\n".join([*lines, *blocks])
 
 
@@ -330,8 +332,8 @@ def audit(
     except _hub_errors() as e:
         raise _hub_refusal(target, e) from None
     if fmt == "json":
-        objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r), "fingerprints": fingerprints_json(r)}
-                for r in outcome.rows]
+        objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r), "fingerprints": fingerprints_json(r),
+                 **beside_json(r)} for r in outcome.rows]
         typer.echo(json_text(objs, indent=1, default=str))
     elif fmt == "csv":
         sys.stdout.write(_audit_csv(outcome.rows))
