@@ -285,7 +285,7 @@ def _empty_sql(sql_type: str) -> str:
 def numbering_reused(per_split: Mapping[str, tuple[int, int, int | None, int | None]]) -> bool:
     """Whether a group column's values look like a numbering that restarts in every split, as MELD's
     ``Dialogue_ID`` (0, 1, 2... in train, and again in test): two splits or more, and in each one every
-    value an integer, the smallest 0 or 1, and the distinct values at least half of 0..largest. Such
+    value an integer (1 to 18 ASCII digits), the smallest 0 or 1, and the distinct values at least half of 0..largest. Such
     a value names another group in each split, so its figures are kept out of the verdict.
     ``per_split``: (distinct values, values that are not integers, smallest, largest) of each split."""
     present = [v for v in per_split.values() if v[0] > 0]
@@ -799,10 +799,12 @@ class Engine:
                              f"FROM ({stacked}) WHERE g IS NOT NULL AND NOT {empty} GROUP BY g")
             items = registry.side_figures_sql(registry.GROUP_FIGURES, registry.SideGrain.GROUP)
             figures = self._select(registry.aggregate_sql(items, "per_group"), rows)
+            # an integer: its text is 1 to 18 ASCII digits (TRY_CAST would also take '1.5' and '0x10')
+            number = "CASE WHEN regexp_full_match(g::VARCHAR, '[0-9]{1,18}') THEN g::VARCHAR::BIGINT END"
             numbers = self.con.execute(
                 "SELECT " + ", ".join(
-                    f"count(*) FILTER (WHERE n_{s} > 0), count(*) FILTER (WHERE n_{s} > 0 AND TRY_CAST(g::VARCHAR AS BIGINT) IS NULL), "
-                    f"min(TRY_CAST(g::VARCHAR AS BIGINT)) FILTER (WHERE n_{s} > 0), max(TRY_CAST(g::VARCHAR AS BIGINT)) FILTER (WHERE n_{s} > 0), "
+                    f"count(*) FILTER (WHERE n_{s} > 0), count(*) FILTER (WHERE n_{s} > 0 AND {number} IS NULL), "
+                    f"min({number}) FILTER (WHERE n_{s} > 0), max({number}) FILTER (WHERE n_{s} > 0), "
                     f"coalesce(max(n_{s}), 0)"
                     for s in CANONICAL_SPLITS) + " FROM per_group").fetchone() or ()
             per_split = {s: numbers[5 * i:5 * i + 5] for i, s in enumerate(CANONICAL_SPLITS) if s in self.data.splits}

@@ -570,7 +570,7 @@ def blank_sql(value: str, sql_type: str) -> str:
         for _ in range(sql_type.count("[]") - 1):
             flat = f"flatten({flat})"
         each = blank_string("x")
-        return f"({value} IS NULL OR coalesce(list_bool_and(list_transform({flat}, x -> x IS NULL OR {each})), true))"
+        return f"({value} IS NULL OR coalesce(list_bool_and(list_transform({flat}, lambda x: x IS NULL OR {each})), true))"
     return f"({value} IS NULL)"
 
 
@@ -762,8 +762,10 @@ TIME_FIGURES: tuple[SideFigure, ...] = (
     ),
     SideFigure(
         "train_test_overlap_days",
-        "greatest(0, epoch(least(max(d) FILTER (WHERE split = 'train'), max(d) FILTER (WHERE split = 'test')))"
-        " - epoch(greatest(min(d) FILTER (WHERE split = 'train'), min(d) FILTER (WHERE split = 'test')))) / 86400",
+        # least() and greatest() skip a NULL: a split without a date has no range, so no overlap (NR)
+        "CASE WHEN count(*) FILTER (WHERE split = 'train') > 0 AND count(*) FILTER (WHERE split = 'test') > 0 THEN"
+        " greatest(0, epoch(least(max(d) FILTER (WHERE split = 'train'), max(d) FILTER (WHERE split = 'test')))"
+        " - epoch(greatest(min(d) FILTER (WHERE split = 'train'), min(d) FILTER (WHERE split = 'test')))) / 86400 END",
         "the days the date ranges of train and test share (0: disjoint; NR when a split has no date)",
         "train/test overlap (days)",
         SideGrain.DATED,

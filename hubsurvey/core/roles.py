@@ -267,6 +267,11 @@ def resolve_roles(
         groups, dates = overrides.declared(dataset_id, config)
         if groups or dates:
             roles = replace(roles, groups=groups, dates=dates)
+            if roles.source == "inferred":  # a group or a date names the row, it is not its text
+                declared = {**{c: "group (declared)" for c in groups}, **{c: "date (declared)" for c in dates}}
+                roles = replace(roles, text_columns=tuple(c for c in roles.text_columns if c not in declared),
+                                label_columns=tuple(c for c in roles.label_columns if c not in declared),
+                                ignored={**roles.ignored, **declared})
     missing = [c for c in roles.text_columns + roles.label_columns + roles.groups + roles.dates if c not in features]
     if missing:
         raise BadInputError(f"{dataset_id} [{config}]: roles name unknown columns {missing}")

@@ -1,0 +1,309 @@
+"""Blank rows, groups shared across splits and time order (rows-2026, groups-2026, time-2026) against
+plain-Python references (standin/reference.py: ``blank_reference``, ``group_reference``,
+``time_reference``; no code shared with the engine), on the shared miam and silicone configs and on
+random data (Hypothesis); the statement of what was checked; the roles file's groups and dates; the
+stored tables and ``audit --json``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+
+import duckdb
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_exact_reference import _load_rows
+
+from hubsurvey.core import figures
+from hubsurvey.core.roles import RoleOverrides, resolve_roles
+from hubsurvey.core.store import Store
+from hubsurvey.survey.measure import measure_config
+from hubsurvey.survey.metrics import Engine
+from hubsurvey.survey.sources import ConfigData, FolderSource, SplitData, check_config
+from hubsurvey_standin.reference import (
+    blank_reference,
+    group_reference,
+    is_blank,
+    is_whitespace,
+    time_reference,
+)
+
+GROUP_NAMES = [c.name for c in figures.group_columns()]
+TIME_NAMES = [c.name for c in figures.time_columns()]
+BLANK_NAMES = [c.name for c in figures.figure_columns(figures.ROWS_METHOD)]
+
+
+def _same(engine: dict, reference: dict, names: list[str], where: object = "") -> None:
+    for name in names:
+        e, r = engine[name], reference[name]
+        if isinstance(r, float) and e is not None:
+            assert e == pytest.approx(r, rel=1e-12, abs=1e-9), (where, name, e, r)
+        else:
+            assert e == r, (where, name, e, r)
+
+
+def _data(splits: dict[str, pa.Table], dataset_id: str = "random/data") -> ConfigData:
+    named = {s: SplitData(s, s, (), t) for s, t in splits.items()}
+    return check_config(ConfigData(dataset_id, "default", "r0", named, {}, ()))
+
+
+def _groups_of(data: ConfigData, columns: list[str]) -> dict[str, dict]:
+    with Engine(data) as engine:
+        return {g["group_column"]: {**g["figures"], "repeats": g["repeats"], "numbering_reused": g["numbering_reused"]}
+                for g in engine.measure_groups(columns)}
+
+
+# --- the shared datasets: miam and silicone ---------------------------------------------------------
+
+CONFIGS = [("PierreColombo__miam", c) for c in ("dihana", "ilisten", "loria", "maptask", "vm2")] + \
+          [("eusip__silicone", c) for c in ("iemocap", "maptask", "meld_e", "meld_s", "oasis", "sem")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("folder", "config"), CONFIGS, ids=[f"{f.split('__')[1]}/{c}" for f, c in CONFIGS])
+def test_group_figures_equal_the_reference_on_shared_configs(shared_datasets, folder, config):
+    """Every column left out of the text key as id-like, measured by the engine and by the reference."""
+    data = check_config(FolderSource(shared_datasets / folder).load(config))
+    roles = resolve_roles(data.features, data.dataset_id, data.config)
+    candidates = list(roles.group_columns())
+    assert candidates, "every miam and silicone config has an id-like column (Idx at least)"
+    rows = _load_rows(data)
+    found = _groups_of(data, candidates)
+    for column in candidates:
+        reference = group_reference(rows, column)
+        _same(found[column], reference, [*GROUP_NAMES, "repeats", "numbering_reused"], (config, column))
+        if column == "Idx":  # a row id, unique per row in every split: never a group
+            assert not reference["repeats"]
+
+
+def test_miam_maptask_file_ids_shared_with_train(shared_datasets):
+    """The recordings of miam/maptask: 4,795 of its 5,335 test utterances come from a File_ID that is
+    also in train; Dialogue_ID restarts at 0 in every split (kept out of the verdict); Idx is a row id."""
+    data = FolderSource(shared_datasets / "PierreColombo__miam").load("maptask")
+    result = measure_config(data, n_configs=5, source="folder", examples=0, methods=list(figures.methods_measured(near=False)))
+    groups = {g["group_column"]: g for g in result.rows[0]["groups"]}
+    assert set(groups) == {"File_ID", "Dialogue_ID"}  # Idx left out: unique per row
+    files = groups["File_ID"]
+    assert (files["test_rows_group_in_train"], result.rows[0]["rows_test"]) == (4795, 5335)
+    assert files == {**files, **{k: v for k, v in group_reference(_load_rows(check_config(data)), "File_ID").items()
+                                 if k in GROUP_NAMES}}
+    assert files["test_groups_in_train"] == 22 and files["groups_test"] == 25
+    assert files["in_verdict"] and not files["numbering_reused"]
+    assert groups["Dialogue_ID"]["numbering_reused"] and not groups["Dialogue_ID"]["in_verdict"]
+    checks = {c["check"]: c for c in json.loads(result.rows[0]["checks"])}
+    assert checks["groups"] == {"check": "groups", "ran": True, "columns": ["Dialogue_ID", "File_ID"], "row_ids": ["Idx"]}
+    # the text figures do not see it: no test utterance of maptask's is a train row
+    assert result.rows[0]["raw_test_rows_in_train_pct"] < 95
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("folder", "config"), CONFIGS[:2] + CONFIGS[5:7],
+                         ids=["miam/dihana", "miam/ilisten", "silicone/iemocap", "silicone/maptask"])
+def test_blank_rows_equal_the_reference_on_shared_configs(shared_datasets, folder, config):
+    data = FolderSource(shared_datasets / folder).load(config)
+    result = measure_config(data, n_configs=2, source="folder", examples=0, methods=[figures.ROWS_METHOD])
+    rows = _load_rows(check_config(data))
+    for row in result.rows:
+        _same(row, blank_reference(rows, row["text_columns"], row["label_column"]), BLANK_NAMES, config)
+
+
+# --- random data -------------------------------------------------------------------------------------
+
+#: whitespace of every kind, letters, and the empty string: blank and not blank texts
+_WHITE = "".join(chr(c) for c in (9, 10, 11, 12, 13, 28, 31, 32, 0x85, 0xA0, 0x1680, 0x2007, 0x2028, 0x2029, 0x3000))
+_TEXT = st.one_of(st.none(), st.text(alphabet=_WHITE, max_size=3), st.text(alphabet=_WHITE + "ab\u200b", max_size=3))
+_GROUP = st.one_of(st.none(), st.sampled_from(["", "0", "1", "2", "3", "a", "b", "07", "1.5"]))
+
+
+def _blank_rows(tables: dict[str, pa.Table], text: list[str], labels: list[str]) -> list[dict]:
+    """The rows method's figures alone (no near stage: Hypothesis runs it many times)."""
+    overrides = RoleOverrides({"random/data": {"default": {"text": text, "labels": labels}}})
+    return measure_config(_data(tables), n_configs=1, source="memory", overrides=overrides, examples=0,
+                          methods=[figures.ROWS_METHOD]).rows
+
+
+def _split_rows(values: st.SearchStrategy, min_size: int = 0) -> st.SearchStrategy:
+    return st.lists(values, min_size=min_size, max_size=12)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.fixed_dictionaries({"test": _split_rows(st.tuples(_TEXT, _TEXT, st.one_of(st.none(), st.integers(0, 2))), 1)},
+                             optional={s: _split_rows(st.tuples(_TEXT, _TEXT, st.one_of(st.none(), st.integers(0, 2))))
+                                       for s in ("train", "validation")}))
+def test_blank_rows_equal_the_reference_on_random_data(splits):
+    rows = {s: [{"a": a, "b": b, "label": label} for a, b, label in values] for s, values in splits.items()}
+    schema = pa.schema([("a", pa.string()), ("b", pa.string()), ("label", pa.int64())])
+    found = _blank_rows({s: pa.Table.from_pylist(r, schema=schema) for s, r in rows.items()}, ["a", "b"], ["label"])
+    _same(found[0], blank_reference(rows, ["a", "b"], "label"), BLANK_NAMES)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.fixed_dictionaries({"test": _split_rows(st.lists(_TEXT, max_size=3) | st.none(), 1)},
+                             optional={"train": _split_rows(st.lists(_TEXT, max_size=3) | st.none())}))
+def test_blank_token_lists_equal_the_reference(splits):
+    rows = {s: [{"tokens": v} for v in values] for s, values in splits.items()}
+    schema = pa.schema([("tokens", pa.list_(pa.string()))])
+    found = _blank_rows({s: pa.Table.from_pylist(r, schema=schema) for s, r in rows.items()}, ["tokens"], [])
+    _same(found[0], blank_reference(rows, ["tokens"], None), BLANK_NAMES)
+
+
+@pytest.mark.slow
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.fixed_dictionaries({"test": _split_rows(_GROUP, 1)},
+                             optional={s: _split_rows(_GROUP) for s in ("train", "validation")}),
+       st.booleans())
+def test_group_figures_equal_the_reference_on_random_data(splits, as_integers):
+    if as_integers:  # the same values as an integer column (the strings that are not integers: NULL)
+        splits = {s: [int(v) if v is not None and v.isdigit() else None for v in values] for s, values in splits.items()}
+        kind = pa.int64()
+    else:
+        kind = pa.string()
+    rows = {s: [{"text": f"row {i}", "g": v} for i, v in enumerate(values)] for s, values in splits.items()}
+    data = _data({s: pa.Table.from_pylist(r, schema=pa.schema([("text", pa.string()), ("g", kind)])) for s, r in rows.items()})
+    found = _groups_of(data, ["g"])["g"]
+    _same(found, group_reference(rows, "g"), [*GROUP_NAMES, "repeats", "numbering_reused"])
+
+
+_DATE = st.one_of(st.none(), st.datetimes(min_value=dt.datetime(2000, 1, 1), max_value=dt.datetime(2030, 1, 1)))
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.fixed_dictionaries({"test": _split_rows(_DATE, 1)},
+                             optional={s: _split_rows(_DATE) for s in ("train", "validation")}),
+       st.booleans())
+def test_time_figures_equal_the_reference_on_random_data(splits, as_text):
+    """Timestamps, or the same as ISO text (read with TRY_CAST), give the reference's figures."""
+    rows = {s: [{"text": f"row {i}", "when": v} for i, v in enumerate(values)] for s, values in splits.items()}
+    kind = pa.string() if as_text else pa.timestamp("us")
+    tables = {s: pa.Table.from_pylist([{"text": r["text"], "when": (r["when"].isoformat(sep=" ") if as_text and r["when"] else r["when"])}
+                                       for r in rs], schema=pa.schema([("text", pa.string()), ("when", kind)]))
+              for s, rs in rows.items()}
+    with Engine(_data(tables)) as engine:
+        found = engine.measure_dates(["when"])[0]["figures"]
+    _same(found, time_reference(rows, "when"), TIME_NAMES)
+
+
+def test_the_whitespace_class_is_pythons_on_every_code_point():
+    """blank_sql's regular expression matches exactly the characters str.split() splits on."""
+    points = [c for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    table = pa.table({"c": pa.array([chr(c) for c in points])})
+    con = duckdb.connect()
+    con.register("chars", table)
+    matched = con.execute(f"SELECT list(c) FROM chars WHERE {figures.blank_sql('c', 'VARCHAR')}").fetchone()[0]
+    assert set(matched) == {chr(c) for c in points if is_whitespace(chr(c))} == {chr(c) for c in points if chr(c).isspace()}
+    assert is_blank("") and is_blank(" \u3000") and not is_blank("\u200b")
+
+
+def test_numbering_and_row_ids_by_hand():
+    """Counted by hand: a dialogue numbering restarting per split; a row id; a real shared group."""
+    splits = {"train": [{"t": "x", "dialogue": d, "file": f, "idx": i} for i, (d, f) in enumerate(
+                  [("0", "f1"), ("0", "f1"), ("1", "f2"), ("2", "f3")])],
+              "test": [{"t": "y", "dialogue": d, "file": f, "idx": i} for i, (d, f) in enumerate(
+                  [("0", "f3"), ("1", "f9"), ("1", "f9")])]}
+    data = _data({s: pa.Table.from_pylist(r) for s, r in splits.items()})
+    found = _groups_of(data, ["dialogue", "file", "idx"])
+    assert found["dialogue"]["numbering_reused"] and found["dialogue"]["test_rows_group_in_train"] == 3
+    assert not found["file"]["numbering_reused"]
+    assert (found["file"]["test_rows_group_in_train"], found["file"]["test_groups_in_train"], found["file"]["groups_test"]) == (1, 1, 2)
+    assert found["file"]["largest_group_pct_test"] == pytest.approx(200 / 3)
+    assert found["file"]["rows_per_group_train"] == pytest.approx(4 / 3)
+    assert not found["idx"]["repeats"] and found["file"]["repeats"]
+
+
+# --- roles, storage, audit --json -------------------------------------------------------------------
+
+
+def _forum(tmp_path):
+    """A folder dataset whose posts are grouped by thread ("source": not an id-like name) and dated."""
+    folder = tmp_path / "org__forum"
+    day = dt.datetime(2024, 1, 1)
+    for split, threads, first in (("train", ["a", "a", "b", "c"], 0), ("test", ["c", "c", "d"], 2)):
+        (folder / split).mkdir(parents=True)
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"text": [f"{split} post {i}" for i in range(len(threads))], "source": threads,
+                                 "posted": [day + dt.timedelta(days=first + i) for i in range(len(threads))],
+                                 "post_id": [f"{split}-{i}" for i in range(len(threads))]}),
+                       folder / split / "0000.parquet")
+    return folder
+
+
+def test_roles_file_declares_groups_and_dates_and_they_are_stored(tmp_path):
+    folder = _forum(tmp_path)
+    roles_file = tmp_path / "roles.toml"
+    roles_file.write_text('["org/forum"."*"]\ngroups = ["source"]\n')
+    db = tmp_path / "r.duckdb"
+    from hubsurvey.survey.audit import audit
+
+    outcome = audit(str(folder), db=db, roles_file=roles_file)
+    assert not outcome.errors
+    row = outcome.rows[0]
+    # text and labels still inferred, without the declared group column
+    assert row["text_columns"] == ["text"] and row["roles_source"] == "inferred"
+    assert [(g["group_column"], g["source"], g["test_rows_group_in_train"]) for g in row["groups"]] == [("source", "declared", 2)]
+    # "posted" is a timestamp left out of the text key: a date column, inferred
+    (dates,) = row["dates"]
+    assert (dates["date_column"], dates["source"], dates["train_rows_after_test_start"]) == ("posted", "inferred", 1)
+    with Store(db, read_only=True) as store:
+        stored = store.records("SELECT * FROM group_measurements")
+        assert [(r["group_column"], r["source"], r["method"], r["test_rows_group_in_train"]) for r in stored] == [
+            ("source", "declared", figures.GROUPS_METHOD, 2)]
+        (timed,) = store.records("SELECT * FROM time_measurements")
+        assert timed["train_rows_after_test_start"] == 1 and timed["method"] == figures.TIME_METHOD
+        checks = json.loads(store.records("SELECT checks FROM measurements")[0]["checks"])
+        assert {c["check"]: c["ran"] for c in checks}["time_order"] is True
+    # measured again: the config's rows are replaced, not added
+    audit(str(folder), db=db, roles_file=roles_file)
+    with Store(db, read_only=True) as store:
+        assert store.query("SELECT count(*) FROM group_measurements")[1] == [(1,)]
+
+
+def test_roles_file_naming_an_unknown_group_column_is_one_clear_error(tmp_path):
+    folder = _forum(tmp_path)
+    roles_file = tmp_path / "roles.toml"
+    roles_file.write_text('["org/forum"."*"]\ngroups = ["thread"]\n')
+    from hubsurvey.survey.audit import audit
+
+    outcome = audit(str(folder), db=None, roles_file=roles_file)
+    assert outcome.errors == ["org/forum [default]: roles name unknown columns ['thread']"]
+
+
+def test_statement_of_checks_names_what_ran_and_what_did_not(tmp_path):
+    folder = _forum(tmp_path)
+    data = FolderSource(folder).load("default")
+    result = measure_config(data, n_configs=1, source="folder", examples=0,
+                            methods=[figures.LLE_METHOD, figures.EXACT_METHOD, figures.ROWS_METHOD])
+    checks = {c["check"]: c for c in json.loads(result.rows[0]["checks"])}
+    assert [c for c in checks] == ["lle", "exact_raw", "exact_normalized", "near", "per_column", "blank_rows", "groups",
+                                   "time_order", "contamination", "semantic"]
+    assert checks["near"] == {"check": "near", "ran": False, "why_not": "not asked (--no-near)"}
+    assert checks["per_column"] == {"check": "per_column", "ran": True}  # text and source: two text columns
+    assert checks["groups"]["ran"] is False and checks["time_order"]["ran"] is False  # not asked
+    assert checks["contamination"] == {"check": "contamination", "ran": False, "why_not": "no benchmarks given"}
+    # post_id is unique per row: a row id, left out; "source" is not an id-like name: not inferred
+    result = measure_config(data, n_configs=1, source="folder", examples=0)
+    groups = next(c for c in json.loads(result.rows[0]["checks"]) if c["check"] == "groups")
+    assert groups == {"check": "groups", "ran": False, "columns": [], "row_ids": ["post_id"],
+                      "why_not": "no group column (id-like columns whose values repeat within a split, or declared)"}
+    assert result.rows[0]["groups"] == []
+
+
+def test_audit_json_gains_the_new_keys_and_keeps_the_others(tmp_path, shared_datasets):
+    from typer.testing import CliRunner
+
+    from hubsurvey.cli import app
+
+    out = CliRunner().invoke(app, ["audit", str(shared_datasets / "PierreColombo__miam"), "--config", "maptask",
+                                   "--json", "--no-near", "--db", str(tmp_path / "r.duckdb")])
+    assert out.exit_code == 0, out.output
+    (row,) = json.loads(out.stdout)
+    assert set(row) >= {*figures.lle_published_columns(), "exact", "near", "fingerprints", "rows", "groups", "dates", "checks"}
+    assert {g["group_column"]: g["test_rows_group_in_train"] for g in row["groups"]} == {"Dialogue_ID": 5335, "File_ID": 4795}
+    assert row["rows"]["test_rows_blank_text"] == 0 and row["dates"] == []
