@@ -39,6 +39,8 @@ from hubsurvey.analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render
 from hubsurvey.analysis.checks_manifest import CHECKS_MANIFEST_PATH
 from hubsurvey.analysis.export import (
     COLUMN_CSV_PATH,
+    GROUP_CSV_PATH,
+    TIME_CSV_PATH,
     CONTAMINATION_CSV_PATH,
     CROSS_CSV_PATH,
     CSV_PATH,
@@ -105,7 +107,7 @@ def default_folder(repo_id: str) -> Path:
 #: produces is deleted by the push. Everything else in the repo belongs to its owner.
 OWNED_FILES = frozenset({CARD_PATH, CSV_PATH, LLE_CSV_PATH, REPORT_MD, CROSS_CSV_PATH, FAMILIES_CSV_PATH,
                          CONTAMINATION_CSV_PATH, CHECKS_MANIFEST_PATH, EXPOSURE_CSV_PATH, HISTORY_CSV_PATH, COLUMN_CSV_PATH,
-                         SCORES_CSV_PATH})
+                         SCORES_CSV_PATH, GROUP_CSV_PATH, TIME_CSV_PATH})
 OWNED_DATA = re.compile(r"^data/[^/]+\.parquet$")
 OWNED_BADGES = re.compile(r"^badges/[^/]+\.json$")  # analysis/badges.py: one per dataset
 
