@@ -73,7 +73,7 @@ def beside_section(rows: Sequence[Mapping[str, Any]], groups: Sequence[Mapping[s
     blank = [{"label_column": r.get("label_column"),
               "cells": {f"{s}_{stem}": _count(r.get(f"{s}_{stem}"), r.get(f"{s}_{stem}_pct"))
                         for stem in BLANK_SHOWN for s in splits}}
-             for r in rows if r.get(f"test_rows_blank_text") is not None]
+             for r in rows if r.get("test_rows_blank_text") is not None]
     definitions = {c.name: c.definition for c in figures.group_columns()}
     group_rows = [{
         "column": g["group_column"], "source": g["source"], "numbering_reused": g["numbering_reused"],

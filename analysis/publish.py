@@ -39,16 +39,16 @@ from hubsurvey.analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render
 from hubsurvey.analysis.checks_manifest import CHECKS_MANIFEST_PATH
 from hubsurvey.analysis.export import (
     COLUMN_CSV_PATH,
-    GROUP_CSV_PATH,
-    TIME_CSV_PATH,
     CONTAMINATION_CSV_PATH,
     CROSS_CSV_PATH,
     CSV_PATH,
     EXPOSURE_CSV_PATH,
     FAMILIES_CSV_PATH,
+    GROUP_CSV_PATH,
     HISTORY_CSV_PATH,
     LLE_CSV_PATH,
     SCORES_CSV_PATH,
+    TIME_CSV_PATH,
     export_results,
     write_manifest,
 )

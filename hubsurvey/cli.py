@@ -26,8 +26,8 @@ import click
 import typer
 
 from hubsurvey import __version__
-from hubsurvey.commands.options import Benchmarks, Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
 from hubsurvey.commands.beside import beside_json, render_beside
+from hubsurvey.commands.options import Benchmarks, Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
 from hubsurvey.commands.per_column import per_column_json, render_per_column
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line

@@ -281,7 +281,7 @@ def test_statement_of_checks_names_what_ran_and_what_did_not(tmp_path):
     result = measure_config(data, n_configs=1, source="folder", examples=0,
                             methods=[figures.LLE_METHOD, figures.EXACT_METHOD, figures.ROWS_METHOD])
     checks = {c["check"]: c for c in json.loads(result.rows[0]["checks"])}
-    assert [c for c in checks] == ["lle", "exact_raw", "exact_normalized", "near", "per_column", "blank_rows", "groups",
+    assert list(checks) == ["lle", "exact_raw", "exact_normalized", "near", "per_column", "blank_rows", "groups",
                                    "time_order", "contamination", "semantic"]
     assert checks["near"] == {"check": "near", "ran": False, "why_not": "not asked (--no-near)"}
     assert checks["per_column"] == {"check": "per_column", "ran": True}  # text and source: two text columns

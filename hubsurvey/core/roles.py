@@ -80,7 +80,7 @@ class ColumnRoles:
         columns left out of the text key as id-like, and ``url``/``urls``. Whether an inferred one's
         values repeat within a split (a group) or not (a row id, never a group) is the engine's
         to find."""
-        found = {c: "declared" for c in self.groups}
+        found = dict.fromkeys(self.groups, "declared")
         for name, why in self.ignored.items():
             if why == "id-like" or name.lower() in URL_NAMES:
                 found.setdefault(name, "inferred")
@@ -90,7 +90,7 @@ class ColumnRoles:
         """The columns that may date a row: 'declared' ones, else 'inferred' among the columns left
         out of the text key: a date or timestamp type, or a date-like name (``date``, ``timestamp``,
         ``*_date``, ``*_time``, ``*_at``, ``created``, ``published``)."""
-        found = {c: "declared" for c in self.dates}
+        found = dict.fromkeys(self.dates, "declared")
         for name in self.ignored:
             kind = features.get(name)
             dtype = kind.get("dtype", "") if isinstance(kind, dict) else ""
@@ -268,7 +268,7 @@ def resolve_roles(
         if groups or dates:
             roles = replace(roles, groups=groups, dates=dates)
             if roles.source == "inferred":  # a group or a date names the row, it is not its text
-                declared = {**{c: "group (declared)" for c in groups}, **{c: "date (declared)" for c in dates}}
+                declared = {**dict.fromkeys(groups, "group (declared)"), **dict.fromkeys(dates, "date (declared)")}
                 roles = replace(roles, text_columns=tuple(c for c in roles.text_columns if c not in declared),
                                 label_columns=tuple(c for c in roles.label_columns if c not in declared),
                                 ignored={**roles.ignored, **declared})
