@@ -307,3 +307,78 @@ def test_audit_json_gains_the_new_keys_and_keeps_the_others(tmp_path, shared_dat
     assert set(row) >= {*figures.lle_published_columns(), "exact", "near", "fingerprints", "rows", "groups", "dates", "checks"}
     assert {g["group_column"]: g["test_rows_group_in_train"] for g in row["groups"]} == {"Dialogue_ID": 5335, "File_ID": 4795}
     assert row["rows"]["test_rows_blank_text"] == 0 and row["dates"] == []
+
+
+# --- the outputs: site page, report, results dataset ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def maptask_db(shared_datasets, tmp_path_factory):
+    """miam (maptask alone, no near stage) and the forum (a declared group, a date column) in one DB."""
+    from hubsurvey.survey.audit import audit
+
+    tmp = tmp_path_factory.mktemp("beside")
+    db = tmp / "r.duckdb"
+    audit(str(shared_datasets / "PierreColombo__miam"), config="maptask", near=False, examples=0, db=db)
+    roles = tmp / "roles.toml"
+    roles.write_text('["org/forum"."*"]\ngroups = ["source"]\n')
+    audit(str(_forum(tmp)), near=False, examples=0, db=db, roles_file=roles)
+    return db
+
+
+@pytest.mark.slow
+def test_the_site_page_shows_checks_groups_and_dates_as_the_db_holds_them(maptask_db, tmp_path):
+    import re
+
+    from hubsurvey.analysis.site import build_site, dataset_page_path
+
+    with Store(maptask_db, read_only=True) as store:
+        build_site(store, tmp_path / "site")
+        groups = store.records("SELECT * FROM group_measurements WHERE dataset_id = 'PierreColombo/miam' ORDER BY group_column")
+        checks = json.loads(store.records("SELECT checks FROM measurements WHERE dataset_id = 'PierreColombo/miam'")[0]["checks"])
+        dated = store.records("SELECT * FROM time_measurements")
+    html = (tmp_path / "site" / dataset_page_path("PierreColombo/miam")).read_text()
+    section = html.split('<section class="beside"')[1].split("</section>")[0]
+    assert re.findall(r'<tr data-check="([^"]+)" data-ran="([^"]+)">', section) == [
+        (c["check"], "yes" if c["ran"] else "no") for c in checks]
+    for g in groups:
+        row = section.split(f'data-group-column="{g["group_column"]}"')[1].split("</tr>")[0]
+        assert f'data-in-verdict="{"yes" if g["in_verdict"] else "no"}"' in row
+        cell = re.search(r'<td data-column="test_rows_group_in_train">([^<]*)</td>', row).group(1)
+        assert cell == f"{g['test_rows_group_in_train']} ({figures.published(g['test_rows_group_in_train_pct'], figures.Format.PERCENT)})"
+        assert ("numbering restarts per split" in row) == g["numbering_reused"]
+    assert "4795 (89.878%)" in section
+    forum = (tmp_path / "site" / dataset_page_path("org/forum")).read_text()
+    (d,) = dated
+    assert re.search(r'<td data-column="train_rows_after_test_start">([^<]*)</td>', forum).group(1) == \
+        f"{d['train_rows_after_test_start']} ({figures.published(d['train_rows_after_test_start_pct'], figures.Format.PERCENT)})"
+
+
+@pytest.mark.slow
+def test_the_report_and_the_results_dataset_show_the_new_figures(maptask_db, tmp_path):
+    import pyarrow.parquet as pq
+
+    from hubsurvey.analysis.export import GROUP_PARQUET_PATH, TIME_PARQUET_PATH, export_results
+    from hubsurvey.analysis.findings import findings
+    from hubsurvey.analysis.report import render_report
+
+    with Store(maptask_db, read_only=True) as store:
+        found = findings(store)
+        render_report(store, tmp_path / "report")
+        export_results(store, tmp_path / "export")
+    leaks = {(r["dataset_id"], r["group_column"]): r for r in found["group_leaks"]}
+    assert leaks[("PierreColombo/miam", "File_ID")]["test_rows_group_in_train"] == 4795
+    assert leaks[("org/forum", "source")]["test_rows_group_in_train"] == 2
+    overview = found["group_overview"][0]
+    assert (overview["configs"], overview["configs_with_groups"], overview["configs_group_in_train"],
+            overview["columns_numbering_reused"]) == (2, 2, 2, 1)
+    assert {r["check"]: r["configs_ran"] for r in found["checks"]}["groups"] == 2
+    report = (tmp_path / "report" / "REPORT.md").read_text()
+    assert "| PierreColombo/miam | maptask | File_ID | 4795 | 5335 | 89.88% | 22 | 25 |" in report
+    assert "Dialogue_ID" not in report.split("groups shared across splits, blank rows")[1].split("## ")[0]  # out of the count
+    groups = pq.read_table(tmp_path / "export" / GROUP_PARQUET_PATH).to_pylist()
+    assert sorted((g["dataset_id"], g["group_column"], g["in_verdict"]) for g in groups) == [
+        ("PierreColombo/miam", "Dialogue_ID", False), ("PierreColombo/miam", "File_ID", True), ("org/forum", "source", True)]
+    assert pq.read_table(tmp_path / "export" / TIME_PARQUET_PATH).num_rows == 1
+    results = pq.read_table(tmp_path / "export" / "data/train-00000-of-00001.parquet").to_pylist()
+    assert all(json.loads(r["checks"]) for r in results) and all(r["test_rows_blank_text"] == 0 for r in results)
