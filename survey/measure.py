@@ -133,7 +133,7 @@ def measure_config(
     group_rows = side_rows(groups, group_candidates, "group_column") if groups is not None else None
     date_rows = side_rows(dates, date_candidates, "date_column") if dates is not None else None
     checks = checks_statement(methods, near.info if near else None, measurements, groups, group_candidates,
-                              date_rows)
+                              date_rows, {d["date_column"]: d["error"] for d in dates or [] if "error" in d})
     rows = []
     for m in measurements:
         row: dict[str, Any] = {
@@ -192,6 +192,8 @@ def side_rows(measured: list[dict[str, Any]], candidates: dict[str, str], column
     for found in measured:
         column = found[column_key]
         source = candidates.get(column, "inferred")
+        if "error" in found:  # named in the statement of checks
+            continue
         if column_key == "group_column":
             if source == "inferred" and not found["repeats"]:
                 continue
@@ -204,9 +206,11 @@ def side_rows(measured: list[dict[str, Any]], candidates: dict[str, str], column
 
 def checks_statement(methods: Collection[str] | None, near: dict[str, Any] | None, measurements: list[Any],
                      groups: list[dict[str, Any]] | None, group_candidates: dict[str, str],
-                     date_rows: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+                     date_rows: list[dict[str, Any]] | None,
+                     dates_failed: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """What was checked on a config and what was not: one entry per check, ``{"check", "ran"}`` and
-    what it ran with or why it did not (``why_not``). The contamination entry is the caller's
+    what it ran with or why it did not (``why_not``); a group or date column DuckDB could not read is
+    named under ``not_measured`` with its error (the config's other figures stand). The contamination entry is the caller's
     (:func:`with_contamination_check`); paraphrase candidates are opt-in and not run here."""
     def asked(method: str) -> bool:
         return methods is None or method in methods
@@ -230,9 +234,13 @@ def checks_statement(methods: Collection[str] | None, near: dict[str, Any] | Non
     if groups is None:
         out.append({"check": "groups", "ran": False, "why_not": "not asked"})
     else:
-        kept = [g["group_column"] for g in groups if g["repeats"] or group_candidates.get(g["group_column"]) == "declared"]
-        row_ids = [g["group_column"] for g in groups if g["group_column"] not in kept]
+        measured = [g for g in groups if "error" not in g]
+        kept = [g["group_column"] for g in measured
+                if g["repeats"] or group_candidates.get(g["group_column"]) == "declared"]
+        row_ids = [g["group_column"] for g in measured if g["group_column"] not in kept]
         entry: dict[str, Any] = {"check": "groups", "ran": bool(kept), "columns": kept, "row_ids": row_ids}
+        if failed := {g["group_column"]: g["error"] for g in groups if "error" in g}:
+            entry["not_measured"] = failed
         if not kept:
             entry["why_not"] = "no group column (id-like columns whose values repeat within a split, or declared)"
         out.append(entry)
@@ -241,7 +249,8 @@ def checks_statement(methods: Collection[str] | None, near: dict[str, Any] | Non
     else:
         dated = [d["date_column"] for d in date_rows]
         out.append({"check": "time_order", "ran": bool(dated), "columns": dated,
-                    **({} if dated else {"why_not": "no date column"})})
+                    **({} if dated else {"why_not": "no date column"}),
+                    **({"not_measured": dates_failed} if dates_failed else {})})
     out.append({"check": "contamination", "ran": False, "why_not": "no benchmarks given"})
     out.append({"check": "semantic", "ran": False, "why_not": "not built in this version"})
     return out

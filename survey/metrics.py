@@ -282,6 +282,11 @@ def _empty_sql(sql_type: str) -> str:
     return "false"
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
 def numbering_reused(per_split: Mapping[str, tuple[int, int, int | None, int | None]]) -> bool:
     """Whether a group column's values look like a numbering that restarts in every split, as MELD's
     ``Dialogue_ID`` (0, 1, 2... in train, and again in test): two splits or more, and in each one every
@@ -792,28 +797,34 @@ class Engine:
         out = []
         rows = {f"rows_{s}": self.rows.get(s) for s in CANONICAL_SPLITS}
         for column in columns:
-            stacked = self._one_column(column, "g")
-            sql_type = self.con.execute(f"DESCRIBE {stacked}").fetchall()[2][1]
-            empty = _empty_sql(sql_type).format("g")
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE per_group AS SELECT g, {registry.SPLIT_COUNTS} "
-                             f"FROM ({stacked}) WHERE g IS NOT NULL AND NOT {empty} GROUP BY g")
-            items = registry.side_figures_sql(registry.GROUP_FIGURES, registry.SideGrain.GROUP)
-            figures = self._select(registry.aggregate_sql(items, "per_group"), rows)
-            # an integer: its text is 1 to 18 ASCII digits (TRY_CAST would also take '1.5' and '0x10')
-            number = "CASE WHEN regexp_full_match(g::VARCHAR, '[0-9]{1,18}') THEN g::VARCHAR::BIGINT END"
-            numbers = self.con.execute(
-                "SELECT " + ", ".join(
-                    f"count(*) FILTER (WHERE n_{s} > 0), count(*) FILTER (WHERE n_{s} > 0 AND {number} IS NULL), "
-                    f"min({number}) FILTER (WHERE n_{s} > 0), max({number}) FILTER (WHERE n_{s} > 0), "
-                    f"coalesce(max(n_{s}), 0)"
-                    for s in CANONICAL_SPLITS) + " FROM per_group").fetchone() or ()
-            per_split = {s: numbers[5 * i:5 * i + 5] for i, s in enumerate(CANONICAL_SPLITS) if s in self.data.splits}
-            self.con.execute("DROP TABLE per_group")
-            out.append({"group_column": column, "figures": figures,
-                        "repeats": any(largest > 1 for *_, largest in per_split.values()),
-                        "numbering_reused": numbering_reused({s: (n, others, low, high) for s, (n, others, low, high, _)
-                                                              in per_split.items()})})
+            try:
+                out.append(self._measure_group(column, rows))
+            except duckdb.Error as e:  # a column DuckDB cannot group: that column is not measured, the rest is
+                out.append({"group_column": column, "error": _first_line(e)})
         return out
+
+    def _measure_group(self, column: str, rows: Mapping[str, Any]) -> dict[str, Any]:
+        stacked = self._one_column(column, "g")
+        sql_type = self.con.execute(f"DESCRIBE {stacked}").fetchall()[2][1]
+        empty = _empty_sql(sql_type).format("g")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE per_group AS SELECT g, {registry.SPLIT_COUNTS} "
+                         f"FROM ({stacked}) WHERE g IS NOT NULL AND NOT {empty} GROUP BY g")
+        items = registry.side_figures_sql(registry.GROUP_FIGURES, registry.SideGrain.GROUP)
+        figures = self._select(registry.aggregate_sql(items, "per_group"), rows)
+        # an integer: its text is 1 to 18 ASCII digits (TRY_CAST would also take '1.5' and '0x10')
+        number = "CASE WHEN regexp_full_match(g::VARCHAR, '[0-9]{1,18}') THEN g::VARCHAR::BIGINT END"
+        numbers = self.con.execute(
+            "SELECT " + ", ".join(
+                f"count(*) FILTER (WHERE n_{s} > 0), count(*) FILTER (WHERE n_{s} > 0 AND {number} IS NULL), "
+                f"min({number}) FILTER (WHERE n_{s} > 0), max({number}) FILTER (WHERE n_{s} > 0), "
+                f"coalesce(max(n_{s}), 0)"
+                for s in CANONICAL_SPLITS) + " FROM per_group").fetchone() or ()
+        per_split = {s: numbers[5 * i:5 * i + 5] for i, s in enumerate(CANONICAL_SPLITS) if s in self.data.splits}
+        self.con.execute("DROP TABLE per_group")
+        return {"group_column": column, "figures": figures,
+                "repeats": any(largest > 1 for *_, largest in per_split.values()),
+                "numbering_reused": numbering_reused({s: (n, others, low, high) for s, (n, others, low, high, _)
+                                                      in per_split.items()})}
 
     def measure_dates(self, columns: Sequence[str]) -> list[dict[str, Any]]:
         """Per date column: the registry's ``TIME_FIGURES`` over ``dated`` (its values read as
@@ -821,18 +832,24 @@ class Engine:
         out = []
         rows = {f"rows_{s}": self.rows.get(s) for s in CANONICAL_SPLITS}
         for column in columns:
-            stacked = self._one_column(column, "v")
-            sql_type = self.con.execute(f"DESCRIBE {stacked}").fetchall()[2][1]
-            value = "v::TIMESTAMP" if sql_type in ("DATE", "TIMESTAMP") or sql_type.startswith("TIMESTAMP") \
-                else "TRY_CAST(v::VARCHAR AS TIMESTAMP)"
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE dated AS SELECT split, d FROM "
-                             f"(SELECT split, {value} AS d FROM ({stacked})) WHERE d IS NOT NULL")
-            start = self.con.execute("SELECT min(d) FROM dated WHERE split = 'test'").fetchone()
-            items = registry.side_figures_sql(registry.TIME_FIGURES, registry.SideGrain.DATED)
-            figures = self._select(registry.aggregate_sql(items, "dated"), {**rows, "test_start": start[0] if start else None})
-            self.con.execute("DROP TABLE dated")
-            out.append({"date_column": column, "figures": figures})
+            try:
+                out.append(self._measure_date(column, rows))
+            except duckdb.Error as e:
+                out.append({"date_column": column, "error": _first_line(e)})
         return out
+
+    def _measure_date(self, column: str, rows: Mapping[str, Any]) -> dict[str, Any]:
+        stacked = self._one_column(column, "v")
+        sql_type = self.con.execute(f"DESCRIBE {stacked}").fetchall()[2][1]
+        value = "v::TIMESTAMP" if sql_type in ("DATE", "TIMESTAMP") or sql_type.startswith("TIMESTAMP") \
+            else "TRY_CAST(v::VARCHAR AS TIMESTAMP)"
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE dated AS SELECT split, d FROM "
+                         f"(SELECT split, {value} AS d FROM ({stacked})) WHERE d IS NOT NULL")
+        start = self.con.execute("SELECT min(d) FROM dated WHERE split = 'test'").fetchone()
+        items = registry.side_figures_sql(registry.TIME_FIGURES, registry.SideGrain.DATED)
+        figures = self._select(registry.aggregate_sql(items, "dated"), {**rows, "test_start": start[0] if start else None})
+        self.con.execute("DROP TABLE dated")
+        return {"date_column": column, "figures": figures}
 
     def fingerprints(self) -> dict[str, pa.Table] | None:
         """Per canonical split, every row's position (``row``, int64) and ``hash`` (uint64): the

@@ -242,7 +242,7 @@ def test_roles_file_declares_groups_and_dates_and_they_are_stored(tmp_path):
     db = tmp_path / "r.duckdb"
     from hubsurvey.survey.audit import audit
 
-    outcome = audit(str(folder), db=db, roles_file=roles_file)
+    outcome = audit(str(folder), db=db, roles_file=roles_file, near=False)
     assert not outcome.errors
     row = outcome.rows[0]
     # text and labels still inferred, without the declared group column
@@ -260,7 +260,7 @@ def test_roles_file_declares_groups_and_dates_and_they_are_stored(tmp_path):
         checks = json.loads(store.records("SELECT checks FROM measurements")[0]["checks"])
         assert {c["check"]: c["ran"] for c in checks}["time_order"] is True
     # measured again: the config's rows are replaced, not added
-    audit(str(folder), db=db, roles_file=roles_file)
+    audit(str(folder), db=db, roles_file=roles_file, near=False)
     with Store(db, read_only=True) as store:
         assert store.query("SELECT count(*) FROM group_measurements")[1] == [(1,)]
 
@@ -271,7 +271,7 @@ def test_roles_file_naming_an_unknown_group_column_is_one_clear_error(tmp_path):
     roles_file.write_text('["org/forum"."*"]\ngroups = ["thread"]\n')
     from hubsurvey.survey.audit import audit
 
-    outcome = audit(str(folder), db=None, roles_file=roles_file)
+    outcome = audit(str(folder), db=None, roles_file=roles_file, near=False)
     assert outcome.errors == ["org/forum [default]: roles name unknown columns ['thread']"]
 
 
@@ -288,7 +288,7 @@ def test_statement_of_checks_names_what_ran_and_what_did_not(tmp_path):
     assert checks["groups"]["ran"] is False and checks["time_order"]["ran"] is False  # not asked
     assert checks["contamination"] == {"check": "contamination", "ran": False, "why_not": "no benchmarks given"}
     # post_id is unique per row: a row id, left out; "source" is not an id-like name: not inferred
-    result = measure_config(data, n_configs=1, source="folder", examples=0)
+    result = measure_config(data, n_configs=1, source="folder", examples=0, methods=list(figures.methods_measured(near=False)))
     groups = next(c for c in json.loads(result.rows[0]["checks"]) if c["check"] == "groups")
     assert groups == {"check": "groups", "ran": False, "columns": [], "row_ids": ["post_id"],
                       "why_not": "no group column (id-like columns whose values repeat within a split, or declared)"}
@@ -382,3 +382,23 @@ def test_the_report_and_the_results_dataset_show_the_new_figures(maptask_db, tmp
     assert pq.read_table(tmp_path / "export" / TIME_PARQUET_PATH).num_rows == 1
     results = pq.read_table(tmp_path / "export" / "data/train-00000-of-00001.parquet").to_pylist()
     assert all(json.loads(r["checks"]) for r in results) and all(r["test_rows_blank_text"] == 0 for r in results)
+
+
+def test_a_group_column_duckdb_cannot_read_is_named_and_the_rest_measured(monkeypatch):
+    """One column failing in DuckDB leaves the config's other figures, and its other group columns."""
+    splits = {"train": pa.table({"t": ["a", "b"], "file_id": ["f1", "f1"], "doc_id": ["d1", "d2"]}),
+              "test": pa.table({"t": ["c", "d"], "file_id": ["f1", "f2"], "doc_id": ["d1", "d1"]})}
+    original = Engine._measure_group
+
+    def failing(self, column, rows):
+        if column == "doc_id":
+            raise duckdb.ConversionException("Conversion Error: planted")
+        return original(self, column, rows)
+
+    monkeypatch.setattr(Engine, "_measure_group", failing)
+    result = measure_config(_data(splits), n_configs=1, source="memory", examples=0,
+                            methods=[figures.LLE_METHOD, figures.GROUPS_METHOD])
+    row = result.rows[0]
+    assert [g["group_column"] for g in row["groups"]] == ["file_id"] and row["text_leaks_train_wrt_test"] == 0
+    groups = next(c for c in json.loads(row["checks"]) if c["check"] == "groups")
+    assert groups["not_measured"] == {"doc_id": "ConversionException: Conversion Error: planted"}
