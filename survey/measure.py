@@ -252,7 +252,7 @@ def checks_statement(methods: Collection[str] | None, near: dict[str, Any] | Non
                     **({} if dated else {"why_not": "no date column"}),
                     **({"not_measured": dates_failed} if dates_failed else {})})
     out.append({"check": "contamination", "ran": False, "why_not": "no benchmarks given"})
-    out.append({"check": "semantic", "ran": False, "why_not": "not built in this version"})
+    out.append({"check": "semantic", "ran": False, "why_not": "paraphrase candidates are not available in this version"})
     return out
 
 
