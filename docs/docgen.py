@@ -371,9 +371,9 @@ TABLES: dict[str, dict[str, str]] = {
         "group_column": "the column whose values name a group (a dialogue, file, document, thread, author, URL)",
         "source": "`inferred` (an id-like or url column left out of the text key whose values repeat within a "
                   "split) or `declared` (the roles file's `groups`)",
-        "numbering_reused": "the values are a numbering restarting in every split (every value 1 to 18 ASCII digits, "
-                            "each split's smallest 0 or 1 and its distinct values at least half of 0..largest, in two "
-                            "splits or more): one value names another group in each split",
+        "numbering_reused": "the values are a numbering restarting per split (every value 1 to 18 ASCII digits, and "
+                            "two splits or more each with its smallest value 0 or 1 and its distinct values at least "
+                            "half of 0..largest): one value names another group in each split",
         "in_verdict": "false for a reused numbering: reported, marked, kept out of every verdict",
         "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`groups-2026`, 1)",
         **{c.name: f"{c.definition} ({figures.nr_rule(c)})" for c in figures.group_columns()},

@@ -863,20 +863,19 @@ def group_reference(splits: Mapping[str, Sequence[Mapping[str, Any]]], column: s
 
 
 def numbering_reused_reference(counts: Mapping[str, Counter]) -> bool:
-    """A numbering restarting in every split: two splits or more hold values, and in each of them
-    every value is 1 to 18 ASCII digits (an integer, or a string of one), the smallest 0 or 1, and the distinct values at
-    least half of 0..largest."""
+    """A numbering restarting per split: every value of every split is 1 to 18 ASCII digits (an
+    integer, or a string of one), and two splits or more are each a numbering of their own: the
+    smallest value 0 or 1, and the distinct values at least half of 0..largest."""
     present = [c for c in counts.values() if c]
-    if len(present) < 2:
+    texts = [[str(v) for v in c] for c in present]
+    if not all(re.fullmatch(r"[0-9]{1,18}", t, flags=re.ASCII) for ts in texts for t in ts):
         return False
-    for c in present:
-        texts = [str(v) for v in c]
-        if not all(re.fullmatch(r"[0-9]{1,18}", t, flags=re.ASCII) for t in texts):
-            return False
-        numbers = [int(t) for t in texts]
-        if min(numbers) not in (0, 1) or len(set(numbers)) * 2 < max(numbers) + 1:
-            return False
-    return True
+    own = 0
+    for ts in texts:
+        numbers = [int(t) for t in ts]
+        if min(numbers) in (0, 1) and len(set(numbers)) * 2 >= max(numbers) + 1:
+            own += 1
+    return own >= 2
 
 
 def time_reference(splits: Mapping[str, Sequence[Mapping[str, Any]]], column: str) -> dict[str, Any]:

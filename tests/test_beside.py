@@ -201,6 +201,15 @@ def test_the_whitespace_class_is_pythons_on_every_code_point():
     assert is_blank("") and is_blank(" \u3000") and not is_blank("\u200b")
 
 
+def test_miam_ilisten_test_dialogues_renumbered_from_zero_are_a_reused_numbering(shared_datasets):
+    """ilisten's train and validation dialogues share one numbering (disjoint), its test dialogues
+    are numbered 0 to 19 again: the 846 test rows whose Dialogue_ID is in train are no leak."""
+    data = FolderSource(shared_datasets / "PierreColombo__miam").load("ilisten")
+    found = _groups_of(check_config(data), ["Dialogue_ID"])["Dialogue_ID"]
+    assert found["numbering_reused"] and found["test_rows_group_in_train"] == 846
+    assert found["validation_rows_group_in_train"] == 0
+
+
 def test_numbering_and_row_ids_by_hand():
     """Counted by hand: a dialogue numbering restarting per split; a row id; a real shared group."""
     splits = {"train": [{"t": "x", "dialogue": d, "file": f, "idx": i} for i, (d, f) in enumerate(
