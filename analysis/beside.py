@@ -1,5 +1,4 @@
-"""What the site, the report and the results dataset show beside the text comparison: blank rows and
-NULL labels (``rows-2026``, columns of ``measurements``), groups shared across splits
+"""What the site shows beside the text comparison: groups shared across splits
 (``group_measurements``, ``groups-2026``), time order (``time_measurements``, ``time-2026``) and
 each config's statement of what was checked (``measurements.checks``).
 
@@ -25,8 +24,6 @@ ORDER BY g.dataset_id, g.config, g.group_column"""
 #: The date columns of the site batch's current revisions.
 TIME_PAGE_SQL = GROUP_PAGE_SQL.replace("group_measurements", "time_measurements").replace("g.group_column", "g.date_column")
 
-#: The blank-row figures shown per label column (``measurements`` columns), count then percentage.
-BLANK_SHOWN = ("rows_blank_text", "rows_null_label")
 #: The group figures the page shows, each a count with its percentage (the results dataset has them all).
 GROUP_SHOWN = ("test_rows_group_in_train", "test_rows_group_in_validation", "test_groups_in_train",
                "validation_rows_group_in_train")
@@ -67,13 +64,10 @@ def _count(count: Any, percent: Any) -> str:
 def beside_section(rows: Sequence[Mapping[str, Any]], groups: Sequence[Mapping[str, Any]],
                    dates: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """One config's section: its measurement rows (one per label column), its group and date
-    columns' rows. ``{blank, groups, dates, checks}``, every value a published string (the template
-    escapes them); None when nothing of it was measured (rows of an older hubsurvey)."""
+    columns' rows. ``{groups, dates, checks}``, every value a published string (the template
+    escapes them); None when nothing of it was measured (rows of an older hubsurvey). The blank-row
+    figures, columns of ``measurements``, are a method table of the page (``site.figure_tables``)."""
     splits = [s for s in figures.SPLITS if rows and rows[0].get(f"rows_{s}") is not None]
-    blank = [{"label_column": r.get("label_column"),
-              "cells": {f"{s}_{stem}": _count(r.get(f"{s}_{stem}"), r.get(f"{s}_{stem}_pct"))
-                        for stem in BLANK_SHOWN for s in splits}}
-             for r in rows if r.get("test_rows_blank_text") is not None]
     definitions = {c.name: c.definition for c in figures.group_columns()}
     group_rows = [{
         "column": g["group_column"], "source": g["source"], "numbering_reused": g["numbering_reused"],
@@ -94,8 +88,8 @@ def beside_section(rows: Sequence[Mapping[str, Any]], groups: Sequence[Mapping[s
     } for d in dates]
     checks = [{"check": c.get("check"), "ran": bool(c.get("ran")), "words": _check_words(c)}
               for c in checks_list(rows[0].get("checks") if rows else None)]
-    if not (blank or group_rows or date_rows or checks):
+    if not (group_rows or date_rows or checks):
         return None
-    return {"splits": splits, "blank": blank, "groups": group_rows, "dates": date_rows, "checks": checks,
+    return {"splits": splits, "groups": group_rows, "dates": date_rows, "checks": checks,
             "group_titles": {name: next(f.title for f in figures.GROUP_FIGURES if f.name == name) for name in GROUP_SHOWN},
             "group_definitions": {name: definitions[name] for name in GROUP_SHOWN}}

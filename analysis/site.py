@@ -85,7 +85,8 @@ VERDICTS = ("clean", "minor", "caution", "unreliable")
 INDEX_COLUMNS = ("id", "href", "verdict", "contaminated_pct", "near_pct", "benchmarks", "family", "tasks")
 #: The methods whose figures a dataset page lists, in order, with their heading.
 METHOD_TITLES = ((figures.LLE_METHOD, "LLE figures"), (figures.EXACT_METHOD, "Exact figures (raw and normalized key profiles)"),
-                 (figures.NEAR_METHOD, "Near-duplicate figures"))
+                 (figures.NEAR_METHOD, "Near-duplicate figures"),
+                 (figures.ROWS_METHOD, "Blank texts and NULL labels"))
 #: The split fingerprint columns of measurements, shown per label column.
 FINGERPRINT_COLUMNS = ("fingerprint_train", "fingerprint_validation", "fingerprint_test")
 #: Where shields.io renders an endpoint badge from the JSON served at ``?url=``.
