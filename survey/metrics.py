@@ -801,7 +801,8 @@ class Engine:
         for column in columns:
             try:
                 out.append(self._measure_group(column, rows))
-            except duckdb.Error as e:  # a column DuckDB cannot group: that column is not measured, the rest is
+            # a column DuckDB cannot group, or a name two columns share: that column is not measured, the rest is
+            except (duckdb.Error, BadInputError) as e:
                 out.append({"group_column": column, "error": _first_line(e)})
         return out
 
@@ -836,7 +837,7 @@ class Engine:
         for column in columns:
             try:
                 out.append(self._measure_date(column, rows))
-            except duckdb.Error as e:
+            except (duckdb.Error, BadInputError) as e:
                 out.append({"date_column": column, "error": _first_line(e)})
         return out
 

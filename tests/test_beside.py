@@ -411,3 +411,17 @@ def test_a_group_column_duckdb_cannot_read_is_named_and_the_rest_measured(monkey
     assert [g["group_column"] for g in row["groups"]] == ["file_id"] and row["text_leaks_train_wrt_test"] == 0
     groups = next(c for c in json.loads(row["checks"]) if c["check"] == "groups")
     assert groups["not_measured"] == {"doc_id": "ConversionException: Conversion Error: planted"}
+
+
+def test_a_group_column_name_two_columns_share_is_named_and_the_config_measured():
+    """Two columns named doc_id: ambiguous, so not measured, and said so; the figures stand."""
+    def table(texts: list[str]) -> pa.Table:
+        return pa.Table.from_arrays([pa.array(texts), pa.array(["d1"] * len(texts)), pa.array(["d2"] * len(texts))],
+                                    names=["t", "doc_id", "doc_id"])
+
+    result = measure_config(_data({"train": table(["a", "b"]), "test": table(["a", "c"])}), n_configs=1, source="memory",
+                            examples=0, methods=[figures.LLE_METHOD, figures.GROUPS_METHOD])
+    row = result.rows[0]
+    assert row["text_leaks_train_wrt_test"] == 1 and row["groups"] == []
+    groups = next(c for c in json.loads(row["checks"]) if c["check"] == "groups")
+    assert "names 2 columns" in groups["not_measured"]["doc_id"]
