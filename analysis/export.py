@@ -15,6 +15,10 @@ Files written by :func:`export_results` into ``out_dir``:
   and ``column_measurements.csv`` (the ``column_measurements`` table of the exported rows: the exact
   figures of each text column alone, per profile).
 
+- when configs with a group column (a date column) were measured: ``data/group_measurements-00000-of-00001.parquet``
+  and ``group_measurements.csv`` (``data/time_measurements-…``, ``time_measurements.csv``): per config
+  and column, the groups shared across splits (the time order).
+
 - ``contamination.csv`` (when datasets were checked against benchmarks): one row per dataset, its
   line "checked against K benchmarks at revisions …: clean | contaminated (which)" and its parts
   (the view ``findings_contamination``); and ``contamination_manifest.jsonl``, per dataset the
@@ -108,6 +112,16 @@ SEMI JOIN current_measurements AS m
   ON m.dataset_id = c.dataset_id AND m.revision_sha = c.revision_sha AND m.config = c.config
  AND m.label_column IS NOT DISTINCT FROM c.label_column
 ORDER BY c.dataset_id, c.config, c.label_column NULLS FIRST, list_position(c.text_columns, c.text_column), c.profile"""
+#: The group columns (table group_measurements) and date columns (time_measurements) of the exported
+#: configs' revisions, in a stable order.
+GROUP_PARQUET_PATH = "data/group_measurements-00000-of-00001.parquet"
+GROUP_CSV_PATH = "group_measurements.csv"
+GROUP_QUERY = """SELECT g.* FROM group_measurements AS g
+SEMI JOIN current_measurements AS m ON m.dataset_id = g.dataset_id AND m.revision_sha = g.revision_sha AND m.config = g.config
+ORDER BY g.dataset_id, g.config, g.group_column"""
+TIME_PARQUET_PATH = "data/time_measurements-00000-of-00001.parquet"
+TIME_CSV_PATH = "time_measurements.csv"
+TIME_QUERY = GROUP_QUERY.replace("group_measurements", "time_measurements").replace("g.group_column", "g.date_column")
 NR = figures.NR
 MANIFEST_PATH = ".hubsurvey-export.json"
 #: Files earlier hubsurvey versions wrote without a manifest: removed on overwrite when it is absent.
@@ -347,6 +361,10 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
                     write_results_csv(store, out / FAMILIES_CSV_PATH, FAMILIES_QUERY)]
     if store.query(f"SELECT count(*) FROM ({COLUMN_QUERY})")[1][0][0]:  # configs with two text columns or more
         written += write_table(store, out, COLUMN_PARQUET_PATH, COLUMN_CSV_PATH, COLUMN_QUERY)
+    for parquet_path, csv_path, query in ((GROUP_PARQUET_PATH, GROUP_CSV_PATH, GROUP_QUERY),
+                                          (TIME_PARQUET_PATH, TIME_CSV_PATH, TIME_QUERY)):
+        if store.query(f"SELECT count(*) FROM ({query})")[1][0][0]:  # configs with a group (a date) column
+            written += write_table(store, out, parquet_path, csv_path, query)
     contamination = write_contamination_csv(store, out / CONTAMINATION_CSV_PATH)
     if contamination is not None:
         written.append(contamination)

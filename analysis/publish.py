@@ -47,9 +47,11 @@ from hubsurvey.analysis.export import (
     CSV_PATH,
     EXPOSURE_CSV_PATH,
     FAMILIES_CSV_PATH,
+    GROUP_CSV_PATH,
     HISTORY_CSV_PATH,
     LLE_CSV_PATH,
     SCORES_CSV_PATH,
+    TIME_CSV_PATH,
     export_results,
     write_manifest,
 )
@@ -108,7 +110,7 @@ def default_folder(repo_id: str) -> Path:
 #: produces is deleted by the push. Everything else in the repo belongs to its owner.
 OWNED_FILES = frozenset({CARD_PATH, CSV_PATH, LLE_CSV_PATH, REPORT_MD, CROSS_CSV_PATH, FAMILIES_CSV_PATH,
                          CONTAMINATION_CSV_PATH, CHECKS_MANIFEST_PATH, EXPOSURE_CSV_PATH, HISTORY_CSV_PATH, COLUMN_CSV_PATH,
-                         SCORES_CSV_PATH})
+                         SCORES_CSV_PATH, GROUP_CSV_PATH, TIME_CSV_PATH})
 OWNED_DATA = re.compile(r"^data/[^/]+\.parquet$")
 OWNED_BADGES = re.compile(r"^badges/[^/]+\.json$")  # analysis/badges.py: one per dataset
 

@@ -25,7 +25,7 @@ from hubsurvey.core.hub import is_transient
 from hubsurvey.core.roles import RoleOverrides, check_name
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import Store
-from hubsurvey.survey.measure import ConfigResult, measure_config
+from hubsurvey.survey.measure import ConfigResult, measure_config, with_contamination_check
 from hubsurvey.survey.sources import FolderSource, open_source
 
 if TYPE_CHECKING:
@@ -144,6 +144,8 @@ def audit(
                     contamination = (_config_contamination(data, result.roles.text_columns, index,
                                                            run_id=recording.run_id if recording is not None else None)
                                      if index is not None else None)
+                    with_contamination_check(result.rows, [(b.benchmark.id, b.benchmark.config, b.benchmark.split)
+                                                           for b in index.benchmarks] if index is not None else None)
                 except (HubUnreachableError, StoreError, KeyboardInterrupt):
                     raise
                 except Exception as e:

@@ -128,6 +128,8 @@ class CheckResult:
     revisions: dict[str, str] = field(default_factory=dict)  # config -> revision measured
     text_columns: dict[str, list[str]] = field(default_factory=dict)  # config -> the text columns measured
     methods: dict[str, int] = field(default_factory=dict)  # the methods measured, with their versions
+    #: config -> its statement of what was checked ([{"check", "ran", ...}], as measurements.checks)
+    checks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # one line each (a config, a benchmark)
     error_code: ExitCode = ExitCode.OK  # the errors' code (audit's rule)
 
@@ -159,6 +161,7 @@ class CheckResult:
             "text_columns": dict(sorted(self.text_columns.items())),
             "tool_version": __version__,
             "methods": self.methods,
+            "checks": dict(sorted(self.checks.items())),
             "conditions": [v.as_json() for v in self.verdicts],
             "failed": len(self.failed),
             "errors": list(self.errors),
@@ -301,9 +304,26 @@ def check(
                        revisions={r.config: r.revision_sha for r in outcome.results},
                        text_columns={r.config: list(r.roles.text_columns) for r in outcome.results},
                        methods=figures.methods_measured(near=near),
+                       checks={r.config: _checks(r.rows) for r in outcome.results},
                        errors=[*outcome.errors, *not_indexed],
                        # a benchmark not indexed leaves part of the check undone: partial
                        error_code=outcome.exit_code if outcome.errors else ExitCode.PARTIAL)
+
+
+def _checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A config's statement of what was checked (its rows share it)."""
+    value = rows[0].get("checks") if rows else None
+    return json.loads(value) if isinstance(value, str) else list(value or [])
+
+
+def check_property(check: dict[str, Any]) -> str:
+    """One check of the statement as a JUnit property value: ``ran`` or ``not run``, and with what
+    (a threshold, columns, benchmarks) or why not."""
+    if not check.get("ran"):
+        return f"not run: {check.get('why_not') or 'not asked'}"
+    detail = ([f"threshold {check['threshold']}"] if check.get("threshold") is not None else []) \
+        + [str(c) for c in check.get("columns") or []] + [str(b) for b in check.get("benchmarks") or []]
+    return "ran" + (f": {', '.join(detail)}" if detail else "")
 
 
 # --- JUnit XML -------------------------------------------------------------------------------------
@@ -329,7 +349,9 @@ def junit_tree(result: CheckResult) -> ET.ElementTree:
                         *((f"limit.{k}", f"{v:g}") for k, v in result.limits.items()),
                         *((f"revision.{k}", v) for k, v in sorted(result.revisions.items())),
                         *((f"text_columns.{k}", ",".join(v)) for k, v in sorted(result.text_columns.items())),
-                        *((f"method.{k}", str(v)) for k, v in result.methods.items())]:
+                        *((f"method.{k}", str(v)) for k, v in result.methods.items()),
+                        *((f"checked.{config}.{c.get('check')}", check_property(c))
+                          for config, checks in sorted(result.checks.items()) for c in checks)]:
         ET.SubElement(properties, "property", name=_xml_text(name), value=_xml_text(value))
     for v in result.verdicts:
         case = ET.SubElement(suite, "testcase", classname=_xml_text(f"{result.dataset_id}.{v.config}"),

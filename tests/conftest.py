@@ -124,6 +124,11 @@ EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_crossleaks.py::test_crossleaks_on_the_shared_datasets_equals_sets_over_their_rows": "(20 s)",
     "tests/test_near_compiled.py::test_shared_configs_pair_as_the_reference": "every shared config (110 s)",
     "tests/test_fingerprint.py::test_every_shared_split_equals_the_reference": "every shared split (15 s)",
+    "tests/test_beside.py::test_group_figures_equal_the_reference_on_shared_configs": "11 miam and silicone configs (15 s)",
+    "tests/test_beside.py::test_blank_rows_equal_the_reference_on_random_data": "a hypothesis sweep (10 s)",
+    "tests/test_beside.py::test_blank_token_lists_equal_the_reference": "a hypothesis sweep (7 s)",
+    "tests/test_beside.py::test_group_figures_equal_the_reference_on_random_data": "a hypothesis sweep (13 s)",
+    "tests/test_beside.py::test_time_figures_equal_the_reference_on_random_data": "a hypothesis sweep (8 s)",
 }
 
 

@@ -24,6 +24,7 @@ from typing import Annotated, Any
 import typer
 from huggingface_hub.errors import HfHubHTTPError
 
+from hubsurvey.commands.beside import beside_json, render_beside
 from hubsurvey.commands.common import format_csv
 from hubsurvey.commands.options import Benchmarks, Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
 from hubsurvey.core import figures
@@ -123,7 +124,8 @@ def render_row(row: dict[str, Any]) -> str:
         lines.append(f"  {f.title:26}{cells[0]:>12}{cells[1]:>14}")
     for rf in figures.ROW_FIGURES:
         lines.append(f"  {rf.title:26}{figures.published(row[rf.name], rf.fmt):>12}")
-    blocks = [block for block in (render_exact(row), render_per_column(row), render_near(row), render_fingerprints(row)) if block]
+    blocks = [block for block in (render_exact(row), render_per_column(row), render_near(row), render_beside(row),
+                                  render_fingerprints(row)) if block]
     return "\n".join([*lines, *blocks])
 
 
@@ -209,7 +211,8 @@ def render_fingerprints(row: dict[str, Any]) -> str:
 
 def render_json(rows: list[dict[str, Any]]) -> str:
     """The --json array: one object per row, the LLE keys, then "exact", "near" and "fingerprints"."""
-    objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r), "fingerprints": fingerprints_json(r)}
+    objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r), "fingerprints": fingerprints_json(r),
+             **beside_json(r)}
             for r in rows]
     return json_text(objs, indent=1, default=str)
 
