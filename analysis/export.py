@@ -15,6 +15,10 @@ Files written by :func:`export_results` into ``out_dir``:
   and ``column_measurements.csv`` (the ``column_measurements`` table of the exported rows: the exact
   figures of each text column alone, per profile).
 
+- when configs with a group column (a date column) were measured: ``data/group_measurements-00000-of-00001.parquet``
+  and ``group_measurements.csv`` (``data/time_measurements-…``, ``time_measurements.csv``): per config
+  and column, the groups shared across splits (the time order).
+
 - ``contamination.csv`` (when datasets were checked against benchmarks): one row per dataset, its
   line "checked against K benchmarks at revisions …: clean | contaminated (which)" and its parts
   (the view ``findings_contamination``); and ``contamination_manifest.jsonl``, per dataset the
@@ -24,6 +28,11 @@ Files written by :func:`export_results` into ``out_dir``:
 - when models declaring contaminated datasets were listed (``hubsurvey exposure``):
   ``data/model_exposure-00000-of-00001.parquet`` and ``model_exposure.csv``: per (benchmark, model),
   the declared datasets holding the benchmark's items (the view ``findings_model_exposure``).
+
+- when the scores Hub models report were read (``hubsurvey scores``):
+  ``data/scores_at_risk-00000-of-00001.parquet`` and ``scores_at_risk.csv``: every reported score with
+  its status (at_risk, clean, undeclared, not_surveyed) and the evaluated rows found in the declared
+  training data (the view ``scores_at_risk``, without the run id).
 
 - when the survey measured some (dataset, config, label column) from the Hub at two revisions or more:
   ``data/history-00000-of-00001.parquet`` and ``history.csv``, the ``history`` view (every revision
@@ -62,6 +71,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from hubsurvey.analysis.checks_manifest import CHECKS_MANIFEST_PATH, write_checks_manifest
+from hubsurvey.analysis.findings import create_views
+from hubsurvey.analysis.history import HISTORY_EXPORT_QUERY, has_history
 from hubsurvey.core import figures
 from hubsurvey.core.errors import OutputExistsError
 from hubsurvey.core.store import CLEAN_TEST_PARQUET_PATH, Store, quote_ident, result_columns
@@ -82,6 +93,10 @@ FAMILIES_QUERY = "SELECT * EXCLUDE (run_id, computed_at) FROM dataset_families O
 CONTAMINATION_CSV_PATH = "contamination.csv"  # contamination with benchmarks: the line per dataset
 EXPOSURE_PARQUET_PATH = "data/model_exposure-00000-of-00001.parquet"  # the models declaring contaminated data
 EXPOSURE_CSV_PATH = "model_exposure.csv"
+SCORES_PARQUET_PATH = "data/scores_at_risk-00000-of-00001.parquet"  # every reported score and its status
+SCORES_CSV_PATH = "scores_at_risk.csv"
+#: The scores' exported rows (the view's order; the run id left out, as for the cross tables).
+SCORES_QUERY = "SELECT * EXCLUDE (run_id) FROM scores_at_risk"
 #: The history config: every revision measured (the history view), when a row key has two or more.
 HISTORY_PARQUET_PATH = "data/history-00000-of-00001.parquet"
 HISTORY_CSV_PATH = "history.csv"
@@ -97,6 +112,16 @@ SEMI JOIN current_measurements AS m
   ON m.dataset_id = c.dataset_id AND m.revision_sha = c.revision_sha AND m.config = c.config
  AND m.label_column IS NOT DISTINCT FROM c.label_column
 ORDER BY c.dataset_id, c.config, c.label_column NULLS FIRST, list_position(c.text_columns, c.text_column), c.profile"""
+#: The group columns (table group_measurements) and date columns (time_measurements) of the exported
+#: configs' revisions, in a stable order.
+GROUP_PARQUET_PATH = "data/group_measurements-00000-of-00001.parquet"
+GROUP_CSV_PATH = "group_measurements.csv"
+GROUP_QUERY = """SELECT g.* FROM group_measurements AS g
+SEMI JOIN current_measurements AS m ON m.dataset_id = g.dataset_id AND m.revision_sha = g.revision_sha AND m.config = g.config
+ORDER BY g.dataset_id, g.config, g.group_column"""
+TIME_PARQUET_PATH = "data/time_measurements-00000-of-00001.parquet"
+TIME_CSV_PATH = "time_measurements.csv"
+TIME_QUERY = GROUP_QUERY.replace("group_measurements", "time_measurements").replace("g.group_column", "g.date_column")
 NR = figures.NR
 MANIFEST_PATH = ".hubsurvey-export.json"
 #: Files earlier hubsurvey versions wrote without a manifest: removed on overwrite when it is absent.
@@ -222,8 +247,6 @@ CONTAMINATION_COLUMNS = ("dataset_id", "status", "line", "benchmarks", "revision
 
 def contamination_rows(store: Store) -> tuple[list[str], list[tuple]]:
     """The per-dataset contamination lines (``findings_contamination``), sorted by dataset."""
-    from hubsurvey.analysis.findings import create_views
-
     create_views(store)
     cols = ", ".join(quote_ident(c) for c in CONTAMINATION_COLUMNS)
     return store.query(f"SELECT {cols} FROM findings_contamination ORDER BY dataset_id")
@@ -238,8 +261,6 @@ def write_contamination_csv(store: Store, path: Path) -> Path | None:
 def write_exposure(store: Store, out: Path) -> list[Path]:
     """``findings_model_exposure`` as Parquet (the results dataset's config ``model_exposure``) and
     CSV, or nothing when no model declaring a contaminated dataset was listed."""
-    from hubsurvey.analysis.findings import create_views
-
     create_views(store)
     _utc(store.con)
     table = store.con.sql("SELECT * FROM findings_model_exposure").to_arrow_table()
@@ -251,8 +272,6 @@ def write_exposure(store: Store, out: Path) -> list[Path]:
             write_results_csv(store, out / EXPOSURE_CSV_PATH, "SELECT * FROM findings_model_exposure")]
 def write_history(store: Store, out: Path) -> list[Path]:
     """The history config (Parquet and CSV), or nothing before the survey measured a dataset again."""
-    from hubsurvey.analysis.history import HISTORY_EXPORT_QUERY, has_history
-
     if not has_history(store):
         return []
     _utc(store.con)
@@ -342,6 +361,10 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
                     write_results_csv(store, out / FAMILIES_CSV_PATH, FAMILIES_QUERY)]
     if store.query(f"SELECT count(*) FROM ({COLUMN_QUERY})")[1][0][0]:  # configs with two text columns or more
         written += write_table(store, out, COLUMN_PARQUET_PATH, COLUMN_CSV_PATH, COLUMN_QUERY)
+    for parquet_path, csv_path, query in ((GROUP_PARQUET_PATH, GROUP_CSV_PATH, GROUP_QUERY),
+                                          (TIME_PARQUET_PATH, TIME_CSV_PATH, TIME_QUERY)):
+        if store.query(f"SELECT count(*) FROM ({query})")[1][0][0]:  # configs with a group (a date) column
+            written += write_table(store, out, parquet_path, csv_path, query)
     contamination = write_contamination_csv(store, out / CONTAMINATION_CSV_PATH)
     if contamination is not None:
         written.append(contamination)
@@ -349,6 +372,8 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
     if checks is not None:
         written.append(checks)
     written += write_exposure(store, out)
+    if store.query("SELECT count(*) FROM reported_scores")[1][0][0]:
+        written += write_table(store, out, SCORES_PARQUET_PATH, SCORES_CSV_PATH, SCORES_QUERY)
     written += write_history(store, out)
     if has_clean_test(store):
         _utc(store.con)

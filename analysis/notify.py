@@ -105,6 +105,7 @@ class Candidate:
     measured_at: Any
     tool_version: str
     methods: str
+    scores: dict[str, int] = field(default_factory=dict)  # reported scores on the dataset: "reported", "at_risk"
 
     @property
     def worst_config(self) -> str:
@@ -273,8 +274,17 @@ def candidate(store: Store, row: Mapping[str, Any], profile: str) -> Candidate |
         contaminated_pct=float(row["pct"]), configs=configs, examples=_examples(store, dataset_id, profile),
         tags=list((meta[0]["tags"] if meta else None) or []), gated=meta[0]["gated"] if meta else None,
         private=meta[0]["private"] if meta else None, measured_at=latest["measured_at"],
-        tool_version=latest["tool_version"], methods=latest["methods"] or "",
+        tool_version=latest["tool_version"], methods=latest["methods"] or "", scores=_scores(store, dataset_id),
     )
+
+
+def _scores(store: Store, dataset_id: str) -> dict[str, int]:
+    """The scores Hub models report on the dataset (the view ``scores_at_risk``), and how many of them are
+    at risk; empty when none was read."""
+    reported, at_risk = store.query(
+        "SELECT count(*), count(*) FILTER (WHERE status = 'at_risk') FROM scores_at_risk WHERE dataset_id = $d",
+        {"d": dataset_id})[1][0]
+    return {"reported": int(reported), "at_risk": int(at_risk)} if reported else {}
 
 
 def _configs(store: Store, dataset_id: str, profile: str) -> list[dict[str, Any]]:

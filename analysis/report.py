@@ -148,6 +148,12 @@ def _exposure(c: SectionContext) -> dict[str, Any]:
     # the models whose declared training data holds a benchmark's items, the most rows first
     return {"exposure_overview": c["f"]["model_exposure_overview"][0],
             "exposure": c["f"]["model_exposure"][:c["top_n"]], "exposure_total": len(c["f"]["model_exposure"])}
+def _scores(c: SectionContext) -> dict[str, Any]:
+    # the scores whose evaluated rows are in part in the declared training data, most exposed first
+    return {"scores_overview": c["f"]["scores_overview"][0], "scores": c["f"]["scores_at_risk"][:c["top_n"]],
+            "scores_total": len(c["f"]["scores_at_risk"])}
+
+
 def _shared_columns(c: SectionContext) -> dict[str, Any]:
     # the text columns whose value of a test row is in train while the row's whole text is not
     # (normalized profile), most such rows (in % of test) first, as findings_shared_columns orders them
@@ -165,6 +171,33 @@ def shared_columns_table(rows: list[dict[str, Any]]) -> Table:
               num(r["rows_test"]), pct(r["normalized_test_rows_column_in_train_only_pct"]),
               num(r["normalized_text_test_rows_in_train"])) for r in rows]
     return Table(header, cells, (False, False, False, True, True, True, True))
+
+
+def _groups(c: SectionContext) -> dict[str, Any]:
+    # the group columns in the verdict with test rows whose group is in train, most (in % of test) first,
+    # as findings_group_leaks orders them; the reused numberings after them, counted apart
+    leaking = [r for r in c["f"]["group_leaks"] if r["in_verdict"] and (r["test_rows_group_in_train"] or 0) > 0]
+    blank = c["f"]["blank_rows"]
+    return {"groups": c["f"]["group_overview"][0], "group_rows": leaking[:c["top_n"]], "group_total": len(leaking),
+            "blank_rows": blank[:c["top_n"]], "blank_total": len(blank)}
+
+
+def group_leaks_table(rows: list[dict[str, Any]]) -> Table:
+    """Per (dataset, config, group column): test rows whose group holds train rows, and the groups shared."""
+    header = ("dataset", "config", "group column", "test rows: group in train", "of", "%", "groups shared", "of")
+    cells = [(r["dataset_id"], r["config"], r["group_column"], num(r["test_rows_group_in_train"]), num(r["rows_test"]),
+              pct(r["test_rows_group_in_train_pct"]), num(r["test_groups_in_train"]), num(r["groups_test"]))
+             for r in rows]
+    return Table(header, cells, (False, False, False, True, True, True, True, True))
+
+
+def blank_rows_table(rows: list[dict[str, Any]]) -> Table:
+    """Per (dataset, config) with any: blank test texts and NULL test labels."""
+    header = ("dataset", "config", "test rows: blank text", "of", "%", "test rows: NULL label", "%")
+    cells = [(r["dataset_id"], r["config"], num(r["test_rows_blank_text"]), num(r["rows_test"]),
+              pct(r["test_rows_blank_text_pct"]), num(r["test_rows_null_label"]), pct(r["test_rows_null_label_pct"]))
+             for r in rows]
+    return Table(header, cells, (False, False, True, True, True, True, True))
 
 
 def _definitions(_: SectionContext) -> dict[str, Any]:
@@ -224,6 +257,13 @@ SECTIONS: tuple[Section, ...] = (
     Section("shared_columns", "Passages and premises shared across splits",
             views=("shared_columns", "shared_columns_overview"), derive=_shared_columns,
             tables={"shared_columns": lambda c: shared_columns_table(c["shared_rows"])}),
+    # after the others, so that adding it renumbers none of them
+    Section("scores_at_risk", "Scores at risk", views=("scores_at_risk", "scores_overview"), derive=_scores),
+    # after it, for the same reason: groups shared across splits and rows that say nothing
+    Section("groups", "Beyond the pair of texts: groups shared across splits, blank rows",
+            views=("group_leaks", "group_overview", "blank_rows"), derive=_groups,
+            tables={"group_leaks": lambda c: group_leaks_table(c["group_rows"]),
+                    "blank_rows": lambda c: blank_rows_table(c["blank_rows"])}),
     # what changed since the previous completed run (analysis.history.since_last_run, in the context as
     # ``since``): unnumbered and after the findings, so that the other sections keep their numbers and places
     Section("since_last_run", "Since the last run", numbered=False),

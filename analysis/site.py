@@ -51,12 +51,14 @@ from urllib.parse import quote
 from markupsafe import Markup, escape
 
 from hubsurvey import __version__
+from hubsurvey.analysis import beside
 from hubsurvey.analysis.badges import BADGES_DIR, LABEL, badge_files, badge_path, read_badges
 from hubsurvey.analysis.examples import KIND_WORDS
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.history import since_last_run
 from hubsurvey.analysis.notify import check_site_url
 from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
+from hubsurvey.analysis.site_scores import SCORES_PAGE_PATH, has_scores, scores_by_dataset, write_scores_page
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.safety import json_text, visible
@@ -83,7 +85,8 @@ VERDICTS = ("clean", "minor", "caution", "unreliable")
 INDEX_COLUMNS = ("id", "href", "verdict", "contaminated_pct", "near_pct", "benchmarks", "family", "tasks")
 #: The methods whose figures a dataset page lists, in order, with their heading.
 METHOD_TITLES = ((figures.LLE_METHOD, "LLE figures"), (figures.EXACT_METHOD, "Exact figures (raw and normalized key profiles)"),
-                 (figures.NEAR_METHOD, "Near-duplicate figures"))
+                 (figures.NEAR_METHOD, "Near-duplicate figures"),
+                 (figures.ROWS_METHOD, "Blank texts and NULL labels"))
 #: The split fingerprint columns of measurements, shown per label column.
 FINGERPRINT_COLUMNS = ("fingerprint_train", "fingerprint_validation", "fingerprint_test")
 #: Where shields.io renders an endpoint badge from the JSON served at ``?url=``.
@@ -528,7 +531,11 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
              f"{head['cross']['leaking_test_splits']} of {head['cross']['test_splits']} test splits"),
         ], label_width=180),
     }
+    scored = has_scores(store)  # the scores models report (hubsurvey scores): a ranking page, a section per dataset
+    if scored:
+        write_scores_page(store, env, root, common, lambda d: href(dataset_page_path(d)) if d in ids else None)
     (root / "index.html").write_text(env.get_template("site_index.html.j2").render(
+        scores_page=SCORES_PAGE_PATH if scored else None,
         **common, h=head, charts=charts, chunks=len(chunks), tasks=tasks, verdicts=VERDICTS, list_pages=pages,
         first_list=href(list_page_path(1)), columns=INDEX_COLUMNS, since=since_last_run(store),
         page=lambda d: href(dataset_page_path(d)) if d in ids else None,
@@ -549,8 +556,9 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
         store.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {view}")
     try:
         badges = read_badges(store)
-        _write_dataset_pages(store, env, root, [r["dataset_id"] for r in rows], ids, {**common, "badges": badges},
-                             summary, progress)
+        scores = scores_by_dataset(store) if scored else {}
+        _write_dataset_pages(store, env, root, [r["dataset_id"] for r in rows], ids,
+                             {**common, "badges": badges, "scores_of": scores}, summary, progress)
     finally:
         for table in _MATERIALIZED:
             store.con.execute(f"DROP TABLE IF EXISTS {table}")
@@ -575,7 +583,8 @@ def _write_dataset_pages(store: Store, env: Any, root: Path, ordered: Sequence[s
             if folder not in shards:
                 (root / folder).mkdir(parents=True, exist_ok=True)
                 shards.add(folder)
-            (root / path).write_text(template.render(**common, **page, up="../../"), encoding="utf-8")
+            (root / path).write_text(template.render(**common, **page, scores=common["scores_of"].get(dataset_id, []),
+                                                     up="../../"), encoding="utf-8")
             summary.dataset_pages += 1
         if progress is not None:
             progress(min(start + BATCH_DATASETS, len(ordered)), len(ordered))
@@ -639,6 +648,7 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str],
         exposure = _grouped(store, EXPOSURE_PAGE_SQL)
         cleaned = _grouped(store, CLEAN_PAGE_SQL)
         per_column = _grouped(store, COLUMN_PAGE_SQL)
+        group_columns, date_columns = _grouped(store, beside.GROUP_PAGE_SQL), _grouped(store, beside.TIME_PAGE_SQL)
     finally:
         store.con.unregister("site_ids")
 
@@ -660,6 +670,10 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str],
         for c in configs.values():
             c["tables"] = figure_tables([row["measurement"] for row in c["rows"]])
             c["column_tables"] = column_tables(columns_of.get(c["config"], []))
+            c["beside"] = beside.beside_section(
+                [row["measurement"] for row in c["rows"]],
+                [g for g in group_columns.get(dataset_id, []) if g["config"] == c["config"]],
+                [d for d in date_columns.get(dataset_id, []) if d["config"] == c["config"]])
         for e in examples.get(dataset_id, []):
             if e["config"] in configs:
                 configs[e["config"]]["examples"].append({**e, "words": KIND_WORDS.get(e["kind"], e["kind"]),

@@ -96,6 +96,7 @@ COMMAND_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "notify": ("hubsurvey.analysis.notify.notify",),
     "site": ("hubsurvey.analysis.site.build_site",),
     "exposure": ("hubsurvey.survey.exposure.run_exposure",),
+    "scores": ("hubsurvey.survey.scores.run_scores",),
     "history": ("hubsurvey.analysis.history.history",),
     "clean": ("hubsurvey.survey.clean.clean",),
 }
@@ -306,6 +307,39 @@ TABLES: dict[str, dict[str, str]] = {
                                                           "and their ratio × 100, as `contamination` held them",
         "method, method_version, tool_version, looked_up_at, run_id": _PROVENANCE + " (`exposure-2026`, 1)",
     },
+    "score_lookups": {
+        "dataset_id": "the surveyed dataset whose declaring models were listed for their scores (`dataset:<id>`; "
+                      "primary key)",
+        "revision_sha": "its revision when listed; the dataset is listed again when it changes",
+        "max_models": "the cap: models kept per dataset (`--max-models`)",
+        "models": "models kept (NULL: the listing failed)",
+        "capped": "the Hub listed more models than the cap (NULL: the listing failed)",
+        "scores": "scores stored from the models this listing read (NULL: the listing failed)",
+        "api_calls, file_calls": "the calls the listing took: API calls (its pages) and file calls (`.eval_results` "
+                                 "files, benchmarks' `eval.yaml`)",
+        "status": "'listed', or 'failed' (the next lookup lists it again; its earlier scores stay)",
+        "error_class, error_message": "why the listing failed: the error class (`hub_fault`, `hub`, `offline` ...) "
+                                      "and one line",
+        "method, method_version, tool_version, looked_up_at, run_id": _PROVENANCE + " (`scores-2026`, 1)",
+    },
+    "reported_scores": {
+        "score_id": "stable per (model, source, file, position in it)",
+        "model_id, model_sha": "the Hub model reporting the score, at the revision it had when listed",
+        "source, source_file": "`model-index` (its card) or `eval_results` (the file `.eval_results/<name>.yaml`, "
+                               "named in source_file)",
+        "dataset_id": "the dataset the score was measured on",
+        "config": "its config, as reported, or from the benchmark's `eval.yaml` (NULL: not named)",
+        "split_reported, split": "the split as reported (or mapped through `eval.yaml`), and its canonical name "
+                                 "(train, validation, test; NULL: unknown or another split)",
+        "task": "the model-index task type, or the eval result's task id",
+        "metric, value": "the metric (model-index `type`; NULL for an eval result) and its value (NULL: not a number)",
+        "verified": "model-index: the metric's `verified`; eval result: it carries a `verifyToken` (not checked here)",
+        "note": "`split unknown`: an eval result whose benchmark has no `eval.yaml`, or whose task is not in it",
+        "declared_datasets": "the training data the card declares (`datasets:`); a `dataset:` tag alone is none",
+        "base_model": "the card's `base_model`: recorded, never followed",
+        "listed_via": "the surveyed dataset whose listing found the model",
+        "method, method_version, tool_version, looked_up_at, run_id": _PROVENANCE + " (`scores-2026`, 1)",
+    },
     "clean_test": {
         "dataset_id, revision_sha, config": "the config cleaned, at its revision (primary key with profile)",
         "parquet_sha": "the Parquet-branch commit read (NULL: a folder)",
@@ -331,6 +365,26 @@ TABLES: dict[str, dict[str, str]] = {
         **{c.name: c.definition if c.percent_of or c.figure in figures.PER_COLUMN_FIGURES else
            f"{c.definition}; the text key is this column alone ({figures.nr_rule(c)})"
            for c in figures.per_column_columns()},
+    },
+    "group_measurements": {
+        "dataset_id, revision_sha, config": "the config measured, at the revision measured",
+        "group_column": "the column whose values name a group (a dialogue, file, document, thread, author, URL)",
+        "source": "`inferred` (an id-like or url column left out of the text key whose values repeat within a "
+                  "split) or `declared` (the roles file's `groups`)",
+        "numbering_reused": "the values are a numbering restarting per split (every value 1 to 18 ASCII digits, and "
+                            "two splits or more each with its smallest value 0 or 1 and its distinct values at least "
+                            "half of 0..largest): one value names another group in each split",
+        "in_verdict": "false for a reused numbering: reported, marked, kept out of every verdict",
+        "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`groups-2026`, 1)",
+        **{c.name: f"{c.definition} ({figures.nr_rule(c)})" for c in figures.group_columns()},
+    },
+    "time_measurements": {
+        "dataset_id, revision_sha, config": "the config measured, at the revision measured",
+        "date_column": "the column whose values date a row (a value that does not read as a timestamp is left out)",
+        "source": "`inferred` (a date or timestamp type, or a date-like name, left out of the text key) or `declared` "
+                  "(the roles file's `dates`)",
+        "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`time-2026`, 1)",
+        **{c.name: f"{c.definition} ({figures.nr_rule(c)})" for c in figures.time_columns()},
     },
 }
 
@@ -406,12 +460,25 @@ TABLE_NOTES: dict[str, str] = {
     "model_exposure": "One row per (model, declared dataset, contaminated config and split, benchmark). A dataset's "
                       "rows are replaced together when its contamination (or the cap) changes; a failed listing "
                       "leaves them as they were.",
+    "score_lookups": "One row per surveyed dataset whose declaring models were listed for the scores they report "
+                     "(`hubsurvey scores`). Replaced with the scores of the models it read, in one transaction.",
+    "reported_scores": "One row per score a listed model reports: its card's `model-index` (one per metric) or an "
+                       "entry of its `.eval_results/*.yaml`. The view `scores_at_risk` joins them with the stored "
+                       "figures ([scores at risk](model-scores.md)).",
     "clean_test": "The test rows `hubsurvey clean --db` kept, one row per (dataset, revision, config, profile); "
                   "publish exports them as the `clean_test` config.",
     "column_measurements": "The exact figures of each text column alone, for configs with two text columns or more: "
                            "one row per (measurement row, text column, profile); its figure columns come from the "
                            "registry (`figures.per_column_columns()`). Replaced with the config's measurements, in "
                            "the same transaction. [Per-column figures](per-column.md).",
+    "group_measurements": "Groups shared across splits: one row per (config, group column) of a measured config; a "
+                          "column whose values never repeat within a split is a row id, never a group, and has no "
+                          "row (the config's `checks` name it). Its figure columns come from the registry "
+                          "(`figures.group_columns()`). Replaced with the config's measurements, in the same "
+                          "transaction. [Method](method.md#beyond-the-pair-of-texts-groups-blank-rows-time-order).",
+    "time_measurements": "Time order: one row per (config, date column) that dates at least one row (or is "
+                         "declared); figure columns from the registry (`figures.time_columns()`). Replaced with the "
+                         "config's measurements, in the same transaction.",
     "schema_version": "The migrations applied, one row each.",
 }
 
@@ -463,6 +530,9 @@ VIEWS: dict[str, str] = {
     "history": "every revision measured of every (dataset, config, label column), oldest first: when, which "
                "revision and run, the row's verdict and the headline figures of each method "
                "([history](history.md))",
+    "scores_at_risk": "every score a listed Hub model reports, beside the rows of its evaluated split that the "
+                      "training data its card declares holds, with its status: `at_risk`, `clean`, `undeclared` or "
+                      "`not_surveyed` ([scores at risk](model-scores.md); the columns below)",
 }
 
 
@@ -494,6 +564,20 @@ def history_columns() -> None:
         raise ValueError(f"hubsurvey/core/history.py history_columns() must explain the view's columns {list(columns)}")
     lines = ["| column | type | meaning |", "|---|---|---|"]
     lines += [f"| `{name}` | {kind} | {meanings()[name].replace('|', chr(92) + '|')} |" for name, kind in columns.items()]
+    _out("\n".join(lines) + "\n")
+
+
+def scores_at_risk_columns() -> None:
+    """The scores_at_risk view's columns, each with its meaning (hubsurvey/core/store.py), checked
+    against the view of a fresh DB."""
+    from hubsurvey.core.store import SCORES_AT_RISK_COLUMNS as meanings
+
+    with fresh_store() as store:
+        columns = _columns(store.con, "scores_at_risk")  # type: ignore[attr-defined]
+    if list(columns) != list(meanings):
+        raise ValueError(f"hubsurvey/core/store.py SCORES_AT_RISK_COLUMNS must explain the view's columns {list(columns)}")
+    lines = ["| column | type | meaning |", "|---|---|---|"]
+    lines += [f"| `{name}` | {kind} | {meanings[name].replace('|', chr(92) + '|')} |" for name, kind in columns.items()]
     _out("\n".join(lines) + "\n")
 
 

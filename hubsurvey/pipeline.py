@@ -1,4 +1,4 @@
-"""The unattended survey, a runner of steps: crawl → measure → contamination → exposure → crossleaks → report,
+"""The unattended survey, a runner of steps: crawl → measure → contamination → exposure → crossleaks → scores → report,
 resumable at any point.
 
 ``hubsurvey run`` is a thin layer over :func:`run_survey`, which takes the run lock, opens the DB,
@@ -50,6 +50,7 @@ from hubsurvey.crawler.steps import CrawlStep
 from hubsurvey.survey.contamination_check import BenchmarksStep, ContaminationStep
 from hubsurvey.survey.executors import preflight
 from hubsurvey.survey.exposure import ExposureStep
+from hubsurvey.survey.scores import ScoresStep
 from hubsurvey.survey.steps import MeasureStep
 
 __all__ = ["RunLockedError", "RunOptions", "RunSummary", "acquire_lock", "run_steps", "run_survey"]
@@ -68,6 +69,7 @@ def run_steps(filters: CrawlFilters | None = None) -> list[Step]:
         ContaminationStep(),
         ExposureStep(),  # the models declaring the datasets found contaminated
         CrossleaksStep(),
+        ScoresStep(),  # the scores the surveyed datasets' models report (after crossleaks, which its view reads)
         ReportStep(),
     ]
 

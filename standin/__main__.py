@@ -58,7 +58,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace) -> int:
     from .minihub import generate_minihub
 
-    print(generate_minihub(args.out, seed=args.seed, filler=args.filler), flush=True)
+    print(generate_minihub(args.out, seed=args.seed, filler=args.filler, score_models=args.score_models), flush=True)
     return 0
 
 
@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--out", type=Path, required=True)
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--filler", type=int, default=0, help="synthetic datasets the server lists on top")
+    gen.add_argument("--score-models", action="store_true",
+                     help="also the models that report scores and the benchmarks' eval.yaml (as the demo serves them)")
     gen.set_defaults(run=_generate)
 
     args = parser.parse_args(argv)

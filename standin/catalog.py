@@ -12,7 +12,8 @@ A hub root is a folder with an ``index.json``, either a list of dataset entries 
      "cardData": {...}}               # default: derived from the tags
 
 The object form may also list ``"models"`` (see ``models``: their cards declare datasets), which
-``/api/models`` lists. Unknown keys (``legacy_name``, ``configs``, ...) are ignored. The Parquet files are served as the
+``/api/models`` lists, and ``"evals": {"<dataset id>": {...}}``: a benchmark's ``eval.yaml`` (its
+tasks), added to the main branch of that dataset, served by this root or another one. Unknown keys (``legacy_name``, ``configs``, ...) are ignored. The Parquet files are served as the
 ``refs/convert/parquet`` branch; main holds a README.md generated from ``cardData``. Roots are
 only ever read.
 """
@@ -26,10 +27,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from . import cards
 from .filler import Filler
 from .hubscale import HubScale
-from .models import model_props
+from .models import model_files, model_props
 from .repos import GITATTRIBUTES, BytesBlob, FileBlob, Repo, iso_date, now_iso, sha1_hex
 
 SORT_FIELDS = ("downloads", "likes", "lastModified", "createdAt", "trendingScore", "downloadsAllTime", "id")
@@ -115,10 +118,17 @@ class Catalog:
         self._version = 0
         self._orders: dict[tuple[str | None, int], list[str | int]] = {}
         self.models: dict[str, dict[str, Any]] = {}  # model id -> listing properties, in listing order
+        self._model_repos: dict[str, Repo] = {}  # model id -> its files (card, .eval_results)
+        evals: dict[str, Any] = {}
         for root in roots:
-            self._load(Path(root))
+            evals.update(self._load(Path(root)))
+        for dataset_id, spec in evals.items():  # a benchmark's eval.yaml: its sha stays (only Parquet files make it)
+            repo = self._repos.get(dataset_id)
+            if repo is None:
+                raise ValueError(f"evals: {dataset_id} is not a dataset of these roots")
+            repo.main.files["eval.yaml"] = BytesBlob(yaml.safe_dump(spec, sort_keys=False).encode())
 
-    def _load(self, root: Path) -> None:
+    def _load(self, root: Path) -> dict[str, Any]:
         data = json.loads((root / "index.json").read_text(encoding="utf-8"))
         entries = data if isinstance(data, list) else data.get("datasets", [])
         for entry in entries:
@@ -132,17 +142,23 @@ class Catalog:
             if props["id"] in self.models:
                 raise ValueError(f"model {props['id']} is served twice")
             self.models[props["id"]] = props
+            self._model_repos[props["id"]] = Repo(
+                props["id"], props, main_sha=props["sha"],
+                main_files={path: BytesBlob(body) for path, body in model_files(entry).items()})
         filler = None if isinstance(data, list) else data.get("filler")
         scale = None if isinstance(data, list) else data.get("hubscale")
         for spec, kind in ((filler, Filler), (scale, HubScale)):
             if spec and spec.get("count", 0):
                 if self.filler is not None:
                     raise ValueError("only one hub root may declare filler or hubscale datasets")
-                self.filler = kind(int(spec["count"]), int(spec.get("seed", 0)))
+                self.filler = HubScale.from_spec(spec) if kind is HubScale else Filler(int(spec["count"]), int(spec.get("seed", 0)))
+        return {} if isinstance(data, list) else dict(data.get("evals") or {})
 
     def get(self, repo_id: str, repo_type: str = "dataset") -> Repo | None:
         if repo_type == "space":
             return self._spaces.get(repo_id)
+        if repo_type == "model":
+            return self._model_repos.get(repo_id)
         repo = self._repos.get(repo_id)
         if repo is None and self.filler is not None:
             index = self.filler.index_of(repo_id)

@@ -636,14 +636,62 @@ MODELS: list[dict[str, Any]] = [
     *({"id": f"mini-models/sentiment-ft-{n}", "cardData": {"datasets": ["mini-nlp/sentiment"]}} for n in range(5)),
 ]
 
+# ------------------------------------------------------------------------ models that report scores
+# With ``score_models`` (the demo's mini-hub): models whose cards report scores (model-index, as the Trainer writes it) or whose repos hold
+# .eval_results files: on the very dataset they declare (test and validation), on a test split
+# copied into the dataset they declare, on a benchmark whose items their dataset holds (its task
+# mapped through the benchmark's eval.yaml), on a dataset with no eval.yaml (split unknown), with
+# no training data declared, with a declared dataset outside the survey, and one clean.
 
-def _exposure_truth(contamination: list[dict[str, Any]]) -> dict[str, list[str]]:
+
+def _index(name: str, *results: tuple[str, str, str, dict[str, float]]) -> list[dict[str, Any]]:
+    """A model-index: one result per (dataset, config, split, {metric: value})."""
+    return [{"name": name, "results": [
+        {"task": {"type": "text-classification", "name": "Text Classification"},
+         "dataset": {"type": dataset, "name": dataset.split("/")[1], "config": config, "split": split},
+         "metrics": [{"type": metric, "value": value, **({"verified": True} if metric == "f1" else {})}
+                     for metric, value in metrics.items()]}
+        for dataset, config, split, metrics in results]}]
+
+
+SCORE_MODELS: list[dict[str, Any]] = [
+    {"id": "mini-models/sentiment-bert", "cardData": {
+        "datasets": ["mini-nlp/sentiment"], "base_model": "mini-models/base-lm",
+        "model-index": _index("sentiment-bert", ("mini-nlp/sentiment", "default", "test", {"accuracy": 0.912, "f1": 0.905}),
+                              ("mini-nlp/sentiment", "default", "validation", {"accuracy": 0.921}))}},
+    {"id": "mini-models/reviews-absorbed-ft", "cardData": {
+        "datasets": ["mini-lab/reviews_absorbed"],
+        "model-index": _index("reviews-absorbed-ft", ("mini-nlp/reviews_valid", "default", "test", {"accuracy": 0.974}))}},
+    {"id": "mini-models/topics-partial-ft", "cardData": {
+        "datasets": ["mini-lab/topics_partial"],
+        "model-index": _index("topics-partial-ft", ("mini-nlp/topics_no_val", "default", "test", {"accuracy": 0.883}))}},
+    {"id": "mini-models/intent-qa", "cardData": {
+        "datasets": ["mini-nlp/intents_dev"],
+        "model-index": _index("intent-qa", ("mini-nlp/intents_dev", "default", "test", {"accuracy": 0.861}))},
+     "eval_results": {"qa_small.yaml": [{"dataset": {"id": "mini-nlp/qa_small", "task_id": "contexts"}, "value": 61.5,
+                                         "source": {"url": "https://example.org/intent-qa-evals", "name": "Eval traces"}}],
+                      "nli_pairs.yaml": [{"dataset": {"id": "mini-nlp/nli_pairs", "task_id": "default"}, "value": 0.702}]}},
+    {"id": "mini-models/zero-shot-topics", "cardData": {
+        "model-index": _index("zero-shot-topics", ("mini-nlp/topics_no_val", "default", "test", {"accuracy": 0.642}))}},
+    {"id": "mini-models/intent-on-topics", "cardData": {
+        "datasets": ["mini-nlp/intents_dev"],
+        "model-index": _index("intent-on-topics", ("mini-nlp/topics_no_val", "default", "test", {"accuracy": 0.511}))}},
+    {"id": "mini-models/outside-corpus-ft", "cardData": {
+        "datasets": ["mini-outside/web_corpus"],
+        "model-index": _index("outside-corpus-ft", ("mini-nlp/reviews_valid", "default", "test", {"accuracy": 0.95}))}},
+]
+#: the benchmarks' eval.yaml (their tasks): qa_small's one task is its test split
+EVALS = {"mini-nlp/qa_small": {"name": "qa_small", "description": "Mini-hub QA contexts",
+                               "tasks": [{"id": "contexts", "config": "default", "split": "test"}]}}
+
+
+def _exposure_truth(contamination: list[dict[str, Any]], served: list[dict[str, Any]]) -> dict[str, list[str]]:
     """Per contaminated dataset, the public models whose tags (the card's datasets, as the Hub
     derives them, or given) name it, in listing order."""
     from .models import model_props
 
     contaminated = sorted({r["dataset_id"] for r in contamination if r["contaminated_rows"]})
-    models = [model_props(m) for m in MODELS if not m.get("private")]
+    models = [model_props(m) for m in served if not m.get("private")]
     return {d: [m["id"] for m in models if f"dataset:{d}" in m["tags"]] for d in contaminated}
 
 
@@ -730,10 +778,12 @@ def _cross_truth(specs: list[_Spec]) -> dict[str, Any]:
     return {"copy_threshold": COPY_THRESHOLD, "planted": planted, **found}
 
 
-def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
+def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0, score_models: bool = False) -> Path:
     """Write the mini-hub for ``seed`` into ``out`` (created if needed) and return ``out``.
 
     ``filler`` > 0 adds that many synthetic datasets to the listing (served lazily, never written).
+    ``score_models``: also the models that report scores (``SCORE_MODELS``) and the benchmarks'
+    ``eval.yaml`` (``EVALS``), as the demo serves them; the datasets are the same either way.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -744,14 +794,15 @@ def generate_minihub(out: Path, *, seed: int = 0, filler: int = 0) -> Path:
         entries.append(_write(spec, out, random.Random(f"{seed}:{spec.id}:entry")))
         if spec.expected == "eligible":
             measurements += _truth(spec)
-    index: dict[str, Any] = {"datasets": entries, "models": MODELS}
+    models = MODELS + SCORE_MODELS if score_models else MODELS
+    index: dict[str, Any] = {"datasets": entries, "models": models, **({"evals": EVALS} if score_models else {})}
     if filler:
         index["filler"] = {"count": filler, "seed": seed}
     truth = {"seed": seed, "expected": {s.id: s.expected for s in specs}, "measurements": measurements,
              "cross": _cross_truth(specs),
              # contamination with benchmarks: the planted benchmarks and what they contaminate
              "benchmarks": BENCHMARKS, "contamination": _contamination_truth(specs)}
-    truth["exposure"] = _exposure_truth(truth["contamination"])  # the models declaring contaminated datasets
+    truth["exposure"] = _exposure_truth(truth["contamination"], models)  # the models declaring contaminated datasets
     (out / "index.json").write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "truth.json").write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return out

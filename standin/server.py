@@ -217,6 +217,13 @@ class _App:
             route = self._repo_route(req, f"{unquote(seg[2])}/{unquote(seg[3])}", seg[4:])
             if route is not None:
                 return route
+        elif seg[:2] == ["api", "models"] and len(seg) >= 4 and read:  # one model's info (faults aim at the model id)
+            req.repo_type = "model"
+            repo_id = f"{unquote(seg[2])}/{unquote(seg[3])}"
+            rest = seg[4:]
+            if not rest or (rest[0] == "revision" and len(rest) >= 2):
+                rev = unquote("/".join(rest[1:])) if rest else None
+                return _Route("models", repo_id, lambda: self.model_info(req, repo_id, rev))
         elif seg == ["api", "models"] and read:  # the dataset of a dataset:<id> filter: faults can aim at it
             declared = [f.removeprefix("dataset:") for f in req.params("filter", "filter[]") if f.startswith("dataset:")]
             return _Route("models", declared[0] if declared else None, lambda: self.list_models(req))
@@ -228,6 +235,12 @@ class _App:
             req.repo_type = "space" if seg[0] == "spaces" else "dataset"
             repo_id = f"{unquote(seg[1])}/{unquote(seg[2])}"
             rev, path = _split_rev(seg[4:])
+            category = "resolve_head" if m == "HEAD" else "resolve_get"
+            return _Route(category, repo_id, lambda: self.resolve(req, repo_id, rev, path))
+        elif len(seg) >= 5 and seg[0] not in ("api", "datasets", "spaces") and seg[2] == "resolve" and read:
+            req.repo_type = "model"  # a model's file: /<owner>/<name>/resolve/<rev>/<path>
+            repo_id = f"{unquote(seg[0])}/{unquote(seg[1])}"
+            rev, path = _split_rev(seg[3:])
             category = "resolve_head" if m == "HEAD" else "resolve_get"
             return _Route(category, repo_id, lambda: self.resolve(req, repo_id, rev, path))
         return _Route("other", None, lambda: _error(404, "Sorry, we can't find the page you are looking for."))
@@ -424,6 +437,19 @@ class _App:
         if req.repo_type == "space":
             info["sdk"] = repo.meta.get("sdk")
         return _json(info)
+
+    def model_info(self, req: _Request, repo_id: str, rev: str | None) -> _Response:
+        """``/api/models/{id}`` (``HfApi.model_info``): every property, or those of ``expand``."""
+        repo, err = self._access(req, repo_id, files=False)
+        if err:
+            return err
+        if rev is not None and repo.branch(rev) is None:
+            return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+        expand = req.params("expand", "expand[]")
+        unknown = sorted(set(expand) - MODEL_EXPANDABLE)
+        if unknown:
+            return _error(400, f'"expand" must be a subset of {sorted(MODEL_EXPANDABLE)}, got {unknown}')
+        return _json(select(self.catalog.models[repo_id], expand or ["id", "modelId", *sorted(MODEL_EXPANDABLE)]))
 
     def refs(self, req: _Request, repo_id: str) -> _Response:
         repo, err = self._access(req, repo_id, files=False)
@@ -821,6 +847,8 @@ class _Handler(BaseHTTPRequestHandler):
                 response = _hostile(decision.hostile, response, f"{hub.url}{self.path}", hub.faults.bomb_mb)
             if hub.quota is not None:  # where the bucket stands as the answer leaves, not as it was asked
                 response.headers.update(hub.quota.headers(bucket))
+            if route.category == "resolve_get":
+                hub._count("resolve_bytes", len(response.body))
         except Exception:  # a stand-in bug must not kill the connection silently
             log.exception("stand-in error on %s %s", self.command, url.path)
             response = _error(500, "Internal stand-in error")
@@ -1014,18 +1042,19 @@ class StandinHub:
 
     @staticmethod
     def _zero_stats() -> dict[str, int]:
-        return {**dict.fromkeys(CATEGORIES, 0), "faults_injected": 0}
+        return {**dict.fromkeys(CATEGORIES, 0), "faults_injected": 0, "resolve_bytes": 0}
 
-    def _count(self, category: str) -> None:
+    def _count(self, category: str, n: int = 1) -> None:
         with self._stats_lock:
-            self._stats[category] += 1
+            self._stats[category] += n
 
     def _fault_injected(self) -> None:
         with self._stats_lock:
             self._stats["faults_injected"] += 1
 
     def stats(self) -> dict[str, int]:
-        """Requests served by category (``faults.CATEGORIES``), plus ``faults_injected``."""
+        """Requests served by category (``faults.CATEGORIES``), plus ``faults_injected`` and
+        ``resolve_bytes`` (the bytes of the file bodies served, whole or ranged)."""
         with self._stats_lock:
             return dict(self._stats)
 

@@ -151,6 +151,23 @@ def test_three_workers_hold_one_resolver_quota_with_no_429_after_the_first_windo
 
 
 @pytest.mark.slow
+def test_file_rate_is_one_pace_for_the_whole_cluster(cluster, tmp_path):
+    """``--file-rate 3``: three workers download 36 files at three a second between them (not three
+    each). The stand-in counts file requests per one-second window (a quota it never reaches)."""
+    quota = Quota(api=0, resolvers=10**6, window=100, clock_scale=0.01)
+    with StandinHub(tiny_hub(tmp_path / "hub", 12), quota=quota) as hub:
+        client = client_for(hub, tmp_path / "cache", rate=0, file_rate=0)
+        with Store(tmp_path / "r.duckdb") as store:
+            crawl(store, client)
+        crawled = max(index for (_, index) in quota.log)
+        paced = client_for(hub, tmp_path / "cache", rate=0, file_rate=3)
+        summary = run_survey(tmp_path / "r.duckdb", paced, None, on_cluster(cluster, near=False, crawl=False))
+    assert summary.done == 12, jobs(tmp_path / "r.duckdb")
+    per_second = [served for index, served, _ in windows(quota, "resolvers") if index > crawled]
+    assert sum(per_second) == 36 and max(per_second) <= 3 + 1, per_second  # +1: a window's edge
+
+
+@pytest.mark.slow
 def test_the_run_deadline_and_the_breaker_hold_across_the_cluster(minihub, cluster, tmp_path):
     """Every file request hangs. The run's --deadline (2 s, not the workers' default 60) bounds each
     worker's requests, three timeouts in a row across the jobs open the one breaker, and the run ends

@@ -107,8 +107,9 @@ def test_duckdb_draws_no_progress_bar_on_any_connection(tmp_path):
 # --- Ctrl-C and SIGTERM, in the process ------------------------------------------------------------
 
 def test_a_command_stopped_by_a_signal_ends_in_one_line_with_its_exit_code(tmp_path, monkeypatch):
-    from hubsurvey.cli import _interrupt, handled
+    from hubsurvey.cli import handled
     from hubsurvey.core.runs import Interrupted
+    from hubsurvey.core.signals import interrupt as _interrupt
 
     def stopped(signum: int, detail: str | None = None):
         def command() -> None:

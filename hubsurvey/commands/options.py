@@ -40,8 +40,9 @@ from hubsurvey.core.options import (
     positive,
     unlimited_if_zero,
 )
+from hubsurvey.crawler.rules import CrawlFilters
 
-__all__ = ["DEFAULT_REPORT_DIR", "HUB", "HUB_API", "OptionGroup", "at_least", "positive", "takes", "unlimited_if_zero"]
+__all__ = ["DEFAULT_REPORT_DIR", "FILTERS", "HUB", "HUB_API", "OptionGroup", "at_least", "positive", "takes", "unlimited_if_zero"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=Callable[..., Any])
@@ -160,6 +161,9 @@ def takes(**groups: OptionGroup[Any]) -> Callable[[C], C]:
 HUB = OptionGroup(HubOptions)
 #: the same, less --file-rate, for a command that downloads no file (exposure)
 HUB_API = OptionGroup(HubOptions, without=("file_rate",))
+#: the crawl's filters (--author, --deny-author, --task, --language, --search, --limit, --max-rows,
+#: --allow-gated), declared on CrawlFilters' fields: crawl and run take them
+FILTERS = OptionGroup(CrawlFilters)
 
 
 def output_format(fmt: str | None, as_json: bool = False) -> str:

@@ -73,6 +73,10 @@ __all__ = ["HubClient", "RepoFile", "branch_split", "delete_files", "is_transien
 PARQUET_REVISION = "refs/convert/parquet"
 #: what a listing of models asks for (``expand``): each model's revision, its card's metadata, its tags
 MODEL_EXPAND = ("sha", "cardData", "tags")
+#: what the scores step's listing asks for besides: each model's files (its ``.eval_results/*.yaml``)
+SCORES_EXPAND = (*MODEL_EXPAND, "siblings")
+#: the largest small file read whole (a model's ``.eval_results`` file, a benchmark's ``eval.yaml``)
+SMALL_FILE_BYTES = 1 << 20
 RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
 FOOTER_PROBE = 64 * 1024  # one suffix read gets the footer of almost every Parquet file
 DOWNLOAD_CHUNK = 1 << 20
@@ -483,20 +487,22 @@ class HubClient:
                 item.setdefault("siblings", None)
                 yield DatasetInfo(**item)
 
-    def list_models_declaring(self, dataset_id: str, *, limit: int) -> list[Any]:
+    def list_models_declaring(self, dataset_id: str, *, limit: int, expand: Iterable[str] = MODEL_EXPAND,
+                              raw: bool = False) -> list[Any]:
         """The models that declare ``dataset_id`` as training data (``ModelInfo``, at most ``limit``):
         ``HfApi.list_models(filter="dataset:<id>", limit=limit, expand=MODEL_EXPAND)``, paged here
         so that each page is paced on the API bucket and retried on its own.
 
         The Hub matches the filter against the ``dataset:`` tags it derives from the model card's
         ``datasets:``. Any failure of the listing is a :class:`HubError`; an answer that is no
-        list of models is a :class:`HubFaultError`.
+        list of models is a :class:`HubFaultError`. ``raw``: the items as the Hub sent them (dicts,
+        with ``cardData`` whole: ``ModelInfo`` drops a ``model-index`` it cannot parse entirely).
         """
         from huggingface_hub.hf_api import ModelInfo
 
         what = f"listing the models that declare {dataset_id}"
         params: list[tuple[str, Any]] = [("filter", f"dataset:{dataset_id}"), ("limit", limit)]
-        params += [("expand", e) for e in MODEL_EXPAND]
+        params += [("expand", e) for e in expand]
         models: list[Any] = []
         try:
             for items, _following, _fetched in self._pages(f"{self.endpoint}/api/models", params, what):
@@ -505,7 +511,7 @@ class HubClient:
                         raise HubFaultError(f"{what}: the Hub listed an item that is no model (no id)")
                     item.setdefault("siblings", None)
                     try:
-                        models.append(ModelInfo(**item))
+                        models.append(item if raw else ModelInfo(**item))
                     except (TypeError, ValueError, AttributeError) as e:
                         raise HubFaultError(f"{what}: the Hub's item for {item['id']!r} is not a model's: {e}") from e
                 if len(models) >= limit:
@@ -513,6 +519,33 @@ class HubClient:
         except (httpx2.HTTPError, OSError) as e:
             raise self._listing_error(e, what) from e
         return models
+
+    def small_file(self, repo_id: str, path: str, *, repo_type: str = "model", revision: str = "main") -> bytes | None:
+        """A small file of a repo, read whole (a model's ``.eval_results/*.yaml``, a benchmark's
+        ``eval.yaml``), paced on the resolver bucket and retried like every call; None when the
+        Hub answers 404 (no such file, or no such repo). A file over ``SMALL_FILE_BYTES`` is a
+        :class:`HubFaultError` (no such file is small)."""
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import get_session, hf_raise_for_status
+
+        url = hf_hub_url(repo_id, path, repo_type=repo_type, revision=revision, endpoint=self.endpoint)
+        what = f"{repo_id} {path}"
+
+        def get() -> bytes | None:
+            with get_session().stream("GET", url, headers=self._headers(), follow_redirects=True) as response:
+                if response.status_code == 404:
+                    return None
+                if response.status_code >= 400:
+                    response.read()  # the error's message is in its body and headers
+                    hf_raise_for_status(response)
+                body = b""
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if len(body) > SMALL_FILE_BYTES:
+                        raise HubFaultError(f"{what}: the file is larger than {SMALL_FILE_BYTES} bytes")
+                return body
+
+        return self.call(get, _file=True, _what=what)
 
     def dataset_info(self, repo_id: str, revision: str | None = None, **kwargs: Any) -> Any:
         return scrub_value(self.call(self._api.dataset_info, repo_id, revision=revision, **kwargs))

@@ -31,7 +31,7 @@ COPY_THRESHOLD_HELP = ("crossleaks: A is a copy of B when this share of A's test
 BENCHMARKS_HELP = ("Benchmarks file (TOML: [[benchmark]] id, config, split, text_columns, or path to a local "
                    ".jsonl/.csv/.parquet file and text_columns); 'default': the shipped list")
 ROLES_HELP = "Roles override file (TOML)"
-MAX_MODELS_HELP = "Models listed per contaminated dataset, at most (the lookup records whether it reached it)"
+MAX_MODELS_HELP = "Models listed per dataset, at most (the lookup records whether it reached it)"
 
 #: a flag's default is its field's unless it says otherwise
 FIELD_DEFAULT: Any = type("FieldDefault", (), {"__repr__": lambda self: "FIELD_DEFAULT"})()

@@ -109,6 +109,9 @@ class RunOptions:
         "--no-exposure", "Skip listing the models that declare the contaminated datasets (`hubsurvey exposure` runs it alone)",
         negated=True))
     max_models: int = field(default=100, metadata=flag("--max-models", MAX_MODELS_HELP, min=1))
+    scores: bool = field(default=True, metadata=flag(
+        "--no-scores", "Skip reading the scores the surveyed datasets' models report (`hubsurvey scores` runs it alone)",
+        negated=True))
 
     def as_json(self) -> dict[str, Any]:
         """Every option, JSON-ready (paths as text, tuples as lists)."""

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hubsurvey.core import duck, figures, history, livestate
 from hubsurvey.core.errors import DbLockedError, OutdatedSchemaError, StoreError
@@ -405,6 +410,90 @@ MIGRATIONS: list[str] = [
         run_id         VARCHAR
     );
     """,
+    # Scores at risk (method scores-2026, survey/scores.py): the scores Hub models report.
+    # score_lookups: one row per surveyed dataset whose declaring models were listed (revision, cap,
+    # capped, the calls it took). reported_scores: one row per score a listed model reports (its
+    # card's model-index, its .eval_results files), with the datasets the model declares; the view
+    # scores_at_risk joins them with the stored figures. A dataset's rows are replaced together.
+    """
+    CREATE TABLE score_lookups (
+        dataset_id     VARCHAR PRIMARY KEY, -- the surveyed dataset whose declaring models were listed
+        revision_sha   VARCHAR NOT NULL,    -- its revision when listed (listed again when it changes)
+        max_models     INTEGER NOT NULL,    -- the cap: models kept per dataset (--max-models)
+        models         INTEGER,             -- models kept (NULL: the listing failed)
+        capped         BOOLEAN,             -- the Hub listed more than max_models (NULL: failed)
+        scores         INTEGER,             -- scores stored (NULL: failed)
+        api_calls      INTEGER NOT NULL,    -- API calls the listing took (its pages)
+        file_calls     INTEGER NOT NULL,    -- file calls (.eval_results files, benchmarks' eval.yaml)
+        status         VARCHAR NOT NULL,    -- 'listed' or 'failed' (error_class, error_message)
+        error_class    VARCHAR,
+        error_message  VARCHAR,
+        method         VARCHAR NOT NULL,    -- 'scores-2026'
+        method_version INTEGER NOT NULL,
+        tool_version   VARCHAR NOT NULL,
+        looked_up_at   TIMESTAMPTZ NOT NULL,
+        run_id         VARCHAR
+    );
+
+    CREATE TABLE reported_scores (
+        score_id          VARCHAR NOT NULL,   -- stable per (model, source, file, position)
+        model_id          VARCHAR NOT NULL,
+        model_sha         VARCHAR,            -- the model's revision when listed
+        source            VARCHAR NOT NULL,   -- 'model-index' (the card) or 'eval_results' (.eval_results/*.yaml)
+        source_file       VARCHAR,            -- the .eval_results file (NULL: the card)
+        dataset_id        VARCHAR NOT NULL,   -- the dataset the score was measured on
+        config            VARCHAR,            -- as reported, or from the benchmark's eval.yaml (NULL: not named)
+        split_reported    VARCHAR,            -- the split as reported or mapped (NULL: unknown)
+        split             VARCHAR,            -- canonical: train, validation or test (NULL: unknown or another)
+        task              VARCHAR,            -- model-index task type; eval_results task_id
+        metric            VARCHAR,            -- model-index metric type (NULL: eval_results name none)
+        value             DOUBLE,             -- the reported value (NULL: not a number)
+        verified          BOOLEAN NOT NULL,   -- model-index: verified; eval_results: carries a verifyToken
+        note              VARCHAR,            -- 'split unknown': an eval result whose task maps to no split
+        declared_datasets VARCHAR[] NOT NULL, -- the card's datasets: (the training data it declares)
+        base_model        VARCHAR[] NOT NULL, -- the card's base_model: recorded, never followed
+        listed_via        VARCHAR NOT NULL,   -- the surveyed dataset whose listing found the model
+        method            VARCHAR NOT NULL,   -- 'scores-2026'
+        method_version    INTEGER NOT NULL,
+        tool_version      VARCHAR NOT NULL,
+        looked_up_at      TIMESTAMPTZ NOT NULL,
+        run_id            VARCHAR
+    );
+    """,
+    # Beyond the pair of texts: each config's statement of what was checked (measurements.checks),
+    # the figures of each group column (groups-2026: rows of one dialogue, file or document on both
+    # sides of a split) and of each date column (time-2026), one row per (config, column), written
+    # with the measurement rows in their transaction. Their figure columns are added from the
+    # registry (figures.group_columns(), figures.time_columns()).
+    """
+    ALTER TABLE measurements ADD COLUMN checks JSON;   -- [{"check", "ran", ...}]: what was checked, what was not
+    CREATE TABLE group_measurements (
+        dataset_id       VARCHAR NOT NULL,
+        revision_sha     VARCHAR NOT NULL,
+        config           VARCHAR NOT NULL,
+        group_column     VARCHAR NOT NULL,   -- the column whose values name a group
+        source           VARCHAR NOT NULL,   -- 'inferred' (id-like or url, values repeat in a split) or 'declared'
+        numbering_reused BOOLEAN NOT NULL,   -- small integers restarting in every split: not one group across splits
+        in_verdict       BOOLEAN NOT NULL,   -- false for a reused numbering: reported, kept out of the verdict
+        method           VARCHAR NOT NULL,   -- 'groups-2026'
+        method_version   INTEGER NOT NULL,
+        tool_version     VARCHAR NOT NULL,
+        measured_at      TIMESTAMPTZ NOT NULL,
+        run_id           VARCHAR
+    );
+    CREATE TABLE time_measurements (
+        dataset_id     VARCHAR NOT NULL,
+        revision_sha   VARCHAR NOT NULL,
+        config         VARCHAR NOT NULL,
+        date_column    VARCHAR NOT NULL,     -- the column whose values date a row
+        source         VARCHAR NOT NULL,     -- 'inferred' (a date type or name) or 'declared'
+        method         VARCHAR NOT NULL,     -- 'time-2026'
+        method_version INTEGER NOT NULL,
+        tool_version   VARCHAR NOT NULL,
+        measured_at    TIMESTAMPTZ NOT NULL,
+        run_id         VARCHAR
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The clean_test table in a published results dataset (its clean_test config): analysis/export.py
@@ -443,6 +532,10 @@ PROVENANCE_COLUMNS: dict[str, str] = {
             "capped (NR: not measured by near-2026)",
     "near_curve": "test_rows_near_train at each threshold of the curve, as JSON; the view near_curve has it as rows "
                   "(NR: not measured by near-2026, or no train split)",
+    "checks": "what was checked on the config and what was not, as JSON: [{\"check\", \"ran\", ...}] for lle, exact_raw, "
+              "exact_normalized, near (its threshold), per_column, blank_rows, groups (its columns, and the row ids "
+              "left out), time_order, contamination (against which benchmarks) and semantic, with why_not when it "
+              "did not run (NR: measured before the statement)",
     **{f"fingerprint_{split}": f"the {split} split's order-independent content fingerprint, hs1:<32 hex digits> "
                                "(every column of every row; docs/method.md, Split fingerprints) (NR: no such split, "
                                "or measured before fingerprints)" for split in ("train", "validation", "test")},
@@ -456,6 +549,151 @@ def result_columns() -> dict[str, str]:
         **{c.name: c.definition for c in figures.figure_columns()},
         **PROVENANCE_COLUMNS,
     }
+
+
+#: The view ``scores_at_risk``: each reported score beside the rows of its evaluated split that the
+#: model's declared training data holds, from the figures stored (read when queried):
+#: - the same dataset: its exact figures (test or validation rows whose text key occurs in train,
+#:   raw and normalized);
+#: - another surveyed dataset: leaks across datasets (cross_overlaps: the evaluated test split's
+#:   rows whose normalized text occurs in that dataset's train split; the most of its configs);
+#: - a benchmark: the 13-gram check (contamination: the declared dataset's train rows holding a
+#:   passage of the benchmark split's items).
+#: Over several declared datasets a count is the most any one holds (a lower bound of their union).
+SCORES_AT_RISK_SQL = """
+    WITH measured AS (
+        SELECT dataset_id, config, min(revision_sha) AS revision_sha, max(rows_train) AS rows_train,
+               max(rows_validation) AS rows_validation, max(rows_test) AS rows_test,
+               max(raw_test_rows_in_train) AS raw_test, max(normalized_test_rows_in_train) AS normalized_test,
+               max(raw_validation_rows_in_train) AS raw_validation,
+               max(normalized_validation_rows_in_train) AS normalized_validation
+        FROM current_measurements WHERE source = 'hub' GROUP BY dataset_id, config),
+    only_config AS (SELECT dataset_id, min(config) AS config FROM measured GROUP BY dataset_id HAVING count(*) = 1),
+    bench AS (
+        SELECT benchmark_id, benchmark_config, benchmark_split, max(items) AS items, min(revision_sha) AS revision_sha
+        FROM benchmarks WHERE status = 'indexed' GROUP BY ALL),
+    bench_config AS (
+        SELECT benchmark_id, min(benchmark_config) AS config FROM bench
+        GROUP BY benchmark_id HAVING count(DISTINCT benchmark_config) = 1),
+    scored AS (
+        SELECT r.*, coalesce(r.config, oc.config, bc.config) AS eval_config FROM reported_scores r
+        LEFT JOIN only_config oc ON oc.dataset_id = r.dataset_id
+        LEFT JOIN bench_config bc ON bc.benchmark_id = r.dataset_id),
+    evaluated AS (
+        SELECT s.*, m.revision_sha AS eval_revision,
+               CASE s.split WHEN 'test' THEN m.rows_test WHEN 'validation' THEN m.rows_validation
+                            WHEN 'train' THEN m.rows_train END AS split_rows,
+               CASE s.split WHEN 'test' THEN m.raw_test WHEN 'validation' THEN m.raw_validation
+                            WHEN 'train' THEN m.rows_train END AS same_raw,
+               CASE s.split WHEN 'test' THEN m.normalized_test WHEN 'validation' THEN m.normalized_validation
+                            WHEN 'train' THEN m.rows_train END AS same_normalized,
+               b.items AS benchmark_items, b.revision_sha AS benchmark_revision
+        FROM scored s
+        LEFT JOIN measured m ON m.dataset_id = s.dataset_id AND m.config = s.eval_config
+        LEFT JOIN bench b ON b.benchmark_id = s.dataset_id AND b.benchmark_config = s.eval_config
+                         AND b.benchmark_split IN (s.split_reported, s.split)),
+    evidence AS (
+        SELECT e.score_id, d.declared,
+               d.declared IN (SELECT dataset_id FROM measured) AS surveyed,
+               CASE WHEN d.declared = e.dataset_id AND e.split_rows IS NOT NULL THEN e.same_raw END AS exact_raw,
+               CASE WHEN d.declared = e.dataset_id AND e.split_rows IS NOT NULL THEN e.same_normalized END AS exact_normalized,
+               CASE WHEN d.declared <> e.dataset_id AND e.split = 'test' AND e.split_rows IS NOT NULL
+                         AND EXISTS (SELECT 1 FROM fingerprints f JOIN measured dm ON dm.dataset_id = f.dataset_id
+                                         AND dm.config = f.config AND dm.revision_sha = f.revision_sha
+                                     WHERE f.dataset_id = d.declared AND f.split = 'train')
+                    THEN coalesce((SELECT max(o.rows) FROM cross_overlaps o
+                                   WHERE o.test_dataset = e.dataset_id AND o.test_config = e.eval_config
+                                     AND o.test_revision = e.eval_revision AND o.source_dataset = d.declared
+                                     AND o.source_split = 'train'), 0) END AS cross_normalized,
+               (SELECT max(k.contaminated_rows) FROM contamination k
+                JOIN measured dm ON dm.dataset_id = k.dataset_id AND dm.config = k.config AND dm.revision_sha = k.revision_sha
+                WHERE k.dataset_id = d.declared AND k.split = 'train' AND k.benchmark_id = e.dataset_id
+                  AND k.benchmark_config = e.eval_config AND k.benchmark_split IN (e.split_reported, e.split)) AS passages
+        FROM evaluated e, unnest(e.declared_datasets) AS d(declared)),
+    summed AS (
+        SELECT score_id, max(exact_raw) AS raw, greatest(max(exact_normalized), max(cross_normalized)) AS normalized,
+               max(passages) AS passages,
+               list(declared ORDER BY declared) FILTER (WHERE NOT surveyed) AS outside,
+               list(declared ORDER BY declared) FILTER (WHERE surveyed AND exact_normalized IS NULL
+                                                        AND cross_normalized IS NULL AND passages IS NULL) AS unmeasured,
+               concat_ws(', ', CASE WHEN bool_or(exact_normalized IS NOT NULL) THEN 'exact-2026' END,
+                         CASE WHEN bool_or(cross_normalized IS NOT NULL) THEN 'cross-2026' END,
+                         CASE WHEN bool_or(passages IS NOT NULL) THEN 'bench-2026' END) AS measured_by
+        FROM evidence GROUP BY score_id)
+    SELECT e.model_id, e.model_sha, e.source, e.source_file, e.dataset_id, e.eval_config AS config,
+           e.split_reported AS split_name, e.split, e.task, e.metric, e.value, e.verified, e.declared_datasets,
+           coalesce(e.split_rows, e.benchmark_items) AS rows_evaluated,
+           s.raw AS rows_in_training_raw, s.normalized AS rows_in_training_normalized,
+           s.normalized / nullif(coalesce(e.split_rows, e.benchmark_items), 0) * 100 AS rows_in_training_pct,
+           s.passages AS training_rows_with_passages,
+           CASE WHEN s.raw IS NOT NULL THEN 'raw, normalized' WHEN s.normalized IS NOT NULL THEN 'normalized' END AS profile,
+           CASE WHEN len(e.declared_datasets) = 0 THEN 'undeclared'
+                WHEN coalesce(s.raw, 0) > 0 OR coalesce(s.normalized, 0) > 0 OR coalesce(s.passages, 0) > 0 THEN 'at_risk'
+                WHEN e.split IS NULL OR len(coalesce(s.outside, [])) > 0 OR len(coalesce(s.unmeasured, [])) > 0
+                     OR coalesce(e.split_rows, e.benchmark_items) IS NULL THEN 'not_surveyed'
+                ELSE 'clean' END AS status,
+           nullif(concat_ws('; ', e.note,
+                  CASE WHEN len(coalesce(s.outside, [])) > 0
+                       THEN 'declared outside the survey: ' || array_to_string(s.outside, ', ') END,
+                  CASE WHEN len(coalesce(s.unmeasured, [])) > 0
+                       THEN 'not measured against: ' || array_to_string(s.unmeasured, ', ') END,
+                  CASE WHEN e.split IS NOT NULL AND coalesce(e.split_rows, e.benchmark_items) IS NULL
+                       THEN 'the evaluated split is not surveyed' END,
+                  CASE WHEN len(e.base_model) > 0
+                       THEN 'base_model not followed: ' || array_to_string(e.base_model, ', ') END), '') AS note,
+           nullif(s.measured_by, '') AS measured_by, e.eval_revision, e.benchmark_revision, e.listed_via,
+           e.method, e.method_version, e.tool_version, e.looked_up_at, e.run_id
+    FROM evaluated e LEFT JOIN summed s USING (score_id)
+    ORDER BY CASE status WHEN 'at_risk' THEN 0 WHEN 'not_surveyed' THEN 1 WHEN 'undeclared' THEN 2 ELSE 3 END,
+             rows_in_training_pct DESC NULLS LAST, training_rows_with_passages DESC NULLS LAST, e.model_id,
+             e.dataset_id, config, e.split, e.metric"""
+
+
+#: The columns of the view ``scores_at_risk``, with their meaning (docs/schema.md).
+SCORES_AT_RISK_COLUMNS: dict[str, str] = {
+    "model_id": "the Hub model reporting the score",
+    "model_sha": "its revision when listed",
+    "source": "`model-index` (the card) or `eval_results` (a `.eval_results/*.yaml` file)",
+    "source_file": "the `.eval_results` file (NULL: the card)",
+    "dataset_id": "the dataset the score was measured on",
+    "config": "its config: as reported, from the benchmark's `eval.yaml`, or the dataset's (benchmark's) only "
+              "config when none is named",
+    "split_name": "the split as reported or mapped (NULL: unknown)",
+    "split": "its canonical name: train, validation or test (NULL: unknown or another split)",
+    "task": "the model-index task type, or the eval result's task id",
+    "metric": "the metric (NULL for an eval result)",
+    "value": "the reported value (NULL: not a number)",
+    "verified": "model-index: the metric's `verified`; eval result: it carries a `verifyToken` (not checked here)",
+    "declared_datasets": "the training data the model's card declares (`datasets:`)",
+    "rows_evaluated": "rows of the evaluated split (a benchmark: its items indexed; NULL: not surveyed)",
+    "rows_in_training_raw": "rows of the evaluated split whose raw text key occurs in a declared dataset's train "
+                            "split (the same dataset's exact figures; NULL: not measured raw)",
+    "rows_in_training_normalized": "the same with the normalized key (the same dataset's exact figures, or leaks "
+                                   "across datasets for another one); over several declared datasets, the most "
+                                   "any one holds (NULL: not measured)",
+    "rows_in_training_pct": "rows_in_training_normalized / rows_evaluated × 100",
+    "training_rows_with_passages": "a benchmark: the declared datasets' train rows holding 13 consecutive words of "
+                                   "its evaluated split's items, or one whole (the 13-gram check; the most of any "
+                                   "declared dataset; NULL: not checked)",
+    "profile": "the key profiles measured: `raw, normalized` (the same dataset) or `normalized` (another one)",
+    "status": "`at_risk` (some count above 0), `clean` (every declared dataset measured, 0), `undeclared` (no "
+              "training data declared: never clean) or `not_surveyed` (a declared dataset, the evaluated split or "
+              "its split is outside the survey)",
+    "note": "why a score could not be measured, and the `base_model` that was not followed",
+    "measured_by": "the methods that gave the counts: `exact-2026`, `cross-2026`, `bench-2026`",
+    "eval_revision": "the revision of the evaluated dataset whose figures were read",
+    "benchmark_revision": "the revision the benchmark was indexed at",
+    "listed_via": "the surveyed dataset whose listing found the model",
+    "method": "`scores-2026`",
+    "method_version": "its version",
+    "tool_version": "the hubsurvey version that read the score",
+    "looked_up_at": "when it was read",
+    "run_id": "the run that read it",
+}
+
+
+#: The views that read a table of a later migration than the others: created once the table is there.
+VIEW_TABLES: dict[str, set[str]] = {"scores_at_risk": {"reported_scores"}}
 
 
 def views() -> dict[str, str]:
@@ -500,25 +738,27 @@ def views() -> dict[str, str]:
         # Every revision measured of every (dataset, config, label column), oldest first: when, which
         # revision, which run, the row's verdict and the headline figures of each method.
         "history": history.history_view_sql(),
+        # Scores at risk: one row per reported score (reported_scores), with what the model's declared
+        # training data holds of the split the score was measured on (docs/model-scores.md).
+        "scores_at_risk": SCORES_AT_RISK_SQL,
     }
 
 
-def markdown_measurements_table() -> str:
-    """The README's table of the ``measurements`` columns (generated: it cannot drift)."""
-    lines = ["| column | meaning |", "|---|---|"]
-    lines.append("| measurement_id | `dataset_id@revision_sha/config#label_column` (primary key) |")
-    lines += [f"| {name} | {meaning} |" for name, meaning in IDENTITY_COLUMNS.items()]
-    lines += [
-        f"| {c.name} | {c.definition.replace('|', chr(92) + '|')} ({figures.nr_rule(c)}) |"
-        for c in figures.figure_columns()
-    ]
-    lines += [f"| {name} | {meaning} |" for name, meaning in PROVENANCE_COLUMNS.items()]
-    return "\n".join(lines) + "\n"
+#: The tables whose figure columns come from the registry, each with its declared columns.
+FIGURE_TABLES = {
+    "measurements": figures.figure_columns,
+    "column_measurements": figures.per_column_columns,
+    "group_measurements": figures.group_columns,
+    "time_measurements": figures.time_columns,
+}
+#: The tables of one config's rows beside ``measurements``, replaced with them.
+SIDE_TABLES = {"groups": ("group_measurements", figures.GROUPS_METHOD, figures.GROUPS_METHOD_VERSION),
+               "dates": ("time_measurements", figures.TIME_METHOD, figures.TIME_METHOD_VERSION)}
 
 
 def _figure_columns_ddl(existing: set[str], table: str = "measurements") -> list[str]:
     """ALTER statements adding the registry's figure columns that the table does not have yet."""
-    declared = figures.per_column_columns() if table == "column_measurements" else figures.figure_columns()
+    declared = FIGURE_TABLES[table]()
     return [
         f"ALTER TABLE {table} ADD COLUMN {quote_ident(c.name)} {c.sql_type}"
         for c in declared
@@ -538,6 +778,24 @@ def column_measurement_rows(row: Mapping[str, Any]) -> list[dict[str, Any]]:
          **{n: found.get(n) for n in names}}
         for column, by_profile in (row.get("per_column") or {}).items()
         for profile, found in by_profile.items()
+    ]
+
+
+def side_measurement_rows(rows: Sequence[Mapping[str, Any]], key: str) -> list[dict[str, Any]]:
+    """The ``group_measurements`` (``key`` 'groups') or ``time_measurements`` ('dates') rows of one
+    config's measurement rows: the config's columns (every row of a config holds the same), with
+    the config's identity and provenance."""
+    if not rows or not rows[0].get(key):
+        return []
+    table, method, version = SIDE_TABLES[key]
+    first = rows[0]
+    names = [c.name for c in FIGURE_TABLES[table]()]
+    return [
+        {"dataset_id": first["dataset_id"], "revision_sha": first["revision_sha"], "config": first["config"],
+         **{k: v for k, v in found.items() if k not in names}, "method": method, "method_version": version,
+         "tool_version": first["tool_version"], "measured_at": first["measured_at"], "run_id": first.get("run_id"),
+         **{n: found.get(n) for n in names}}
+        for found in first[key]
     ]
 
 
@@ -563,8 +821,6 @@ def safe_name(name: str) -> str:
     """A Hub name as one path component that cannot leave its folder: every byte outside
     ``[A-Za-z0-9._~-]`` percent-encoded (``/`` included; DuckDB's hive reader decodes it). A name
     whose encoding is too long is cut and given a hash of the whole name, so it stays unique."""
-    from urllib.parse import quote
-
     safe = quote(name, safe="")
     if len(safe) > _SAFE_BYTES:
         import hashlib
@@ -726,14 +982,18 @@ class Store:
         }
         for ddl in _figure_columns_ddl(existing):
             self.con.execute(ddl)
-        per_column = {r[0] for r in self.con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'column_measurements'").fetchall()}
-        for ddl in _figure_columns_ddl(per_column, "column_measurements") if per_column else ():  # no table: a DB of fewer migrations
-            self.con.execute(ddl)
+        for table in list(FIGURE_TABLES)[1:]:
+            found = {r[0] for r in self.con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = $t", {"t": table}).fetchall()}
+            for ddl in _figure_columns_ddl(found, table) if found else ():  # no table: a DB of fewer migrations
+                self.con.execute(ddl)
         for name in reversed(views()):  # dependants first
             self.con.execute(f"DROP VIEW IF EXISTS {quote_ident(name)}")
+        tables = {r[0] for r in self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()}
         for name, select in views().items():
-            self.con.execute(f"CREATE VIEW {quote_ident(name)} AS {select}")
+            if VIEW_TABLES.get(name, set()) <= tables:  # a view over a later migration's table waits for it
+                self.con.execute(f"CREATE VIEW {quote_ident(name)} AS {select}")
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -776,13 +1036,16 @@ class Store:
         """
         where = {"d": dataset_id, "r": revision_sha, "c": config}
         with self.transaction() as con:
-            for table in ("measurements", "examples", "column_measurements"):
+            for table in ("measurements", "examples", "column_measurements", "group_measurements", "time_measurements"):
                 con.execute(f"DELETE FROM {table} WHERE dataset_id = $d AND revision_sha = $r AND config = $c", where)
             for row in rows:
-                insert(con, "measurements", {k: v for k, v in row.items() if k != "per_column"})
+                insert(con, "measurements", {k: v for k, v in row.items() if k not in ("per_column", *SIDE_TABLES)})
             per_column = [r for row in rows for r in column_measurement_rows(row)]
             if per_column:
                 insert_many(con, "column_measurements", per_column)
+            for key, (table, _, _) in SIDE_TABLES.items():
+                if side := side_measurement_rows(rows, key):
+                    insert_many(con, table, side)
             if examples:
                 insert_many(con, "examples", examples)
             content = {s: rows[0].get(f"fingerprint_{s}") for s in ("train", "validation", "test")} if rows else {}
@@ -881,6 +1144,21 @@ class Store:
             if rows:
                 insert_many(con, "model_exposure", rows)
 
+    def replace_scores(self, lookup: Mapping[str, Any], model_ids: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> None:
+        """A dataset's listing of scores: its lookup row, and the scores of the models it listed (those
+        it listed before, and every earlier score of these models, are replaced), in one transaction."""
+        with self.transaction() as con:
+            con.execute("DELETE FROM reported_scores WHERE listed_via = $d OR list_contains($m, model_id)",
+                        {"d": lookup["dataset_id"], "m": list(model_ids)})
+            upsert(con, "score_lookups", "dataset_id", lookup)
+            if rows:
+                insert_many(con, "reported_scores", rows)
+
+    def record_score_failure(self, lookup: Mapping[str, Any]) -> None:
+        """A dataset's listing of scores failed: its lookup row says so; its earlier scores stay."""
+        with self.transaction() as con:
+            upsert(con, "score_lookups", "dataset_id", {**lookup, "status": "failed"})
+
     def record_exposure_failure(self, lookup: Mapping[str, Any]) -> None:
         """A dataset's listing failed: its lookup row says so (the next run lists it again); the
         model rows of an earlier listing stay as they were."""
@@ -898,8 +1176,6 @@ class Store:
         """
         if not rows and listing is None:
             return
-        import pyarrow as pa
-
         rows = [_clean(row) for row in rows]
         last = {row["dataset_id"]: row for row in rows}  # a listing may repeat an id: keep one row
         table = pa.Table.from_pylist(
@@ -922,8 +1198,6 @@ class Store:
         """The stored crawl rows of these dataset ids (what a re-crawl may keep), by id."""
         if not dataset_ids:
             return {}
-        import pyarrow as pa
-
         self.con.register("crawl_ids", pa.table({"dataset_id": pa.array(list(dataset_ids), pa.string())}))
         try:
             rows = self.records(
@@ -961,12 +1235,6 @@ def _write_fingerprint_file(root: Path, relative: str, table: Any, dataset_id: s
                             config: str, split: str) -> None:
     """One split's fingerprints as Parquet (dataset_id, revision_sha, config, split, row, hash),
     written to a temp file beside the target, then renamed over it."""
-    import os
-
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     n = table.num_rows
     zeros = pa.array(np.zeros(n, dtype=np.int32))
 
@@ -1053,8 +1321,6 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, row: Mapping[str, Any]) -
 
 def insert_many(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
     """INSERT rows of the same columns in one statement (through Arrow); JSON values as text."""
-    import pyarrow as pa
-
     columns = list(rows[0])
     batch = pa.Table.from_pylist([{c: _bindable(row[c]) for c in columns} for row in map(_clean, rows)])
     con.register("insert_batch", batch)

@@ -1,0 +1,49 @@
+"""SIGTERM stops a command as Ctrl-C does (what ``systemctl stop`` and ``kill`` send).
+
+Either signal sets :data:`~hubsurvey.core.runs.STOP_REQUESTED` and raises KeyboardInterrupt, so
+that the run is recorded interrupted and its lock, holder file, snapshot and WAL are cleaned up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from hubsurvey.core.runs import STOP_REQUESTED
+
+#: the signal that asked the running command to stop (its exit code is 128 + its number)
+_stop_signal = signal.SIGINT
+
+
+def stop_signal() -> signal.Signals:
+    """The signal that stopped the command: SIGTERM when a handled SIGTERM did, else SIGINT (Ctrl-C)."""
+    return _stop_signal
+
+
+def interrupt(signum: int, _frame: Any) -> None:
+    """The handler of SIGTERM and SIGINT: ask the command to stop, then stop it as Ctrl-C does."""
+    global _stop_signal
+    STOP_REQUESTED.set()
+    _stop_signal = signal.Signals(signum)
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGINT stop the command (:func:`interrupt`); the previous
+    handlers come back after it. Off the main thread signals cannot be handled: nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    global _stop_signal
+    STOP_REQUESTED.clear()  # a command of its own (the tests run several in one process)
+    _stop_signal = signal.SIGINT  # Ctrl-C, unless a handled signal says otherwise
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
