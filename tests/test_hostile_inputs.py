@@ -1,0 +1,65 @@
+"""Hostile inputs, fourth pass: a foreign folder is never overwritten, zero means zero, a bad answer
+is a Hub fault, never a bug. Each case states its plain expectation and tries variants an attacker
+would try next (NaN, infinities, -0, huge values; BOM, CRLF, case; U+FFFE and lone surrogates;
+answers nested deeper than any real one; hand-made and spoofed manifests)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hubsurvey.core.pacing import QuotaBucket, QuotaState, parse_ratelimit
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        # a wait that is no number, or a loop that never stops waiting, fails here instead of hanging
+        assert math.isfinite(seconds) and seconds >= 0 and len(self.slept) < 100, self.slept[-3:] + [seconds]
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+# --- RateLimit headers: a value that is no usable number is ignored, as if not sent -----------------
+
+UNUSABLE = ["nan", "NaN", "inf", "-inf", "Infinity", "1e400", "-1", "-0.5", "1e999999", "abc", "", "0x10", "1e300"]
+
+
+@pytest.mark.parametrize("value", UNUSABLE)
+@pytest.mark.parametrize("key", ["r", "t", "q", "w"])
+def test_a_ratelimit_parameter_that_is_no_usable_number_is_ignored(key, value):
+    header = "RateLimit" if key in "rt" else "RateLimit-Policy"
+    name = {"r": "remaining", "t": "reset_in", "q": "quota", "w": "window"}[key]
+    prefix = '"api"' if header == "RateLimit" else '"fixed window";"api"'
+    assert getattr(parse_ratelimit({header: f"{prefix};{key}={value}"})["api"], name) is None
+
+
+@pytest.mark.parametrize("value,expected", [("-0", 0), ("0", 0), ("7", 7), ("7.9", 7), ("1e3", 1000), ("1e15", 10**15)])
+def test_a_ratelimit_count_that_is_a_number_is_kept(value, expected):
+    assert parse_ratelimit({"RateLimit": f'"api";r={value};t=5'})["api"] == QuotaState("api", expected, 5.0)
+
+
+@pytest.mark.parametrize("header", [
+    '"api";r=nan;t=10', '"api";r=inf;t=10', '"api";r=0;t=nan', '"api";r=0;t=inf', '"api";r=0;t=-5',
+    '"api";r=0;t=1e300', '"api";r=-3;t=1', '"api";r=1e400;t=1e400',
+])
+@pytest.mark.parametrize("policy", ["", '"fixed window";"api";q=nan;w=nan', '"fixed window";"api";q=-1;w=-300',
+                                    '"fixed window";"api";q=inf;w=1e300'])
+def test_a_bucket_fed_hostile_headers_keeps_pacing_with_finite_waits(header, policy):
+    clock = FakeClock()
+    bucket = QuotaBucket(2, 300, clock=clock.__call__, sleep=clock.sleep)
+    headers = {"RateLimit": header, **({"RateLimit-Policy": policy} if policy else {})}
+    for state in parse_ratelimit(headers).values():
+        bucket.observe(state)
+    for _ in range(5):
+        waited = bucket.acquire()
+        assert math.isfinite(waited) and 0 <= waited <= 86_400
+    assert all(math.isfinite(s) and s >= 0 for s in clock.slept)
+    assert bucket.quota >= 1 and math.isfinite(bucket.window) and bucket.window > 0
