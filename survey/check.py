@@ -35,7 +35,7 @@ from typing import Any
 from hubsurvey import __version__
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubError, UsageError, one_line
-from hubsurvey.core.safety import visible
+from hubsurvey.core.safety import xml_text
 
 #: the key profile of the exact figures unless ``--profile`` says otherwise
 DEFAULT_PROFILE = figures.NORMALIZED.name
@@ -312,8 +312,9 @@ def check(
 # --- JUnit XML -------------------------------------------------------------------------------------
 
 def _xml_text(value: Any) -> str:
-    """Text XML 1.0 can hold: control characters written out (the serializer escapes < & and quotes)."""
-    return visible(str(value), one_line=True)
+    """Text XML 1.0 can hold: control characters written out, U+FFFE, U+FFFF and lone surrogates
+    escaped (:func:`~hubsurvey.core.safety.xml_text`); the serializer escapes < & and quotes."""
+    return xml_text(str(value))
 
 
 def junit_tree(result: CheckResult) -> ET.ElementTree:

@@ -63,3 +63,44 @@ def test_a_bucket_fed_hostile_headers_keeps_pacing_with_finite_waits(header, pol
         assert math.isfinite(waited) and 0 <= waited <= 86_400
     assert all(math.isfinite(s) and s >= 0 for s in clock.slept)
     assert bucket.quota >= 1 and math.isfinite(bucket.window) and bucket.window > 0
+
+
+# --- check --junit: a strict XML parser reads every name ------------------------------------------------
+
+# U+FFFE, U+FFFF, lone surrogates (high, low), every C0 control, DEL, C1, bidi overrides, and the
+# characters XML does allow at the edges (U+D7FF, U+E000, U+FFFD, U+10000, U+10FFFF)
+NOT_XML = ["\ufffe", "\uffff", "\ud800", "\udfff", "\udbff\udc00"[0], *map(chr, range(0x20)), "\x7f", "\x85", "\u202e"]
+XML_EDGES = ["\ud7ff", "\ue000", "\ufffd", "\U00010000", "\U0010ffff", "\u2028", "<&\"'>"]
+
+
+def _hostile_check_result(text: str):
+    from hubsurvey.survey.check import FAIL, SKIPPED, CheckResult, Verdict
+
+    name = f"a{text}b"
+    verdicts = [Verdict(name, f"label{text}", "contaminated", f"normalized_contaminated_test_pct{text}", 1.5, 1.0, FAIL),
+                Verdict(name, None, "near", "near_contaminated_test_pct", None, 1.0, SKIPPED, f"why{text}")]
+    return CheckResult(f"org/{name}", "normalized", {"contaminated": 1.0, "near": 1.0}, verdicts,
+                       revisions={name: f"rev{text}"}, text_columns={name: [f"text{text}", "other"]},
+                       methods={f"exact{text}": 1}, errors=[f"{name}: broken{text}"])
+
+
+@pytest.mark.parametrize("char", NOT_XML + XML_EDGES, ids=lambda c: f"U+{ord(c):04X}" if len(c) == 1 else "markup")
+def test_junit_parses_with_a_strict_xml_parser_whatever_the_names_hold(tmp_path, char):
+    import xml.parsers.expat
+
+    from hubsurvey.core.safety import visible
+    from hubsurvey.survey.check import write_junit
+
+    path = write_junit(_hostile_check_result(char), tmp_path / "junit.xml")
+    raw = path.read_bytes()
+    parser = xml.parsers.expat.ParserCreate()  # strict: any character XML 1.0 forbids is an error
+    names: list[str] = []
+    parser.StartElementHandler = lambda tag, attrs: names.extend(attrs.values())
+    parser.Parse(raw, True)
+    shown = visible(char, one_line=True)
+    code = ord(char) if len(char) == 1 else 0x20
+    if shown == char and not (code in (0x9, 0xA, 0xD) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD
+                              or 0x10000 <= code <= 0x10FFFF):  # XML 1.0's Char production
+        shown = f"\\u{code:04x}"
+    assert f"org/a{shown}b.a{shown}b" in names  # the classname, its character written out (or kept, when XML allows it)
+    assert any(f"broken{shown}" in n for n in names) and f"rev{shown}" in names

@@ -45,6 +45,18 @@ def visible(text: str, *, one_line: bool = False) -> str:
     return (_CONTROL_ONE_LINE if one_line else _CONTROL).sub(_escape, text)
 
 
+# What XML 1.0 forbids in a document (its Char production), lone surrogates and U+FFFE/U+FFFF
+# included; visible() leaves most of these as they are, and a strict parser rejects the whole file.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` as one line an XML 1.0 document can hold: control characters written out as by
+    :func:`visible`, and every other character XML forbids (U+FFFE, U+FFFF, a lone surrogate) as a
+    ``\\u`` escape. The serializer then escapes ``<``, ``&`` and quotes."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", visible(text, one_line=True))
+
+
 def has_control(text: str) -> bool:
     return _CONTROL_ONE_LINE.search(text) is not None
 
