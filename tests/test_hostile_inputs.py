@@ -104,3 +104,80 @@ def test_junit_parses_with_a_strict_xml_parser_whatever_the_names_hold(tmp_path,
         shown = f"\\u{code:04x}"
     assert f"org/a{shown}b.a{shown}b" in names  # the classname, its character written out (or kept, when XML allows it)
     assert any(f"broken{shown}" in n for n in names) and f"rev{shown}" in names
+
+
+# --- check: a limit of 0 means no row ------------------------------------------------------------------
+
+BIG = 250_000
+
+
+@pytest.fixture(scope="module")
+def one_in_250k(tmp_path_factory):
+    """A folder dataset of 250,000 test rows (and 250,000 train rows) where exactly one test row is
+    in train, and one benchmark item's 13 words sit in exactly one train row."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path_factory.mktemp("big") / "org__big"
+    item = "the quick brown fox jumps over the lazy dog while seven wizards quietly box jumping frogs"
+    train = [f"train sentence number {i}" for i in range(BIG)]
+    train[123_456] = f"prefix {item} suffix"
+    test = [f"test sentence number {i}" for i in range(BIG)]
+    test[7] = train[99]  # the one contaminated test row
+    for split, texts in (("train", train), ("test", test)):
+        (root / "default" / split).mkdir(parents=True)
+        pq.write_table(pa.table({"text": texts, "label": [i % 2 for i in range(BIG)]}), root / "default" / split / "0.parquet")
+    bench = root.parent / "bench"
+    bench.mkdir()
+    (bench / "evals.jsonl").write_text(json.dumps({"prompt": item}) + "\n", encoding="utf-8")
+    (bench / "benchmarks.toml").write_text('[[benchmark]]\npath = "evals.jsonl"\ntext_columns = ["prompt"]\n', encoding="utf-8")
+    return root, bench / "benchmarks.toml"
+
+
+def _check(*args):
+    from typer.testing import CliRunner
+
+    from hubsurvey.cli import app
+
+    return CliRunner().invoke(app, ["check", *map(str, args)])
+
+
+@pytest.mark.slow
+def test_one_contaminated_row_in_250k_fails_a_limit_of_zero(one_in_250k):
+    root, _ = one_in_250k
+    result = _check(root, "--max-contaminated", 0, "--no-near", "--format", "json")
+    assert result.exit_code == 6, result.output
+    import json
+
+    (verdict,) = json.loads(result.stdout)["conditions"]
+    assert verdict["status"] == "fail" and verdict["value"] == 0.0004 and verdict["limit"] == 0.0
+    assert _check(root, "--max-contaminated", 0.0004, "--no-near").exit_code == 0  # 1 row in 250,000 is 0.0004%
+    assert _check(root, "--max-contaminated", 0.0003999, "--no-near").exit_code == 6
+    text = _check(root, "--max-contaminated", 0, "--no-near").stdout
+    assert "normalized_contaminated_test_pct = 0.0004% above the limit 0%" in text
+
+
+@pytest.mark.slow
+def test_one_benchmark_item_in_a_250k_train_split_fails_the_default_benchmark_limit(one_in_250k):
+    root, bench = one_in_250k
+    result = _check(root, "--benchmarks", bench, "--no-near")
+    assert result.exit_code == 6, result.output
+    assert "contaminated_pct[train] vs " in result.stdout and "= 0.0004% above the limit 0%" in result.stdout
+
+
+@pytest.mark.parametrize("limit", [0.0, -0.0, 0.0004, 0.0003999, 1e-12, 33.333, 33.334, 50.0, 100.0])
+@pytest.mark.parametrize("count,rows", [(0, 1), (1, 1), (1, 3), (1, BIG), (2, BIG), (1, 10**12), (10**12 - 1, 10**12), (1, 2)])
+def test_a_verdict_compares_the_counts_exactly(count, rows, limit):
+    from fractions import Fraction
+
+    from hubsurvey.survey import check as gate
+
+    row = {"config": "c", "label_column": None, "normalized_contaminated_test_pct": count / rows * 100,
+           "normalized_test_rows_contaminated": count, "rows_test": rows}
+    (verdict,) = gate.verdicts_of([row], [], {"contaminated": limit})
+    above = Fraction(count * 100, rows) > Fraction(limit)  # more than limit % of the rows (the float the option parsed)
+    assert verdict.status == ("fail" if above else "pass")
+    if above:
+        assert verdict.value > limit  # what is shown says it is above
