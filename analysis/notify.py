@@ -44,6 +44,7 @@ from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.render import environment, pct3
 from hubsurvey.core import figures
 from hubsurvey.core.errors import HubError, HubStoppedAnsweringError, HubUnreachableError, UsageError, one_line
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.safety import visible
 from hubsurvey.core.store import Store, insert, now, quote_ident, safe_name
 
@@ -519,7 +520,7 @@ def notify(
     discussions: without one, or when the Hub refuses it (401/403), :class:`HubError` (exit 4).
     """
     site_url = check_site_url(site_url)
-    out = Path(out_dir)
+    out = output_folder(out_dir)
     result = NotifyResult(post=post)
     if post:
         if client is None:  # analysis reads only the store: the caller brings the Hub client

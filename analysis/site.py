@@ -60,6 +60,7 @@ from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
 from hubsurvey.analysis.site_scores import SCORES_PAGE_PATH, has_scores, scores_by_dataset, write_scores_page
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.safety import json_text, visible
 from hubsurvey.core.store import Store, safe_name
 
@@ -438,6 +439,7 @@ def _environment() -> Any:
 
 
 def _check_out_dir(out: Path) -> None:
+    output_folder(out)
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
         raise BadInputError(f"{out}: exists and is not a site hubsurvey built (no {MARKER}); give another --out")
 

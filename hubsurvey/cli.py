@@ -26,7 +26,18 @@ import click
 import typer
 
 from hubsurvey import __version__
-from hubsurvey.commands.options import Benchmarks, Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
+from hubsurvey.commands.options import (
+    MAX_COUNT,
+    Benchmarks,
+    Db,
+    Examples,
+    Format,
+    Json,
+    NoNear,
+    Roles,
+    at_least,
+    output_format,
+)
 from hubsurvey.commands.per_column import per_column_json, render_per_column
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, one_line
@@ -316,7 +327,7 @@ def audit(
     from hubsurvey.survey.audit import audit as run_audit
 
     fmt = output_format(fmt, as_json)
-    at_least("--examples", examples, 0)
+    at_least("--examples", examples, 0, MAX_COUNT)
     if target is None:
         from hubsurvey.survey.sample import write_sample
 

@@ -46,6 +46,7 @@ from hubsurvey.core.errors import (
 )
 from hubsurvey.core.figures import EXACT_METHOD, EXACT_METHOD_VERSION, NEAR_METHOD, NEAR_METHOD_VERSION
 from hubsurvey.core.fingerprint import FINGERPRINT_VERSION, split_fingerprint
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.roles import RoleOverrides, check_name, resolve_roles
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import CLEAN_TEST_PARQUET_PATH, DEFAULT_DB, Store, insert, now, safe_name
@@ -94,10 +95,9 @@ def clean_folder(out: Path, config: str) -> Path:
 
 def _prepare(out: Path) -> dict[str, Any] | None:
     """Refuse an output folder holding anything but an earlier clean (its manifest); return that manifest."""
+    output_folder(out)
     if not out.exists():
         return None
-    if not out.is_dir():
-        raise OutputExistsError(f"{out}: not a folder")
     entries = list(out.iterdir())
     if not entries:
         return None

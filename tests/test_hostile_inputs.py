@@ -22,7 +22,7 @@ class FakeClock:
 
     def sleep(self, seconds: float) -> None:
         # a wait that is no number, or a loop that never stops waiting, fails here instead of hanging
-        assert math.isfinite(seconds) and seconds >= 0 and len(self.slept) < 100, self.slept[-3:] + [seconds]
+        assert math.isfinite(seconds) and seconds >= 0 and len(self.slept) < 100, [*self.slept[-3:], seconds]
         self.slept.append(seconds)
         self.now += seconds
 

@@ -21,6 +21,8 @@ import typer
 
 from hubsurvey.commands.options import (
     DEFAULT_REPORT_DIR,
+    MAX_COUNT,
+    MAX_MB,
     CopyThreshold,
     Db,
     Format,
@@ -200,8 +202,8 @@ def crossleaks(
     from hubsurvey.core.runs import Runs
 
     share("--copy-threshold", copy_threshold)
-    positive("--memory-mb", memory_mb)
-    at_least("--top", top, 0)
+    positive("--memory-mb", memory_mb, MAX_MB)
+    at_least("--top", top, 0, MAX_COUNT)
     if not Path(db).is_file():
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
     with Store(db) as store:
@@ -240,7 +242,7 @@ def show(
     from hubsurvey.analysis.examples import find_examples, render_examples
 
     fmt = output_format(fmt)
-    at_least("--limit", limit, 1)
+    at_least("--limit", limit, 1, MAX_COUNT)
     store = open_results(db)
     try:
         if source is not None:
@@ -279,7 +281,7 @@ def report(
     """Render the findings as REPORT.md and a self-contained report.html."""
     from hubsurvey.analysis.report import render_report
 
-    at_least("--top", top, 1)
+    at_least("--top", top, 1, MAX_COUNT)
     store = open_results(db)
     try:
         paths = render_report(store, out, top_n=top)
