@@ -33,7 +33,7 @@ import fnmatch
 import json
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,7 +45,7 @@ from hubsurvey.analysis.render import environment, pct3
 from hubsurvey.core import figures
 from hubsurvey.core.errors import HubError, HubStoppedAnsweringError, HubUnreachableError, UsageError, one_line
 from hubsurvey.core.outputs import output_folder
-from hubsurvey.core.safety import visible
+from hubsurvey.core.safety import read_text_file, visible
 from hubsurvey.core.store import Store, insert, now, quote_ident, safe_name
 
 TEMPLATE = "notify.md.j2"
@@ -202,27 +202,36 @@ def site_page(site_url: str, dataset_id: str) -> str:
 
 def read_list(path: Path | None) -> list[str] | None:
     """A dataset list file: one entry a line (``owner/name``, ``owner`` for all its datasets, or a
-    glob like ``owner/*-test``); ``#`` starts a comment. None: no file given."""
+    glob like ``owner/*-test``); ``#`` starts a comment. Read as an editor may have saved it (a byte
+    order mark, CRLF, spaces around an entry) and bounded in size (:func:`read_text_file`); entries
+    are matched case-insensitively (:func:`listed`). None: no file given."""
     if path is None:
         return None
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot read the list: {type(e).__name__}: {e}") from None
-    return [entry for line in lines if (entry := line.split("#", 1)[0].strip())]
+    lines = read_text_file(path, "list").splitlines()
+    return [entry for line in lines if (entry := line.split("#", 1)[0].replace("\ufeff", "").strip())]
 
 
 def listed(dataset_id: str, entries: Sequence[str]) -> bool:
-    owner = dataset_id.split("/", 1)[0]
-    return any(entry == owner or fnmatch.fnmatchcase(dataset_id, entry) for entry in entries)
+    """Whether a list names the dataset (its id, its owner, or a glob), ignoring case: the Hub's ids
+    are case-insensitive (``Org/Name`` is ``org/name``)."""
+    folded = dataset_id.casefold()
+    owner = folded.split("/", 1)[0]
+    return any((entry := e.casefold()) == owner or fnmatch.fnmatchcase(folded, entry) for e in entries)
 
 
-def opted_out(tags: Iterable[str] | None, card_data: Mapping[str, Any] | None = None) -> bool:
-    """True when the card says ``tags: [hubsurvey-opt-out]`` or ``hubsurvey: opt-out``."""
-    if any(str(t).strip().lower() == OPT_OUT_TAG for t in tags or ()):
+def _words(value: Any) -> list[str]:
+    """A card value as the words it holds: a scalar, or the scalars of a list, stripped and lower-cased."""
+    items = value if isinstance(value, (list, tuple, set)) else [value]
+    return [str(item).strip().lower() for item in items if isinstance(item, (str, int, float, bool))]
+
+
+def opted_out(tags: Any, card_data: Mapping[str, Any] | None = None) -> bool:
+    """True when the card says ``tags: [hubsurvey-opt-out]`` (or ``tags: hubsurvey-opt-out``), or
+    ``hubsurvey: opt-out`` (or the list form ``hubsurvey: [opt-out]``)."""
+    if OPT_OUT_TAG in _words(tags if tags is not None else []):
         return True
-    value = (card_data or {}).get(OPT_OUT_CARD_KEY) if isinstance(card_data, Mapping) else None
-    return str(value).strip().lower() == OPT_OUT_CARD_VALUE
+    value = card_data.get(OPT_OUT_CARD_KEY) if isinstance(card_data, Mapping) else None
+    return OPT_OUT_CARD_VALUE in _words(value)
 
 
 # --- what the store says ---------------------------------------------------------------------------------

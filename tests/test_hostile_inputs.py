@@ -181,3 +181,203 @@ def test_a_verdict_compares_the_counts_exactly(count, rows, limit):
     assert verdict.status == ("fail" if above else "pass")
     if above:
         assert verdict.value > limit  # what is shown says it is above
+
+
+# --- every limit option of every command: finite and in range; every output folder: not a file ----------
+
+#: the arguments each command needs besides the option under test (its Hub calls go to a closed port)
+REQUIRED = {"check": ["CHECKED"], "clean": ["CHECKED", "--out", "OUT"], "export": ["--out", "OUT"],
+            "publish": ["--repo", "owner/name"], "show": ["owner/name"], "history": ["owner/name"], "sql": ["SELECT 1"],
+            "audit": ["CHECKED"]}
+NOT_LIMITS = {"--verbose"}
+OUTPUT_FOLDERS = {"--out", "--report-dir", "--hub-dir"}
+
+
+def _cli_params():
+    """(command, option, "float" | "integer" | "path") for every numeric option and every output
+    folder of the CLI, read from the commands' annotations (``hubsurvey.cli.COMMANDS``)."""
+    import typing
+
+    from hubsurvey.cli import COMMANDS
+
+    out = []
+    for command in COMMANDS:
+        for hint in typing.get_type_hints(command, include_extras=True).values():
+            if typing.get_origin(hint) is not typing.Annotated:
+                continue
+            base, *extras = typing.get_args(hint)
+            decls = [d for e in extras for d in (getattr(e, "default", None), *(getattr(e, "param_decls", None) or ()))
+                     if isinstance(d, str) and d.startswith("--")]
+            if not decls or decls[0] in NOT_LIMITS or getattr(extras[0], "count", False):
+                continue
+            types = set(typing.get_args(base)) or {base}
+            kind = "float" if float in types else "integer" if int in types else "path" if decls[0] in OUTPUT_FOLDERS else None
+            if kind:
+                out.append((command.__name__, decls[0], kind))
+    return sorted(set(out))
+
+
+def _invoke(tmp_path, monkeypatch, command: str, *args: str):
+    from typer.testing import CliRunner
+
+    from hubsurvey.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing answers there: no Hub is ever reached
+    (tmp_path / "CHECKED").mkdir(exist_ok=True)
+    base = [a.replace("OUT", str(tmp_path / "out")) for a in REQUIRED.get(command, [])]
+    return CliRunner().invoke(app, [command, *base, "--db", str(tmp_path / "db.duckdb"), *args]
+                              if command not in ("demo",) else [command, *args])
+
+
+NUMERIC = [(c, o, k) for c, o, k in _cli_params() if k in ("float", "integer")]
+FOLDERS = [(c, o) for c, o, _ in _cli_params() if o in OUTPUT_FOLDERS]
+
+
+def test_the_cli_has_the_options_this_pass_checks():
+    options = {f"{c} {o}" for c, o, _ in NUMERIC}
+    assert {"notify --min-contaminated", "notify --max", "run --max-hours", "crawl --rate", "check --max-contaminated",
+            "run --workers", "crossleaks --copy-threshold", "show --limit"} <= options
+    assert {("notify", "--out"), ("clean", "--out"), ("site", "--out"), ("report", "--out"), ("export", "--out"),
+            ("publish", "--out"), ("run", "--report-dir"), ("demo", "--report-dir"), ("demo", "--hub-dir")} <= set(FOLDERS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command,option,kind", NUMERIC, ids=[f"{c}{o}" for c, o, _ in NUMERIC])
+def test_every_limit_option_refuses_non_finite_negative_and_huge_values(tmp_path, monkeypatch, command, option, kind):
+    values = ["nan", "inf", "-inf", "-1", "1e300", "NaN"] if kind == "float" else ["-1", str(10**30)]
+    for value in values:
+        result = _invoke(tmp_path, monkeypatch, command, option, value)
+        assert result.exit_code == 2, (value, result.output)
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: ") and option in lines[0], (value, result.output)
+        assert not (tmp_path / "db.duckdb").exists() and not (tmp_path / "out").exists()  # refused before anything
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command,option", FOLDERS, ids=[f"{c}{o}" for c, o in FOLDERS])
+@pytest.mark.parametrize("where", ["file", "under_a_file"])
+def test_every_output_folder_that_is_a_file_is_refused_with_exit_2(tmp_path, monkeypatch, command, option, where):
+    target = tmp_path / "taken.txt"
+    target.write_text("someone's notes\n")
+    path = target if where == "file" else target / "sub" / "folder"
+    args = [option, str(path)]
+    if command == "publish":
+        args += ["--repo", "owner/name"]
+    if option != "--out" and command in ("clean", "export"):
+        return
+    from typer.testing import CliRunner
+
+    from hubsurvey.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    (tmp_path / "CHECKED").mkdir(exist_ok=True)
+    base = [a for a in REQUIRED.get(command, []) if a not in ("--out", "OUT")]
+    result = CliRunner().invoke(app, [command, *base, *args] + ([] if command == "demo" else ["--db", str(tmp_path / "db.duckdb")]))
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and str(path) in lines[0], result.output
+    assert target.read_text() == "someone's notes\n"  # untouched
+    assert not (tmp_path / "db.duckdb").exists() and not (tmp_path / "hubsurvey-demo").exists()
+
+
+# --- notify's lists and the card's opt-out -------------------------------------------------------------
+
+LIST_ENTRIES = ["Org/Denied", "other-owner", "org/*-test"]
+
+
+@pytest.mark.parametrize("encoding,bom", [("utf-8", b""), ("utf-8", b"\xef\xbb\xbf"), ("utf-16-le", b"\xff\xfe"),
+                                          ("utf-16-be", b"\xfe\xff")])
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_a_list_saved_by_any_editor_keeps_its_first_entry(tmp_path, encoding, bom, newline):
+    from hubsurvey.analysis.notify import listed, read_list
+
+    text = newline.join([f"{LIST_ENTRIES[0]}  \t", f"  {LIST_ENTRIES[1].upper()}   # a comment", "", "# only a comment",
+                         LIST_ENTRIES[2]]) + newline
+    path = tmp_path / "deny.txt"
+    path.write_bytes(bom + text.encode(encoding))
+    entries = read_list(path)
+    assert [e.casefold() for e in entries] == [e.casefold() for e in LIST_ENTRIES]
+    for dataset_id in ("org/denied", "ORG/DENIED", "Org/Denied", "Other-Owner/anything", "ORG/Some-Test"):
+        assert listed(dataset_id, entries), dataset_id
+    for dataset_id in ("org/denied2", "org2/denied", "org/test-some", "another/denied"):
+        assert not listed(dataset_id, entries), dataset_id
+
+
+def test_a_bom_in_the_middle_of_a_list_is_not_part_of_an_entry(tmp_path):
+    from hubsurvey.analysis.notify import listed, read_list
+
+    path = tmp_path / "deny.txt"
+    path.write_bytes(b"\xef\xbb\xbforg/one\n" + b"\xef\xbb\xbforg/two\r\n")  # two files concatenated
+    assert listed("org/two", read_list(path)) and listed("org/one", read_list(path))
+
+
+@pytest.mark.parametrize("content,words", [
+    (b"org/a\x00\n", "NUL"), (b"\xff\xfeo\x00r\x00\x00\xd8", "not UTF-8"), (b"caf\xe9\n", "not UTF-8"),
+])
+def test_a_list_that_is_no_text_is_refused_in_one_line(tmp_path, content, words):
+    from hubsurvey.analysis.notify import read_list
+    from hubsurvey.core.errors import UsageError
+
+    path = tmp_path / "list.txt"
+    path.write_bytes(content)
+    with pytest.raises(UsageError, match=words) as caught:
+        read_list(path)
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/zero"), reason="no /dev/zero")
+def test_an_endless_list_is_refused_not_read_for_ever():
+    from hubsurvey.analysis.notify import read_list
+    from hubsurvey.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="larger than 64 MB") as caught:
+        read_list("/dev/zero")
+    assert "/dev/zero" in str(caught.value)
+
+
+@pytest.mark.parametrize("reader", ["roles", "benchmarks"])
+def test_every_settings_file_is_bounded_and_read_with_a_bom(tmp_path, monkeypatch, reader):
+    from hubsurvey.core import safety
+    from hubsurvey.core.errors import BadInputError
+    from hubsurvey.core.roles import RoleOverrides
+    from hubsurvey.survey.contamination import load_benchmarks
+
+    path = tmp_path / "file.toml"
+    if reader == "roles":
+        path.write_bytes(b'\xef\xbb\xbf["org/ds".default]\r\ntext = ["text"]\r\n')
+        assert RoleOverrides.load(path).lookup("org/ds", "default") is not None
+    else:
+        (tmp_path / "items.jsonl").write_text('{"prompt": "a b c"}\n')
+        path.write_bytes(b'\xef\xbb\xbf[[benchmark]]\r\npath = "items.jsonl"\r\ntext_columns = ["prompt"]\r\n')
+        assert len(load_benchmarks(path)) == 1
+    load = (lambda p: RoleOverrides.load(p)) if reader == "roles" else load_benchmarks
+    path.write_bytes(b"caf\xe9 = 1\n")  # latin-1: one line, exit 2, not a bug
+    with pytest.raises(BadInputError, match="not UTF-8"):
+        load(path)
+    monkeypatch.setattr(safety, "MAX_TEXT_FILE_BYTES", 64)  # the bound, smaller for the test's sake
+    path.write_text("# " + "x" * 100 + "\n")
+    with pytest.raises(BadInputError, match="larger than"):
+        load(path)
+
+
+@pytest.mark.parametrize("card,tags", [
+    ({"hubsurvey": "opt-out"}, None), ({"hubsurvey": ["opt-out"]}, None), ({"hubsurvey": [" Opt-Out "]}, None),
+    ({"hubsurvey": ["other", "OPT-OUT"]}, None), ({"hubsurvey": ("opt-out",)}, None), ({}, ["hubsurvey-opt-out"]),
+    ({}, "hubsurvey-opt-out"), ({}, [" HubSurvey-Opt-Out"]), (None, ["x", "hubsurvey-opt-out"]),
+])
+def test_the_card_opt_out_in_every_form(card, tags):
+    from hubsurvey.analysis.notify import opted_out
+
+    assert opted_out(tags, card)
+
+
+@pytest.mark.parametrize("card,tags", [
+    ({"hubsurvey": "opt-in"}, None), ({"hubsurvey": ["opt-outs"]}, None), ({"hubsurvey": {"opt-out": True}}, None),
+    ({"other": ["opt-out"]}, None), ({}, "hubsurvey"), ({}, ["hubsurvey-opt-out-not"]), (None, None), ({"hubsurvey": None}, []),
+])
+def test_what_is_no_opt_out(card, tags):
+    from hubsurvey.analysis.notify import opted_out
+
+    assert not opted_out(tags, card)

@@ -34,6 +34,7 @@ from hubsurvey.commands.options import (
 )
 from hubsurvey.core.errors import BadInputError, StoreError, UsageError
 from hubsurvey.core.options import share
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.safety import json_text
 from hubsurvey.core.store import DEFAULT_DB, Store
 
@@ -282,6 +283,7 @@ def report(
     from hubsurvey.analysis.report import render_report
 
     at_least("--top", top, 1, MAX_COUNT)
+    output_folder(out)  # before the DB: a file named as the folder is refused first
     store = open_results(db)
     try:
         paths = render_report(store, out, top_n=top)
@@ -303,6 +305,7 @@ def export(
     """Export the results as Parquet (NULL stays null) and CSV (NULL written NR)."""
     from hubsurvey.analysis.export import export_results
 
+    output_folder(out)  # before the DB: a file named as the folder is refused first
     store = open_results(db)
     try:
         paths = export_results(store, out, lle_compat=lle_compat, overwrite=overwrite)
@@ -330,6 +333,8 @@ def publish(
     from hubsurvey.analysis.publish import PublishError
     from hubsurvey.analysis.publish import publish as run_publish
 
+    if out is not None:
+        output_folder(out)  # before the DB: a file named as the folder is refused first
     if site:
         from hubsurvey.commands.site import publish_site
 

@@ -9,6 +9,7 @@ import typer
 
 from hubsurvey.commands.options import ReadDb
 from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.store import DEFAULT_DB
 
 SiteOut = Annotated[Path, typer.Option("--out", help="Folder of the site (replaced whole if it is a site built before)")]
@@ -26,6 +27,7 @@ def site(out: SiteOut = Path("site"), db: ReadDb = Path(DEFAULT_DB), site_url: S
     from hubsurvey.analysis.site import build_site
     from hubsurvey.commands.analysis import open_results
 
+    output_folder(out)  # before the DB: a file named as the folder is refused first
     store = open_results(db)
     try:
         summary = build_site(store, out, progress=lambda done, total: typer.echo(f"pages: {done} of {total}", err=True),

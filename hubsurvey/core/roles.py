@@ -42,6 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.safety import read_text_file
 
 ID_NAMES = {"id", "idx", "index", "guid", "uuid", "key", "__index_level_0__"}
 ID_SUFFIXES = ("_id", "_idx", "_uuid", "_guid")
@@ -194,8 +195,8 @@ class RoleOverrides:
         if path is None:
             return cls()
         try:
-            return cls(tomllib.loads(Path(path).read_text(encoding="utf-8")))
-        except (OSError, tomllib.TOMLDecodeError) as e:
+            return cls(tomllib.loads(read_text_file(path, "roles file", BadInputError)))
+        except tomllib.TOMLDecodeError as e:
             raise BadInputError(f"roles file {path}: {e}") from None
 
     def lookup(self, dataset_id: str, config: str) -> ColumnRoles | None:

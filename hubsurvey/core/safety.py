@@ -16,6 +16,7 @@ Three rules, each applied in one place:
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import dataclasses
 import json
@@ -23,6 +24,7 @@ import math
 import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from hubsurvey.core import errors
@@ -107,6 +109,39 @@ class VisibleStream:
 def unfiltered(stream: Any) -> Any:
     """The stream below a :class:`VisibleStream` (any other stream as it is)."""
     return getattr(stream, "unfiltered", stream)
+
+
+# --- small text files: lists and settings an operator gives ---------------------------------------
+
+#: the most a list or settings file may hold: far more than any real one (a list of every Hub
+#: dataset is about 30 MB), and a bound on ``--allow /dev/zero``
+MAX_TEXT_FILE_BYTES = 64 * 2**20
+
+
+def read_text_file(path: str | Path, what: str, error: type[errors.HubsurveyError] = errors.UsageError,
+                   limit: int | None = None) -> str:
+    """A list or settings file as text, read as an editor may have saved it: UTF-8 with or without
+    a byte order mark (or UTF-16 with one), any line ends. ``error`` (exit 2) names the file when it
+    cannot be read, is larger than ``limit`` (``/dev/zero`` is refused, not read forever), or holds
+    NUL bytes (not a text file). ``limit`` defaults to :data:`MAX_TEXT_FILE_BYTES`."""
+    limit = MAX_TEXT_FILE_BYTES if limit is None else limit
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+    except OSError as e:
+        raise error(f"{path}: cannot read the {what}: {e.strerror or e}") from None
+    if len(raw) > limit:
+        raise error(f"{path}: the {what} is larger than {limit // 2**20} MB: not a {what}")
+    try:
+        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            text = raw.decode("utf-16")
+        else:
+            text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: the {what} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    if "\x00" in text:
+        raise error(f"{path}: the {what} holds NUL bytes: not a text file")
+    return text
 
 
 # --- secrets ------------------------------------------------------------------------------------
