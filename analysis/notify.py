@@ -22,9 +22,11 @@ stored, and as the Hub says at posting time), opted out (the card tag :data:`OPT
 ``hubsurvey: opt-out`` in the card metadata), already notified, or measured at a revision the Hub
 has moved on from.
 
-Every value from the data reaches the message through :func:`inline_code` or :func:`shell_word`:
-control characters made visible, ``@`` replaced so nobody is mentioned, and put in a code span, so
-no value can become a link, HTML or emphasis.
+Every value from the data reaches the message through :func:`inline_code` or :func:`shell_word`.
+In a code span: control characters made visible, ``@`` replaced so nobody is mentioned, so no value
+can become a link, HTML or emphasis. In a command: the exact value, quoted for the shell, with
+``@`` and control characters written as escapes (bash's ``$'...'``), so the command names the real
+config and still mentions nobody.
 """
 
 from __future__ import annotations
@@ -167,9 +169,31 @@ def inline_code(value: Any, limit: int | None = VALUE_CHARS) -> str:
     return f"{fence}{text}{fence}"
 
 
+# What a shell word may not show as it is: ``@`` (it could mention someone), control characters,
+# line and paragraph separators, the bidi controls (they reorder what a reader sees), a BOM
+_SHELL_ESCAPED = re.compile("[@\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
+
+
 def shell_word(value: Any) -> str:
-    """A value as one shell word for a command shown in a code block."""
-    return shlex.quote(_neutral(value))
+    """A value as one shell word for a command shown in a code block, naming the value exactly.
+
+    A plain value is quoted as ``shlex.quote`` does; one holding ``@`` or a control character is
+    written in bash's ``$'...'`` quoting, each such character an escape (``\\x40``, ``\\x0a``,
+    ``\\u202e``): the command still names the real config, and the message mentions nobody.
+    """
+    text = "null" if value is None else str(value)
+    if not _SHELL_ESCAPED.search(text):
+        return shlex.quote(text)
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in "\\'":
+            out.append("\\" + char)
+        elif _SHELL_ESCAPED.match(char):
+            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "$'" + "".join(out) + "'"
 
 
 def code_block(text: str) -> str:

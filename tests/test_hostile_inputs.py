@@ -381,3 +381,55 @@ def test_what_is_no_opt_out(card, tags):
     from hubsurvey.analysis.notify import opted_out
 
     assert not opted_out(tags, card)
+
+
+# --- notify: the draft's commands name the real config and mention nobody -----------------------------------
+
+HOSTILE_CONFIGS = ["default", "a@b", "@everyone", "user@example.org", "it's", "\"quoted\"", "$(touch /tmp/pwned)", "`id`",
+                   "a\nb", "tab\there", "x\x1b[2Jy", "\u202egnp.exe", "back\\slash@", "--help", "a b", "café@日本",
+                   "-", "*", "~root", "\\x40", "$'x'", "a\rb", "\x7f\x85", "\u2028line", "@@", "!!", "a;b|c&d"]
+
+
+def _commands_in(message: str) -> list[str]:
+    """The lines of the message's fenced code blocks (the fence grows with the backtick runs inside)."""
+    import re
+
+    lines, out, fence = message.split("\n"), [], None
+    for line in lines:
+        if fence is None and (m := re.fullmatch(r"(`{3,})", line)):
+            fence = m.group(1)
+        elif fence is not None and line == fence:
+            fence = None
+        elif fence is not None:
+            out.append(line)
+    return out
+
+
+@pytest.mark.slow
+def test_the_draft_commands_name_the_real_config_quoted_for_the_shell_and_ping_nobody():
+    import shutil
+    import subprocess
+
+    from hubsurvey.analysis import notify as bot
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    configs = [{"config": name, "contaminated": 1, "rows_test": 10, "in_train": 1, "in_validation": 0, "repeated": 0,
+                "pct": 10.0} for name in HOSTILE_CONFIGS]
+    c = bot.Candidate("acme/x", "a" * 40, "unreliable", "exact-2026", "normalized", "normalized_contaminated_test_pct",
+                      10.0, configs, [], [], None, None, None, "0", "")
+    message = bot.render_message(c)
+    assert "@" not in message  # nobody is mentioned, anywhere
+    commands = [line for line in _commands_in(message) if line.startswith("hubsurvey ")]
+    assert len(commands) == 2 * len(HOSTILE_CONFIGS)  # one line each: no value broke a line or the fence
+    for command in commands:
+        # what bash gives the program: the words after `hubsurvey`, as it parses them (nothing runs)
+        words = subprocess.run([bash, "-c", f'set -f; f() {{ printf "%s\\0" "$@"; }}; f {command.removeprefix("hubsurvey ")}'],
+                               capture_output=True, check=True).stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
+        assert words[0] in ("clean", "audit") and words[1:3] == ["acme/x", "--config"] and len(words) == 4, words
+        assert words[3] in HOSTILE_CONFIGS, words
+    named = {subprocess.run([bash, "-c", f'set -f; printf "%s" {command.split(" --config ", 1)[1]}'],
+                            capture_output=True, check=True).stdout.decode() for command in commands}
+    assert named == set(HOSTILE_CONFIGS)
+    assert not __import__("os").path.exists("/tmp/pwned")
