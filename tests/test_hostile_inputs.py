@@ -433,3 +433,106 @@ def test_the_draft_commands_name_the_real_config_quoted_for_the_shell_and_ping_n
                             capture_output=True, check=True).stdout.decode() for command in commands}
     assert named == set(HOSTILE_CONFIGS)
     assert not __import__("os").path.exists("/tmp/pwned")
+
+
+# --- every JSON the Hub client parses is bounded in depth ----------------------------------------------------
+
+@pytest.mark.parametrize("depth", [0, 1, 5, 100, 101, 1000, 50_000])
+@pytest.mark.parametrize("kind", ["[", "{\"a\":"])
+def test_json_depth_counts_brackets_outside_strings(depth, kind):
+    from hubsurvey.core.safety import json_depth
+
+    close = "]" if kind == "[" else "}"
+    text = (kind * depth + "1" + close * depth).encode()
+    assert json_depth(text) == depth
+    assert json_depth(('{"s": "' + "[" * 5000 + '\\"[[[", "t": [1]}').encode()) == 2  # brackets in strings: none
+    assert json_depth(b'["\\\\", [["\\\\\\"]]]"]]]') == 3
+
+
+@pytest.fixture
+def hostile_answers():
+    """A Hub that answers every request (any path, GET or POST) with the body the test sets."""
+    import http.server
+    import threading
+
+    state = {"body": b"{}", "status": 200}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            body = state["body"]
+            self.send_response(state["status"])
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("RateLimit", state.get("ratelimit", '"api";r=nan;t=inf'))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_HEAD = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state["url"] = f"http://127.0.0.1:{server.server_address[1]}"
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+HUB_CALLS = {
+    "listing": lambda c: list(c.list_datasets(limit=5)),
+    "listing_pages": lambda c: list(c.list_dataset_pages(limit=5)),
+    "dataset_info": lambda c: c.dataset_info("org/ds"),
+    "parquet_branch": lambda c: c.parquet_sha("org/ds"),
+    "tree": lambda c: c.parquet_tree("org/ds"),
+    "model_cards": lambda c: c.list_models_declaring("org/ds", limit=5),
+    "discussions": lambda c: c.discussions("org/ds"),
+    "whoami": lambda c: c.whoami(),
+    "paths_info": lambda c: c.call(c.api.get_paths_info, "org/ds", ["data/x.parquet"], repo_type="dataset"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("depth", [101, 900, 50_000])
+@pytest.mark.parametrize("call", list(HUB_CALLS))
+def test_an_answer_nested_deeper_than_any_real_one_is_a_hub_fault(hostile_answers, call, depth):
+    from hubsurvey.core.errors import ExitCode, HubError, exit_code_of
+    from hubsurvey.core.hub import HubClient
+
+    hostile_answers["body"] = (b'{"a":' * (depth // 2) + b"[" * (depth - depth // 2) + b"1"
+                               + b"]" * (depth - depth // 2) + b"}" * (depth // 2))
+    client = HubClient(endpoint=hostile_answers["url"], token="hf_NotARealTokenForTheHostileHub", rate=0, file_rate=0,
+                       max_attempts=2)
+    with pytest.raises(HubError) as caught:
+        HUB_CALLS[call](client)
+    assert caught.value.error_class == "hub_fault" and exit_code_of(caught.value) == ExitCode.HUB, repr(caught.value)
+    assert "nests" in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.slow
+def test_a_real_answer_with_brackets_in_its_strings_still_passes(hostile_answers):
+    from hubsurvey.core.hub import HubClient
+
+    hostile_answers["body"] = ('{"id": "org/ds", "sha": "' + "a" * 40 + '", "cardData": {"note": "' + "[" * 50_000
+                               + '"}, "tags": [' + "[" * 60 + "1" + "]" * 60 + "]}").encode()
+    client = HubClient(endpoint=hostile_answers["url"], token=False, rate=0, file_rate=0, max_attempts=1)
+    info = client.dataset_info("org/ds")
+    assert info.id == "org/ds" and info.card_data.to_dict()["note"] == "[" * 50_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ratelimit", ['"api";r=nan;t=10', '"api";r=inf;t=inf', '"api";r=0;t=nan',
+                                       '"api";r=1e999;t=-1, "resolvers";r=nan', 'garbage;r=nan'])
+def test_a_hub_sending_unusable_ratelimit_numbers_is_still_read(hostile_answers, ratelimit):
+    from hubsurvey.core.hub import HubClient
+
+    hostile_answers["ratelimit"] = ratelimit
+    hostile_answers["body"] = b'[{"id": "org/one"}, {"id": "org/two"}]'
+    client = HubClient(endpoint=hostile_answers["url"], token=False, max_attempts=1)  # following the quota
+    assert [d.id for d in client.list_datasets(limit=2)] == ["org/one", "org/two"]
+    assert [d.id for d in client.list_datasets(limit=2)] == ["org/one", "org/two"]

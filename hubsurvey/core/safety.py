@@ -225,6 +225,38 @@ def json_text(value: Any, **options: Any) -> str:
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+#: the deepest nesting of lists and objects a JSON answer (or metadata) may have: real ones (the Hub's
+#: listings, dataset infos, trees, HF features) nest a few levels; Python's parser fails past ~1000
+MAX_JSON_DEPTH = 100
+# a JSON string (its escapes included) and every byte that is not a bracket: what depth does not see
+_JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+
+
+def json_depth(text: bytes) -> int:
+    """The deepest nesting of lists and objects in a JSON text, without parsing it (strings and
+    their escapes skipped), in a few passes at C speed: a streamed answer is checked whole."""
+    brackets = _JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    import numpy as np
+
+    steps = np.frombuffer(brackets.translate(_BRACKET_STEPS), dtype=np.int8).astype(np.int64)
+    return int(np.cumsum(steps).max())
+
+
+def loads_bounded(text: str | bytes, limit: int | None = None) -> Any:
+    """``json.loads`` of a text from outside (a Hub answer, file metadata), refused with
+    ``ValueError`` when it nests deeper than ``limit`` (:data:`MAX_JSON_DEPTH`) levels: parsing it
+    (or walking it) would end in a RecursionError."""
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    limit = MAX_JSON_DEPTH if limit is None else limit
+    if json_depth(raw) > limit:
+        raise ValueError(f"JSON nested deeper than {limit} levels")
+    return json.loads(text)
+
+
 @contextlib.contextmanager
 def visible_output() -> Iterator[None]:
     """While a command runs, its stdout and stderr show control characters as text (one choke
