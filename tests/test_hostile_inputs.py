@@ -536,3 +536,151 @@ def test_a_hub_sending_unusable_ratelimit_numbers_is_still_read(hostile_answers,
     client = HubClient(endpoint=hostile_answers["url"], token=False, max_attempts=1)  # following the quota
     assert [d.id for d in client.list_datasets(limit=2)] == ["org/one", "org/two"]
     assert [d.id for d in client.list_datasets(limit=2)] == ["org/one", "org/two"]
+
+
+# --- clean --out: only a manifest hubsurvey wrote is replaced, only files it wrote go ---------------------
+
+def _clean_source(root):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = root / "org__clean"
+    for config in ("a", "b"):
+        for split, texts in (("train", ["one", "two", "three"]), ("test", ["one", "four", "four", "five"])):
+            (src / config / split).mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.table({"text": texts, "label": [0] * len(texts)}), src / config / split / "0.parquet")
+    return src
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() and not p.is_symlink() else "link")
+            for p in sorted(folder.rglob("*"))} if folder.exists() else {}
+
+
+def _clean_cli(*args):
+    from typer.testing import CliRunner
+
+    from hubsurvey.cli import app
+
+    return CliRunner().invoke(app, ["clean", *map(str, args)])
+
+
+def _spoofs(out, outside):
+    """Foreign manifests: (name, write it into ``out``)."""
+    import hashlib
+    import json
+
+    from hubsurvey.core.outputs import _checksum
+
+    def sealed_like(files: dict) -> dict:  # an attacker who read hubsurvey's source and computes the checksum
+        content = {"format": "hubsurvey-clean/1", "dataset": "org/clean", "revision": "x", "profile": "normalized",
+                   "configs": {"a": {"path": next(iter(files))}}, "files": files}
+        return {**content, "checksum": _checksum(content)}
+
+    sibling = out / "notes.txt"
+    digest = hashlib.sha256(b"mine\n").hexdigest()
+    return {
+        "web_app": {"name": "My App", "icons": [{"src": "notes.txt"}], "start_url": "."},
+        "right_keys_names_a_sibling": {"dataset": "org/other", "revision": "r", "profile": "normalized",
+                                       "configs": {"a": {"path": "notes.txt"}}},
+        "right_keys_with_marker_no_checksum": {"format": "hubsurvey-clean/1", "dataset": "org/other", "revision": "r",
+                                               "profile": "raw", "configs": {"a": {"path": "notes.txt"}},
+                                               "files": {"notes.txt": {"size": 5, "sha256": digest}}},
+        "wrong_checksum": {**sealed_like({"notes.txt": {"size": 5, "sha256": digest}}), "checksum": "sha256:" + "0" * 64},
+        "dotdot": sealed_like({"../outside.txt": {"size": 5, "sha256": digest}}),
+        "absolute": sealed_like({str(outside): {"size": 5, "sha256": digest}}),
+        "dot_segment": sealed_like({"./notes.txt": {"size": 5, "sha256": digest}}),
+        "backslash": sealed_like({"..\\\\outside.txt": {"size": 5, "sha256": digest}}),
+        "nan": json.loads('{"format": "hubsurvey-clean/1", "files": {}, "checksum": "x", "n": NaN}'),
+        "not_an_object": [1, 2, 3],
+        "deep": None,  # written below: nested beyond the parser
+        "_sibling": sibling,
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spoof", ["web_app", "right_keys_names_a_sibling", "right_keys_with_marker_no_checksum",
+                                   "wrong_checksum", "dotdot", "absolute", "dot_segment", "backslash", "nan",
+                                   "not_an_object", "deep", "symlink_to_a_real_manifest", "bom_and_crlf", "directory"])
+def test_a_folder_with_a_manifest_hubsurvey_did_not_write_is_refused_and_untouched(tmp_path, spoof):
+    import json
+
+    src = _clean_source(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("mine\n")
+    (out / "notes.txt").write_text("mine\n")
+    spoofs = _spoofs(out, outside)
+    manifest = out / "manifest.json"
+    if spoof == "deep":
+        manifest.write_text("[" * 50_000 + "]" * 50_000)
+    elif spoof == "symlink_to_a_real_manifest":
+        real = tmp_path / "real"
+        assert _clean_cli(src, "--out", real).exit_code == 0
+        manifest.symlink_to(real / "manifest.json")
+    elif spoof == "bom_and_crlf":
+        real = tmp_path / "real"
+        assert _clean_cli(src, "--out", real).exit_code == 0
+        manifest.write_bytes(b"\xef\xbb\xbf" + (real / "manifest.json").read_bytes().replace(b"\n", b"\r\n"))
+    elif spoof == "directory":
+        manifest.mkdir()
+    else:
+        manifest.write_text(json.dumps(spoofs[spoof]), encoding="utf-8")
+    before, outside_before = _snapshot(out), outside.read_text()
+    result = _clean_cli(src, "--out", out, "--profile", "raw")
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and str(out) in lines[0], result.output
+    assert _snapshot(out) == before and outside.read_text() == outside_before  # nothing overwritten, nothing deleted
+
+
+@pytest.mark.slow
+def test_only_the_files_a_clean_wrote_and_that_are_unchanged_go_and_only_inside_the_folder(tmp_path):
+    import json
+
+    src = _clean_source(tmp_path)
+    out = tmp_path / "out"
+    assert _clean_cli(src, "--out", out).exit_code == 0  # configs a and b, normalized
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["format"] == "hubsurvey-clean/1" and manifest["checksum"].startswith("sha256:")
+    assert set(manifest["files"]) == {"a/test/0000.parquet", "b/test/0000.parquet"}
+    (out / "mine.txt").write_text("an operator's note\n")  # not listed: it stays
+    (out / "b" / "test" / "0000.parquet").write_bytes(b"edited by someone")  # listed, but no longer as written
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "0000.parquet").write_bytes(b"keep me")
+    result = _clean_cli(src, "--out", out, "--config", "a", "--profile", "raw")  # another profile: a's old file goes
+    assert result.exit_code == 0, result.output
+    assert (out / "mine.txt").read_text() == "an operator's note\n"
+    assert (out / "b" / "test" / "0000.parquet").read_bytes() == b"edited by someone"  # changed since: not deleted
+    new = json.loads((out / "manifest.json").read_text())
+    assert set(new["configs"]) == {"a"} and set(new["files"]) == {"a/test/0000.parquet"} and new["profile"] == "raw"
+    # the changed file sits where a clean of b would write: refused, not overwritten
+    result = _clean_cli(src, "--out", out, "--config", "b", "--profile", "raw")
+    assert result.exit_code == 2 and "b/test/0000.parquet" in result.output, result.output
+    assert (out / "b" / "test" / "0000.parquet").read_bytes() == b"edited by someone"
+    # a link planted where a listed file was: not followed, not deleted, not overwritten
+    (out / "b" / "test" / "0000.parquet").unlink()
+    (out / "b" / "test").rmdir()
+    (out / "b").rmdir()
+    (out / "b").symlink_to(outside, target_is_directory=True)
+    result = _clean_cli(src, "--out", out, "--profile", "normalized")
+    assert (outside / "0000.parquet").read_bytes() == b"keep me"
+    assert result.exit_code in (1, 2), result.output
+
+
+@pytest.mark.slow
+def test_a_clean_can_still_replace_its_own_folder_again_and_again(tmp_path):
+    import json
+
+    src = _clean_source(tmp_path)
+    out = tmp_path / "out"
+    for profile in ("normalized", "raw", "normalized"):
+        result = _clean_cli(src, "--out", out, "--profile", profile)
+        assert result.exit_code == 0, result.output
+    assert _clean_cli(src, "--out", out, "--config", "a").exit_code == 0  # same clean: a is replaced, b kept
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["configs"]) == {"a", "b"} and set(manifest["files"]) == {"a/test/0000.parquet", "b/test/0000.parquet"}
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        "a/test/0000.parquet", "b/test/0000.parquet", "manifest.json"]
