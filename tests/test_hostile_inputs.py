@@ -684,3 +684,62 @@ def test_a_clean_can_still_replace_its_own_folder_again_and_again(tmp_path):
     assert set(manifest["configs"]) == {"a", "b"} and set(manifest["files"]) == {"a/test/0000.parquet", "b/test/0000.parquet"}
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
         "a/test/0000.parquet", "b/test/0000.parquet", "manifest.json"]
+
+
+# --- the demo under offline mode --------------------------------------------------------------------------
+
+def test_offline_mode_is_lifted_only_for_a_loopback_hub_and_only_inside(monkeypatch):
+    from huggingface_hub import constants
+
+    from hubsurvey.core.settings import SettingsError, online_on_loopback
+
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.setenv(name, "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    for endpoint in ("http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:80", "http://127.8.9.1:5"):
+        with online_on_loopback(endpoint):
+            assert not constants.HF_HUB_OFFLINE and not constants.is_offline_mode()
+            assert all(name not in __import__("os").environ for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+        assert constants.HF_HUB_OFFLINE and __import__("os").environ["HF_DATASETS_OFFLINE"] == "1"
+    for endpoint in ("https://huggingface.co", "http://127.0.0.1.evil.example", "http://10.0.0.1", "http://localhost.evil:1"):
+        with pytest.raises(SettingsError), online_on_loopback(endpoint):
+            pass
+        assert constants.HF_HUB_OFFLINE
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("option", ["--report-dir", "--hub-dir", "--db", "--workers"])
+def test_a_demo_that_cannot_run_refuses_before_doing_anything(tmp_path, monkeypatch, option):
+    from typer.testing import CliRunner
+
+    from hubsurvey.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    taken = tmp_path / "taken"
+    taken.write_text("x")
+    value = {"--report-dir": str(taken), "--hub-dir": str(taken / "sub"), "--db": str(taken / "r.duckdb"),
+             "--workers": "0"}[option]
+    result = CliRunner().invoke(app, ["demo", option, value])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1, result.output
+    assert "mini-hub" not in result.output and "demo results" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # nothing generated, nothing written
+
+
+@pytest.mark.slow
+def test_the_demo_runs_with_offline_mode_set(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    work, tmp = tmp_path / "survey", tmp_path / "tmp"
+    work.mkdir()
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env.pop("HF_ENDPOINT", None)
+    proc = subprocess.run([sys.executable, "-m", "hubsurvey.cli", "demo", "--workers", "1"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-2].startswith("demo results: ") and "16 job(s) done, 0 failed" in proc.stdout
+    assert (work / "hubsurvey-demo" / "results.duckdb").is_file() and list(tmp.iterdir()) == []

@@ -26,6 +26,7 @@ The environment variables (the command line wins over each):
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import math
 import os
 from collections.abc import Iterator, Mapping
@@ -95,7 +96,17 @@ def register_token(environ: Mapping[str, str] | None = None) -> None:
 
 #: the variables that put huggingface_hub (and datasets) in offline mode: no request at all
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
-LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+
+
+def is_loopback(endpoint: str) -> bool:
+    """Whether ``endpoint``'s host is this machine: ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    host = urlsplit(endpoint).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: only localhost is known to be this machine
+        return False
 
 
 @contextlib.contextmanager
@@ -104,8 +115,7 @@ def online_on_loopback(endpoint: str) -> Iterator[None]:
     Hub served on this machine (``endpoint`` on loopback): offline mode means no network, and a Hub
     on loopback is none. The demo's Hub is the stand-in it serves itself. Another endpoint is
     refused (:class:`SettingsError`, exit 2) before anything is done."""
-    host = urlsplit(endpoint).hostname or ""
-    if host not in LOOPBACK_HOSTS and not host.startswith("127."):
+    if not is_loopback(endpoint):
         raise SettingsError(f"{endpoint}: not on loopback; offline mode cannot be lifted for it")
     from huggingface_hub import constants
 
