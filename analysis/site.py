@@ -60,7 +60,7 @@ from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
 from hubsurvey.analysis.site_scores import SCORES_PAGE_PATH, has_scores, scores_by_dataset, write_scores_page
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
-from hubsurvey.core.outputs import output_folder
+from hubsurvey.core.outputs import output_folder, read_sealed, seal, written_files
 from hubsurvey.core.safety import json_text, visible
 from hubsurvey.core.store import Store, safe_name
 
@@ -69,6 +69,8 @@ log = logging.getLogger(__name__)
 DEFAULT_SITE_DIR = Path("site")
 #: The file that marks a folder as a site hubsurvey built (and may replace).
 MARKER = ".hubsurvey-site"
+#: the format marker of the site's sealed marker file (:mod:`hubsurvey.core.outputs`)
+SITE_FORMAT = "hubsurvey-site/1"
 #: Where the Hub shows a dataset; only Hub-measured datasets link there.
 HUB_DATASETS_URL = "https://huggingface.co/datasets/"
 #: Rows per ``data/index-N.js`` chunk: the first chunk draws the table while the rest load.
@@ -439,9 +441,25 @@ def _environment() -> Any:
 
 
 def _check_out_dir(out: Path) -> None:
+    """Refuse an ``out`` that is not missing, empty, or a site hubsurvey built and nobody changed
+    since: the marker is a sealed manifest of every file of the site (:mod:`hubsurvey.core.outputs`),
+    so a folder holding a marker of its own making, or any file the build did not write (or that
+    changed since), is refused: the folder is replaced whole, and nothing of someone else's may go."""
     output_folder(out)
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
+    if not out.exists() or not any(out.iterdir()):
+        return
+    if not (out / MARKER).is_file():
         raise BadInputError(f"{out}: exists and is not a site hubsurvey built (no {MARKER}); give another --out")
+    sealed = read_sealed(out / MARKER, SITE_FORMAT)
+    if sealed is None:
+        raise BadInputError(f"{out}: its {MARKER} was not written by hubsurvey site (or was changed since); "
+                            "give another --out")
+    written = set(written_files(out, sealed)) | {out / MARKER}
+    others = sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
+                    if (p.is_file() or p.is_symlink()) and p not in written)
+    if others:
+        raise BadInputError(f"{out}: holds {len(others)} file(s) the site build did not write, or changed since "
+                            f"(e.g. {others[0]}); nothing is replaced: give another --out")
 
 
 def _swap_in(tmp: Path, out: Path) -> None:
@@ -476,7 +494,9 @@ def build_site(store: Store, out_dir: str | Path = DEFAULT_SITE_DIR, *,
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
     try:
         summary = _write_site(store, tmp, progress, site_url)
-        (tmp / MARKER).write_text(f"hubsurvey {__version__}\n", encoding="utf-8")
+        files = [p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()]
+        marker = seal({"tool_version": __version__}, tmp, files, SITE_FORMAT)
+        (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
         _swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

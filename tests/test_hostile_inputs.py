@@ -743,3 +743,53 @@ def test_the_demo_runs_with_offline_mode_set(tmp_path):
     lines = proc.stdout.strip().splitlines()
     assert lines[-2].startswith("demo results: ") and "16 job(s) done, 0 failed" in proc.stdout
     assert (work / "hubsurvey-demo" / "results.duckdb").is_file() and list(tmp.iterdir()) == []
+
+
+# --- site --out: replaced whole only when every file in it is one a build wrote ---------------------------
+
+@pytest.fixture(scope="module")
+def site_db(tmp_path_factory):
+    try:
+        from test_analysis_fixtures import build_planted_db
+    except ImportError:  # tests/ imported as a package
+        from tests.test_analysis_fixtures import build_planted_db
+
+    return build_planted_db(tmp_path_factory.mktemp("site-db") / "db")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("foreign", ["plain_marker", "forged_keys", "extra_file", "changed_page", "link", "empty_marker"])
+def test_a_site_folder_with_anything_a_build_did_not_write_is_never_replaced(site_db, tmp_path, foreign):
+    import json
+
+    from hubsurvey.analysis.site import MARKER, build_site
+    from hubsurvey.core.errors import BadInputError
+    from hubsurvey.core.store import Store
+
+    out = tmp_path / "site"
+    with Store(site_db, read_only=True) as store:
+        build_site(store, out)
+        build_site(store, out)  # its own site: replaced, again and again
+        page = next(p for p in (out / "d").rglob("*.html"))
+        if foreign == "plain_marker":  # what a marker was before the seal, or anyone's own
+            for p in list(out.rglob("*")):
+                if p.is_file():
+                    p.unlink()
+            (out / MARKER).write_text("hubsurvey 0.1.0\n")
+            (out / "thesis.tex").write_text("precious")
+        elif foreign == "forged_keys":
+            (out / MARKER).write_text(json.dumps({"format": "hubsurvey-site/1", "files": {}, "checksum": "sha256:0"}))
+        elif foreign == "extra_file":
+            (out / "d" / "notes.txt").write_text("precious")
+        elif foreign == "changed_page":
+            page.write_text("edited by hand")
+        elif foreign == "link":
+            (tmp_path / "elsewhere.txt").write_text("precious")
+            (out / "d" / "link.html").symlink_to(tmp_path / "elsewhere.txt")
+        elif foreign == "empty_marker":
+            (out / MARKER).write_text("")
+        before = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        with pytest.raises(BadInputError) as caught:
+            build_site(store, out)
+        assert str(out) in str(caught.value) and "\n" not in str(caught.value)
+    assert {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
