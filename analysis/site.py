@@ -494,8 +494,8 @@ def build_site(store: Store, out_dir: str | Path = DEFAULT_SITE_DIR, *,
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
     try:
         summary = _write_site(store, tmp, progress, site_url)
-        files = [p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()]
-        marker = seal({"tool_version": __version__}, tmp, files, SITE_FORMAT)
+        written = [p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()]
+        marker = seal({"tool_version": __version__}, tmp, written, SITE_FORMAT)
         (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
         _swap_in(tmp, out)
     except BaseException:
