@@ -462,6 +462,13 @@ def _check_out_dir(out: Path) -> None:
                             f"(e.g. {others[0]}); nothing is replaced: give another --out")
 
 
+def seal_site(folder: Path) -> None:
+    """Write the marker: a sealed manifest of every file in ``folder`` (the site just written)."""
+    written = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MARKER]
+    marker = seal({"tool_version": __version__}, folder, written, SITE_FORMAT)
+    (folder / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+
+
 def _swap_in(tmp: Path, out: Path) -> None:
     """Replace ``out`` by the finished ``tmp`` (each a whole site): a reader sees one or the other."""
     old = None
@@ -494,9 +501,7 @@ def build_site(store: Store, out_dir: str | Path = DEFAULT_SITE_DIR, *,
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
     try:
         summary = _write_site(store, tmp, progress, site_url)
-        written = [p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()]
-        marker = seal({"tool_version": __version__}, tmp, written, SITE_FORMAT)
-        (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+        seal_site(tmp)
         _swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -772,6 +777,7 @@ def publish_site(store: Store, repo_id: str, out_dir: str | Path, *, push: bool 
     summary = build_site(store, out_dir, site_url=space_url(repo_id))
     folder = Path(out_dir)
     (folder / SPACE_CARD).write_text(space_card(repo_id, summary), encoding="utf-8")
+    seal_site(folder)  # the card is the build's too: a later build may replace it
     paths = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     files = [plan_file(folder, p) for p in paths]
     result = SitePublishResult(repo_id, summary, files)
