@@ -10,7 +10,7 @@ import typer
 
 from hubsurvey.commands.options import HUB, Db, OptionGroup, takes
 from hubsurvey.core.hub import HubClient
-from hubsurvey.core.options import HubOptions, unlimited_if_zero
+from hubsurvey.core.options import MAX_HOURS, HubOptions, unlimited_if_zero
 from hubsurvey.core.store import DEFAULT_DB
 from hubsurvey.crawler.rules import CrawlFilters
 
@@ -51,7 +51,7 @@ def crawl(
     from hubsurvey.crawler.crawl import crawl as run_crawl
     from hubsurvey.progress import CrawlProgress, quiet_hub_bars
 
-    max_hours = unlimited_if_zero("--max-hours", max_hours)
+    max_hours = unlimited_if_zero("--max-hours", max_hours, MAX_HOURS)
     client = hub_client(hub)
     with Store(db) as store, quiet_hub_bars(), CrawlProgress() as bar:
         summary = run_crawl(store, client, filters, progress=bar,  # records its own runs row
