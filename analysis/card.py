@@ -26,12 +26,16 @@ from hubsurvey.analysis.export import (
     EXPOSURE_CSV_PATH,
     EXPOSURE_PARQUET_PATH,
     FAMILIES_CSV_PATH,
+    GROUP_CSV_PATH,
+    GROUP_PARQUET_PATH,
     HISTORY_CSV_PATH,
     HISTORY_PARQUET_PATH,
     LLE_CSV_PATH,
     PARQUET_PATH,
     SCORES_CSV_PATH,
     SCORES_PARQUET_PATH,
+    TIME_CSV_PATH,
+    TIME_PARQUET_PATH,
     columns,
 )
 from hubsurvey.analysis.findings import findings
@@ -40,9 +44,12 @@ from hubsurvey.analysis.render import (
     EXACT_DEFINITIONS,
     KEY_LABELS,
     NEAR_DEFINITIONS,
+    Table,
     cross_setting,
     environment,
     near_setting,
+    num,
+    pct,
     provenance,
     shared_tables,
 )
@@ -89,6 +96,14 @@ FILE_DESCRIPTIONS = {
     COLUMN_PARQUET_PATH: "the exact figures of each text column alone (config column_measurements), for configs with "
                          "two text columns or more: one row per (dataset, config, label column, text column, profile)",
     COLUMN_CSV_PATH: "the same column_measurements rows as CSV",
+    GROUP_PARQUET_PATH: "groups shared across splits (config group_measurements, method groups-2026): per (dataset, "
+                        "config, group column) the test rows whose group also holds train or validation rows, the "
+                        "groups shared, each split's concentration, and whether the column is a numbering restarting "
+                        "per split (then out of the verdict)",
+    GROUP_CSV_PATH: "the same group_measurements rows as CSV",
+    TIME_PARQUET_PATH: "time order (config time_measurements, method time-2026): per (dataset, config, date column) "
+                       "each split's dates and the train rows dated after the earliest test row",
+    TIME_CSV_PATH: "the same time_measurements rows as CSV",
 }
 CROSS_PARQUET_GLOB = "data/cross_overlaps-*.parquet"
 EXPOSURE_PARQUET_GLOB = "data/model_exposure-*.parquet"
@@ -96,6 +111,8 @@ SCORES_PARQUET_GLOB = "data/scores_at_risk-*.parquet"
 HISTORY_PARQUET_GLOB = "data/history-*.parquet"
 CLEAN_TEST_PARQUET_GLOB = "data/clean_test-*.parquet"
 COLUMN_PARQUET_GLOB = "data/column_measurements-*.parquet"
+GROUP_PARQUET_GLOB = "data/group_measurements-*.parquet"
+TIME_PARQUET_GLOB = "data/time_measurements-*.parquet"
 
 
 #: Run arguments that name local files or folders: never shown in the public card.
@@ -218,6 +235,8 @@ def render_card(
         "history_parquet_glob": HISTORY_PARQUET_GLOB if HISTORY_PARQUET_PATH in files else None,
         "clean_parquet_glob": CLEAN_TEST_PARQUET_GLOB if CLEAN_TEST_PARQUET_PATH in files else None,
         "column_parquet_glob": COLUMN_PARQUET_GLOB if COLUMN_PARQUET_PATH in files else None,
+        "group_parquet_glob": GROUP_PARQUET_GLOB if GROUP_PARQUET_PATH in files else None,
+        "time_parquet_glob": TIME_PARQUET_GLOB if TIME_PARQUET_PATH in files else None,
         "files": [CardFile(p, FILE_DESCRIPTIONS.get(p, "")) for p in files if p != "README.md"]
         + [CardFile("README.md", "this card")],
         "has_report": REPORT_MD in files,
@@ -239,5 +258,12 @@ def render_card(
         "contamination": found["contamination"],
         "contamination_overview": found["contamination_overview"][0],
     }
-    context["tables"] = shared_tables(found, context["p"], KEY_LABELS)
+    context["tables"] = {**shared_tables(found, context["p"], KEY_LABELS), "checks": checks_table(found["checks"])}
     return environment().get_template("card.md.j2").render(context)
+
+
+def checks_table(rows: list[dict[str, Any]]) -> Table:
+    """Per check (findings_checks): the configs that ran it, those that did not, of those with a statement."""
+    return Table(("check", "configs that ran it", "did not", "of", "%"),
+                 [(r["check"], num(r["configs_ran"]), num(r["configs_not_ran"]), num(r["configs"]), pct(r["pct_ran"]))
+                  for r in rows], (False, True, True, True, True))

@@ -32,6 +32,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hubsurvey.analysis.findings import create_views
 from hubsurvey.core.store import Store
 
 CHECKS_MANIFEST_PATH = "contamination_manifest.jsonl"
@@ -57,8 +58,6 @@ def has_checks(store: Store) -> bool:
 
 def checks_manifest(store: Store) -> list[dict[str, Any]]:
     """The manifest's objects, one per surveyed dataset (see the module doc)."""
-    from hubsurvey.analysis.findings import create_views
-
     create_views(store)
     datasets = store.records("SELECT dataset_id, list(DISTINCT revision_sha ORDER BY revision_sha) AS revisions "
                              "FROM current_measurements GROUP BY dataset_id ORDER BY dataset_id")

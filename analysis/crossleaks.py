@@ -34,6 +34,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import duckdb
+import pyarrow as pa
+
 from hubsurvey import __version__
 from hubsurvey.core.errors import BadInputError, StoreError
 from hubsurvey.core.store import FINGERPRINT_HASH, Store, now
@@ -89,8 +92,6 @@ def current_fingerprints(store: Store) -> list[dict[str, Any]]:
 
 
 def _register_files(store: Store, files: list[dict[str, Any]]) -> None:
-    import pyarrow as pa
-
     store.con.register("cross_files", pa.Table.from_pylist(files, schema=pa.schema([
         ("dataset_id", pa.string()), ("config", pa.string()), ("split", pa.string()), ("revision_sha", pa.string()),
         ("rows", pa.int64()), ("filename", pa.string())])))
@@ -188,8 +189,6 @@ def crossleaks(store: Store, *, copy_threshold: float = DEFAULT_COPY_THRESHOLD, 
     overlaps: list[dict[str, Any]] = []
     families: dict[str, list[str]] = {}
     if tests:
-        import duckdb
-
         paths = {"paths": [f["filename"] for f in files]}
         by_key = {(f["dataset_id"], f["config"], f["split"]): f for f in files}
         old = _settings(store, memory_limit)
@@ -200,8 +199,6 @@ def crossleaks(store: Store, *, copy_threshold: float = DEFAULT_COPY_THRESHOLD, 
                           and r["rows"] >= copy_threshold * tests[(r["test_dataset"], r["test_config"])]["rows"]]
             agree: dict[tuple[str, str, str, str], int] = {}
             if candidates:
-                import pyarrow as pa
-
                 keys = ("test_dataset", "test_config", "source_dataset", "source_config")
                 store.con.register("cross_candidates", pa.Table.from_pylist([{k: c[k] for k in keys} for c in candidates]))
                 try:

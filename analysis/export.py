@@ -15,6 +15,10 @@ Files written by :func:`export_results` into ``out_dir``:
   and ``column_measurements.csv`` (the ``column_measurements`` table of the exported rows: the exact
   figures of each text column alone, per profile).
 
+- when configs with a group column (a date column) were measured: ``data/group_measurements-00000-of-00001.parquet``
+  and ``group_measurements.csv`` (``data/time_measurements-…``, ``time_measurements.csv``): per config
+  and column, the groups shared across splits (the time order).
+
 - ``contamination.csv`` (when datasets were checked against benchmarks): one row per dataset, its
   line "checked against K benchmarks at revisions …: clean | contaminated (which)" and its parts
   (the view ``findings_contamination``); and ``contamination_manifest.jsonl``, per dataset the
@@ -67,6 +71,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from hubsurvey.analysis.checks_manifest import CHECKS_MANIFEST_PATH, write_checks_manifest
+from hubsurvey.analysis.findings import create_views
+from hubsurvey.analysis.history import HISTORY_EXPORT_QUERY, has_history
 from hubsurvey.core import figures
 from hubsurvey.core.errors import OutputExistsError
 from hubsurvey.core.outputs import output_folder
@@ -107,6 +113,16 @@ SEMI JOIN current_measurements AS m
   ON m.dataset_id = c.dataset_id AND m.revision_sha = c.revision_sha AND m.config = c.config
  AND m.label_column IS NOT DISTINCT FROM c.label_column
 ORDER BY c.dataset_id, c.config, c.label_column NULLS FIRST, list_position(c.text_columns, c.text_column), c.profile"""
+#: The group columns (table group_measurements) and date columns (time_measurements) of the exported
+#: configs' revisions, in a stable order.
+GROUP_PARQUET_PATH = "data/group_measurements-00000-of-00001.parquet"
+GROUP_CSV_PATH = "group_measurements.csv"
+GROUP_QUERY = """SELECT g.* FROM group_measurements AS g
+SEMI JOIN current_measurements AS m ON m.dataset_id = g.dataset_id AND m.revision_sha = g.revision_sha AND m.config = g.config
+ORDER BY g.dataset_id, g.config, g.group_column"""
+TIME_PARQUET_PATH = "data/time_measurements-00000-of-00001.parquet"
+TIME_CSV_PATH = "time_measurements.csv"
+TIME_QUERY = GROUP_QUERY.replace("group_measurements", "time_measurements").replace("g.group_column", "g.date_column")
 NR = figures.NR
 MANIFEST_PATH = ".hubsurvey-export.json"
 #: Files earlier hubsurvey versions wrote without a manifest: removed on overwrite when it is absent.
@@ -232,8 +248,6 @@ CONTAMINATION_COLUMNS = ("dataset_id", "status", "line", "benchmarks", "revision
 
 def contamination_rows(store: Store) -> tuple[list[str], list[tuple]]:
     """The per-dataset contamination lines (``findings_contamination``), sorted by dataset."""
-    from hubsurvey.analysis.findings import create_views
-
     create_views(store)
     cols = ", ".join(quote_ident(c) for c in CONTAMINATION_COLUMNS)
     return store.query(f"SELECT {cols} FROM findings_contamination ORDER BY dataset_id")
@@ -248,8 +262,6 @@ def write_contamination_csv(store: Store, path: Path) -> Path | None:
 def write_exposure(store: Store, out: Path) -> list[Path]:
     """``findings_model_exposure`` as Parquet (the results dataset's config ``model_exposure``) and
     CSV, or nothing when no model declaring a contaminated dataset was listed."""
-    from hubsurvey.analysis.findings import create_views
-
     create_views(store)
     _utc(store.con)
     table = store.con.sql("SELECT * FROM findings_model_exposure").to_arrow_table()
@@ -261,8 +273,6 @@ def write_exposure(store: Store, out: Path) -> list[Path]:
             write_results_csv(store, out / EXPOSURE_CSV_PATH, "SELECT * FROM findings_model_exposure")]
 def write_history(store: Store, out: Path) -> list[Path]:
     """The history config (Parquet and CSV), or nothing before the survey measured a dataset again."""
-    from hubsurvey.analysis.history import HISTORY_EXPORT_QUERY, has_history
-
     if not has_history(store):
         return []
     _utc(store.con)
@@ -350,6 +360,10 @@ def export_results(store: Store, out_dir: str | Path, lle_compat: bool = False, 
                     write_results_csv(store, out / FAMILIES_CSV_PATH, FAMILIES_QUERY)]
     if store.query(f"SELECT count(*) FROM ({COLUMN_QUERY})")[1][0][0]:  # configs with two text columns or more
         written += write_table(store, out, COLUMN_PARQUET_PATH, COLUMN_CSV_PATH, COLUMN_QUERY)
+    for parquet_path, csv_path, query in ((GROUP_PARQUET_PATH, GROUP_CSV_PATH, GROUP_QUERY),
+                                          (TIME_PARQUET_PATH, TIME_CSV_PATH, TIME_QUERY)):
+        if store.query(f"SELECT count(*) FROM ({query})")[1][0][0]:  # configs with a group (a date) column
+            written += write_table(store, out, parquet_path, csv_path, query)
     contamination = write_contamination_csv(store, out / CONTAMINATION_CSV_PATH)
     if contamination is not None:
         written.append(contamination)

@@ -1290,4 +1290,85 @@ SELECT (SELECT count(*) FROM lookups WHERE status = 'listed')                   
        (SELECT count(*) FROM scores_at_risk WHERE status = 'clean')                         AS clean,
        (SELECT count(*) FROM scores_at_risk WHERE status = 'undeclared')                    AS undeclared,
        (SELECT count(*) FROM scores_at_risk WHERE status = 'not_surveyed')                  AS not_surveyed,
-       (SELECT count(*) FROM scores_at_risk WHERE split IS NULL)                            AS split_unknown
+       (SELECT count(*) FROM scores_at_risk WHERE split IS NULL)                            AS split_unknown;
+
+
+-- view: findings_group_leaks
+-- Test rows whose group is in train: for every (dataset, config) of current_measurements, one row
+-- per group column (table group_measurements, method groups-2026, at the measured revision). A
+-- group column's values name a dialogue, file, document, thread, author or URL: an id-like column
+-- left out of the text key whose values repeat within a split, or one the roles file declares. No
+-- text figure sees two utterances of one recording on both sides of the split; this does.
+--   test_rows_group_in_train(_pct)   test rows whose group also holds train rows (% of test rows)
+--   test_groups_in_train, groups_test distinct shared groups, and the distinct groups of test
+--   numbering_reused / in_verdict     a numbering restarting in every split (0, 1, 2... again in
+--                                     test) names other groups in each split: marked, kept out
+--                                     of every verdict (in_verdict false)
+SELECT g.dataset_id, g.config, g.group_column, g.source, g.numbering_reused, g.in_verdict,
+       any_value(m.rows_test)        AS rows_test,
+       g.test_rows_group_in_train, g.test_rows_group_in_train_pct,
+       g.test_rows_group_in_train_or_validation, g.test_rows_group_in_train_or_validation_pct,
+       g.test_groups_in_train, g.groups_test, g.largest_group_pct_test
+FROM group_measurements AS g
+JOIN current_measurements AS m
+  ON m.dataset_id = g.dataset_id AND m.revision_sha = g.revision_sha AND m.config = g.config
+GROUP BY ALL
+ORDER BY g.in_verdict DESC, g.test_rows_group_in_train_pct DESC NULLS LAST, g.dataset_id, g.config, g.group_column;
+
+
+-- view: findings_group_overview
+-- One row. Unit: a config of current_measurements measured by groups-2026 (its `checks` say the
+-- groups check was asked). configs_with_groups: those with a group column; configs_group_in_train:
+-- those where a group column in the verdict (not a reused numbering) has test rows whose group is
+-- in train; columns_numbering_reused: group columns marked and left out.
+WITH asked AS (
+    SELECT DISTINCT dataset_id, revision_sha, config
+    FROM current_measurements, unnest(from_json(checks, '[{"check": "VARCHAR", "why_not": "VARCHAR"}]')) AS u(c)
+    WHERE c."check" = 'groups' AND c.why_not IS DISTINCT FROM 'not asked'
+)
+SELECT (SELECT count(*) FROM asked)                                                      AS configs,
+       count(DISTINCT (g.dataset_id, g.config)) FILTER (WHERE g.group_column IS NOT NULL)  AS configs_with_groups,
+       count(DISTINCT (g.dataset_id, g.config)) FILTER (WHERE g.in_verdict AND g.test_rows_group_in_train > 0)
+                                                                                         AS configs_group_in_train,
+       pct(count(DISTINCT (g.dataset_id, g.config)) FILTER (WHERE g.in_verdict AND g.test_rows_group_in_train > 0),
+           (SELECT count(*) FROM asked))                                                 AS pct_configs_group_in_train,
+       count(*) FILTER (WHERE g.numbering_reused)                                        AS columns_numbering_reused
+FROM asked AS a LEFT JOIN group_measurements AS g USING (dataset_id, revision_sha, config);
+
+
+-- view: findings_blank_rows
+-- Rows that say nothing (rows-2026), per (dataset, config) of current_measurements with any: test
+-- (train, validation) rows whose text is blank (every text column NULL, empty or whitespace only),
+-- and the most NULL labels of a label column in test. Taken once per config (the text figures
+-- repeat in each label column's row).
+SELECT dataset_id, config,
+       max(rows_test)                    AS rows_test,
+       max(test_rows_blank_text)         AS test_rows_blank_text,
+       max(test_rows_blank_text_pct)     AS test_rows_blank_text_pct,
+       max(train_rows_blank_text)        AS train_rows_blank_text,
+       max(validation_rows_blank_text)   AS validation_rows_blank_text,
+       max(test_rows_null_label)         AS test_rows_null_label,
+       max(test_rows_null_label_pct)     AS test_rows_null_label_pct
+FROM current_measurements
+WHERE test_rows_blank_text IS NOT NULL
+GROUP BY dataset_id, config
+HAVING max(test_rows_blank_text) > 0 OR max(train_rows_blank_text) > 0 OR max(validation_rows_blank_text) > 0
+    OR max(test_rows_null_label) > 0
+ORDER BY test_rows_blank_text_pct DESC, test_rows_null_label_pct DESC NULLS LAST, dataset_id, config
+
+
+-- view: findings_checks
+-- What was checked, per check: of the configs of current_measurements that carry a statement (the
+-- `checks` column; NULL: measured before it, left out), how many ran the check and how many did not.
+-- A config's rows (one per label column) share its statement: each config counts once.
+WITH stated AS (
+    SELECT DISTINCT dataset_id, revision_sha, config, checks FROM current_measurements WHERE checks IS NOT NULL
+)
+SELECT c."check"                                      AS "check",
+       count(*) FILTER (WHERE c.ran)                  AS configs_ran,
+       count(*) FILTER (WHERE NOT c.ran)              AS configs_not_ran,
+       count(*)                                       AS configs,
+       pct(count(*) FILTER (WHERE c.ran), count(*))   AS pct_ran
+FROM stated, unnest(from_json(checks, '[{"check": "VARCHAR", "ran": "BOOLEAN"}]')) WITH ORDINALITY AS u(c, position)
+GROUP BY c."check"
+ORDER BY min(position), c."check"

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from hubsurvey.analysis.examples import resolve_dataset
+from hubsurvey.analysis.findings import create_views
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.history import BASES, VERDICTS, grade, history_view_sql
 from hubsurvey.core.store import Store
@@ -156,8 +157,6 @@ def since_last_run(store: Store) -> dict[str, Any]:
 
 def _new_contamination(store: Store, cutoff: datetime) -> list[dict[str, Any]]:
     """(dataset, benchmark) pairs contaminated at the current revisions and not in the state at the cutoff."""
-    from hubsurvey.analysis.findings import create_views
-
     create_views(store)
     return store.records(f"""
         WITH then_rows AS ({_STATE_AT}),

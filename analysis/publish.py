@@ -33,6 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
+
 from hubsurvey import __version__
 from hubsurvey.analysis.badges import badge_files
 from hubsurvey.analysis.card import DEFAULT_LICENSE, DEFAULT_PRETTY_NAME, render_card
@@ -44,9 +47,11 @@ from hubsurvey.analysis.export import (
     CSV_PATH,
     EXPOSURE_CSV_PATH,
     FAMILIES_CSV_PATH,
+    GROUP_CSV_PATH,
     HISTORY_CSV_PATH,
     LLE_CSV_PATH,
     SCORES_CSV_PATH,
+    TIME_CSV_PATH,
     export_results,
     write_manifest,
 )
@@ -105,7 +110,7 @@ def default_folder(repo_id: str) -> Path:
 #: produces is deleted by the push. Everything else in the repo belongs to its owner.
 OWNED_FILES = frozenset({CARD_PATH, CSV_PATH, LLE_CSV_PATH, REPORT_MD, CROSS_CSV_PATH, FAMILIES_CSV_PATH,
                          CONTAMINATION_CSV_PATH, CHECKS_MANIFEST_PATH, EXPOSURE_CSV_PATH, HISTORY_CSV_PATH, COLUMN_CSV_PATH,
-                         SCORES_CSV_PATH})
+                         SCORES_CSV_PATH, GROUP_CSV_PATH, TIME_CSV_PATH})
 OWNED_DATA = re.compile(r"^data/[^/]+\.parquet$")
 OWNED_BADGES = re.compile(r"^badges/[^/]+\.json$")  # analysis/badges.py: one per dataset
 
@@ -156,8 +161,6 @@ def build_folder(
 
 def remote_files(client: Any, repo_id: str, repo_type: str = "dataset") -> dict[str, Any]:
     """``{path: RepoFile}`` of the repo's main branch; empty when the repo has no commit yet."""
-    from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
-
     api = client.api
     try:
         items = client.call(lambda: list(api.list_repo_tree(repo_id, repo_type=repo_type, recursive=True)))
@@ -193,8 +196,6 @@ def push_folder(
     ``repo_type="space"`` (with its ``space_sdk``) pushes a Space the same way (``publish --site``);
     ``owned`` says which remote files this build produces, so that a stale one is deleted.
     """
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-
     check_repo_id(repo_id)
     if client is None:  # analysis reads only the store: the caller brings the Hub client
         raise PublishError("pushing needs a Hub client (hubsurvey.core.hub.HubClient)")

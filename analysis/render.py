@@ -21,6 +21,8 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from hubsurvey import __version__
+from hubsurvey.analysis.crossleaks import DEFAULT_COPY_THRESHOLD
+from hubsurvey.analysis.findings import latest_run
 from hubsurvey.core import figures
 from hubsurvey.core.figures import (
     EXACT_METHOD,
@@ -87,8 +89,6 @@ def near_setting(overview: Mapping[str, Any]) -> dict[str, str]:
 
 def cross_setting(found: Mapping[str, Any]) -> dict[str, str]:
     """The copy threshold the last crossleaks used, as a percentage (the default when none ran)."""
-    from hubsurvey.analysis.crossleaks import DEFAULT_COPY_THRESHOLD
-
     threshold = found["cross_overview"][0].get("copy_threshold") if found.get("cross_overview") else None
     return {"cross_threshold_pct": f"{100 * threshold:g}%" if threshold is not None
             else f"{100 * DEFAULT_COPY_THRESHOLD:g}% (the default)"}
@@ -249,8 +249,6 @@ def provenance(store: Store, overview: Mapping[str, Any]) -> dict[str, Any]:
     Everything is read from the DB (nothing from the clock), so rendering an unchanged DB twice
     gives identical files.
     """
-    from hubsurvey.analysis.findings import latest_run
-
     run, crawl = latest_run(store), latest_run(store, "%crawl%")
     for record in (run, crawl):
         if record is not None:

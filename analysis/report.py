@@ -174,6 +174,33 @@ def shared_columns_table(rows: list[dict[str, Any]]) -> Table:
     return Table(header, cells, (False, False, False, True, True, True, True))
 
 
+def _groups(c: SectionContext) -> dict[str, Any]:
+    # the group columns in the verdict with test rows whose group is in train, most (in % of test) first,
+    # as findings_group_leaks orders them; the reused numberings after them, counted apart
+    leaking = [r for r in c["f"]["group_leaks"] if r["in_verdict"] and (r["test_rows_group_in_train"] or 0) > 0]
+    blank = c["f"]["blank_rows"]
+    return {"groups": c["f"]["group_overview"][0], "group_rows": leaking[:c["top_n"]], "group_total": len(leaking),
+            "blank_rows": blank[:c["top_n"]], "blank_total": len(blank)}
+
+
+def group_leaks_table(rows: list[dict[str, Any]]) -> Table:
+    """Per (dataset, config, group column): test rows whose group holds train rows, and the groups shared."""
+    header = ("dataset", "config", "group column", "test rows: group in train", "of", "%", "groups shared", "of")
+    cells = [(r["dataset_id"], r["config"], r["group_column"], num(r["test_rows_group_in_train"]), num(r["rows_test"]),
+              pct(r["test_rows_group_in_train_pct"]), num(r["test_groups_in_train"]), num(r["groups_test"]))
+             for r in rows]
+    return Table(header, cells, (False, False, False, True, True, True, True, True))
+
+
+def blank_rows_table(rows: list[dict[str, Any]]) -> Table:
+    """Per (dataset, config) with any: blank test texts and NULL test labels."""
+    header = ("dataset", "config", "test rows: blank text", "of", "%", "test rows: NULL label", "%")
+    cells = [(r["dataset_id"], r["config"], num(r["test_rows_blank_text"]), num(r["rows_test"]),
+              pct(r["test_rows_blank_text_pct"]), num(r["test_rows_null_label"]), pct(r["test_rows_null_label_pct"]))
+             for r in rows]
+    return Table(header, cells, (False, False, True, True, True, True, True))
+
+
 def _definitions(_: SectionContext) -> dict[str, Any]:
     return {"definitions": DEFINITIONS, "exact_definitions": EXACT_DEFINITIONS, "near_definitions": NEAR_DEFINITIONS}
 
@@ -233,6 +260,11 @@ SECTIONS: tuple[Section, ...] = (
             tables={"shared_columns": lambda c: shared_columns_table(c["shared_rows"])}),
     # after the others, so that adding it renumbers none of them
     Section("scores_at_risk", "Scores at risk", views=("scores_at_risk", "scores_overview"), derive=_scores),
+    # after it, for the same reason: groups shared across splits and rows that say nothing
+    Section("groups", "Beyond the pair of texts: groups shared across splits, blank rows",
+            views=("group_leaks", "group_overview", "blank_rows"), derive=_groups,
+            tables={"group_leaks": lambda c: group_leaks_table(c["group_rows"]),
+                    "blank_rows": lambda c: blank_rows_table(c["blank_rows"])}),
     # what changed since the previous completed run (analysis.history.since_last_run, in the context as
     # ``since``): unnumbered and after the findings, so that the other sections keep their numbers and places
     Section("since_last_run", "Since the last run", numbered=False),

@@ -51,6 +51,7 @@ from urllib.parse import quote
 from markupsafe import Markup, escape
 
 from hubsurvey import __version__
+from hubsurvey.analysis import beside
 from hubsurvey.analysis.badges import BADGES_DIR, LABEL, badge_files, badge_path, read_badges
 from hubsurvey.analysis.examples import KIND_WORDS
 from hubsurvey.analysis.findings import create_views
@@ -87,7 +88,8 @@ VERDICTS = ("clean", "minor", "caution", "unreliable")
 INDEX_COLUMNS = ("id", "href", "verdict", "contaminated_pct", "near_pct", "benchmarks", "family", "tasks")
 #: The methods whose figures a dataset page lists, in order, with their heading.
 METHOD_TITLES = ((figures.LLE_METHOD, "LLE figures"), (figures.EXACT_METHOD, "Exact figures (raw and normalized key profiles)"),
-                 (figures.NEAR_METHOD, "Near-duplicate figures"))
+                 (figures.NEAR_METHOD, "Near-duplicate figures"),
+                 (figures.ROWS_METHOD, "Blank texts and NULL labels"))
 #: The split fingerprint columns of measurements, shown per label column.
 FINGERPRINT_COLUMNS = ("fingerprint_train", "fingerprint_validation", "fingerprint_test")
 #: Where shields.io renders an endpoint badge from the JSON served at ``?url=``.
@@ -673,6 +675,7 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str],
         exposure = _grouped(store, EXPOSURE_PAGE_SQL)
         cleaned = _grouped(store, CLEAN_PAGE_SQL)
         per_column = _grouped(store, COLUMN_PAGE_SQL)
+        group_columns, date_columns = _grouped(store, beside.GROUP_PAGE_SQL), _grouped(store, beside.TIME_PAGE_SQL)
     finally:
         store.con.unregister("site_ids")
 
@@ -694,6 +697,10 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str],
         for c in configs.values():
             c["tables"] = figure_tables([row["measurement"] for row in c["rows"]])
             c["column_tables"] = column_tables(columns_of.get(c["config"], []))
+            c["beside"] = beside.beside_section(
+                [row["measurement"] for row in c["rows"]],
+                [g for g in group_columns.get(dataset_id, []) if g["config"] == c["config"]],
+                [d for d in date_columns.get(dataset_id, []) if d["config"] == c["config"]])
         for e in examples.get(dataset_id, []):
             if e["config"] in configs:
                 configs[e["config"]]["examples"].append({**e, "words": KIND_WORDS.get(e["kind"], e["kind"]),

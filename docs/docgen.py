@@ -366,6 +366,26 @@ TABLES: dict[str, dict[str, str]] = {
            f"{c.definition}; the text key is this column alone ({figures.nr_rule(c)})"
            for c in figures.per_column_columns()},
     },
+    "group_measurements": {
+        "dataset_id, revision_sha, config": "the config measured, at the revision measured",
+        "group_column": "the column whose values name a group (a dialogue, file, document, thread, author, URL)",
+        "source": "`inferred` (an id-like or url column left out of the text key whose values repeat within a "
+                  "split) or `declared` (the roles file's `groups`)",
+        "numbering_reused": "the values are a numbering restarting per split (every value 1 to 18 ASCII digits, and "
+                            "two splits or more each with its smallest value 0 or 1 and its distinct values at least "
+                            "half of 0..largest): one value names another group in each split",
+        "in_verdict": "false for a reused numbering: reported, marked, kept out of every verdict",
+        "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`groups-2026`, 1)",
+        **{c.name: f"{c.definition} ({figures.nr_rule(c)})" for c in figures.group_columns()},
+    },
+    "time_measurements": {
+        "dataset_id, revision_sha, config": "the config measured, at the revision measured",
+        "date_column": "the column whose values date a row (a value that does not read as a timestamp is left out)",
+        "source": "`inferred` (a date or timestamp type, or a date-like name, left out of the text key) or `declared` "
+                  "(the roles file's `dates`)",
+        "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`time-2026`, 1)",
+        **{c.name: f"{c.definition} ({figures.nr_rule(c)})" for c in figures.time_columns()},
+    },
 }
 
 
@@ -451,6 +471,14 @@ TABLE_NOTES: dict[str, str] = {
                            "one row per (measurement row, text column, profile); its figure columns come from the "
                            "registry (`figures.per_column_columns()`). Replaced with the config's measurements, in "
                            "the same transaction. [Per-column figures](per-column.md).",
+    "group_measurements": "Groups shared across splits: one row per (config, group column) of a measured config; a "
+                          "column whose values never repeat within a split is a row id, never a group, and has no "
+                          "row (the config's `checks` name it). Its figure columns come from the registry "
+                          "(`figures.group_columns()`). Replaced with the config's measurements, in the same "
+                          "transaction. [Method](method.md#beyond-the-pair-of-texts-groups-blank-rows-time-order).",
+    "time_measurements": "Time order: one row per (config, date column) that dates at least one row (or is "
+                         "declared); figure columns from the registry (`figures.time_columns()`). Replaced with the "
+                         "config's measurements, in the same transaction.",
     "schema_version": "The migrations applied, one row each.",
 }
 

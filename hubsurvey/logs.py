@@ -12,6 +12,9 @@ from __future__ import annotations
 import logging
 import sys
 
+from hubsurvey.core.errors import scrub
+from hubsurvey.core.safety import visible
+
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_LEVEL = "INFO"
 
@@ -25,9 +28,6 @@ class VisibleFormatter(logging.Formatter):
     never a secret."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from hubsurvey.core.errors import scrub
-        from hubsurvey.core.safety import visible
-
         return visible(scrub(super().format(record)))
 
 

@@ -15,6 +15,9 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+from tqdm import tqdm
+
 from hubsurvey.core.safety import unfiltered
 
 log = logging.getLogger("hubsurvey.progress")
@@ -39,8 +42,6 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if hasattr(self.stream, "isatty") and self.stream.isatty():
-            from tqdm import tqdm
-
             # the bar moves the cursor on purpose: it writes below the command's visible-text filter
             self._bar = tqdm(desc=self.kind, unit=self.unit, file=unfiltered(self.stream), dynamic_ncols=True)
         return self
@@ -117,8 +118,6 @@ def quiet_hub_bars() -> Iterator[None]:
     Files are downloaded by the survey's Hub client (``hubsurvey.core.hub``), which draws no bar;
     this only quiets the library's bars on the calls that still go through it (publishing).
     """
-    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
-
     was_disabled = are_progress_bars_disabled()
     disable_progress_bars()
     try:

@@ -151,7 +151,7 @@ class Catalog:
             if spec and spec.get("count", 0):
                 if self.filler is not None:
                     raise ValueError("only one hub root may declare filler or hubscale datasets")
-                self.filler = kind(int(spec["count"]), int(spec.get("seed", 0)))
+                self.filler = HubScale.from_spec(spec) if kind is HubScale else Filler(int(spec["count"]), int(spec.get("seed", 0)))
         return {} if isinstance(data, list) else dict(data.get("evals") or {})
 
     def get(self, repo_id: str, repo_type: str = "dataset") -> Repo | None:

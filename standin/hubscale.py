@@ -24,6 +24,11 @@ The metadata mix (shares of listed datasets; see ``benchmarks/bench_hubscale.py`
   ``size_categories:*`` on 35% (cards that state it); 92% have a Parquet export.
 
 Cards and tags tell the truth here; what a stale card costs is documented, not simulated.
+
+With ``"sized_files": true`` in the root's ``hubscale`` object, the eligible datasets' exports hold
+their simulated rows instead, with text of a realistic length (``sizedfiles``: generated on first
+request, kept within a memory and a disk budget), so that a crawl can be followed by downloads and
+measurements; their cards state the files' features.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import datetime as dt
 import functools
 import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,6 +46,7 @@ import pyarrow as pa
 
 from . import parquetio as pio
 from .repos import GITATTRIBUTES, BytesBlob, Repo, object_id
+from .sizedfiles import Design, FileCache, SizedBlob
 
 _T0 = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)  # the newest lastModified of night 0
 _STEP_MS = 6_000  # night 0: dataset i was last modified i x 6 s before _T0 (1% of 1.5M a day: one every 6 s)
@@ -63,12 +70,26 @@ def _bucket(value: int, bounds: Sequence[int]) -> int:
 class HubScale:
     """``count`` listing-only datasets drawn from ``seed``; ``night`` says which have changed."""
 
-    def __init__(self, count: int, seed: int = 0) -> None:
+    def __init__(self, count: int, seed: int = 0, *, sized_files: bool = False, cache: FileCache | None = None) -> None:
         if count < 0:
             raise ValueError("hubscale count must be >= 0")
         self.count, self.seed, self.night = count, seed, 0
+        # eligible datasets' exports at their simulated size (sizedfiles), else a few tiny cached files
+        self.files = (cache or FileCache()) if sized_files else None
         self._changed: list[int] = []
         self._position: dict[int, int] = {}  # changed index -> its place at the head of the listing
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> HubScale:
+        """From an ``index.json``'s ``"hubscale"`` object: ``count``, ``seed``, ``sized_files``, and
+        for the sized files ``cache_dir`` (a folder outside the root, default none: memory only),
+        ``cache_gb`` (default 8) and ``memory_mb`` (default 512)."""
+        cache = None
+        if spec.get("sized_files"):
+            folder = spec.get("cache_dir")
+            cache = FileCache(memory_bytes=int(spec.get("memory_mb", 512)) << 20, folder=Path(folder) if folder else None,
+                              disk_bytes=int(float(spec.get("cache_gb", 8)) * (1 << 30)))
+        return cls(int(spec["count"]), int(spec.get("seed", 0)), sized_files=bool(spec.get("sized_files")), cache=cache)
 
     # --- the mix --------------------------------------------------------------------------------
 
@@ -92,6 +113,18 @@ class HubScale:
             "size_tag": r[6] < 3500,
             "export": r[7] < 9200,
         }
+
+    @staticmethod
+    def eligible(t: dict[str, Any]) -> bool:
+        """Whether a dataset with these traits is one the survey measures."""
+        return (not t["gated"] and not t["disabled"] and t["export"] and "test" in t["splits"] and t["kind"] == "text"
+                and sum(_split_rows(t).values()) < 1_000_000)
+
+    def design(self, i: int, t: dict[str, Any] | None = None) -> Design | None:
+        """What dataset ``i``'s sized files hold (None: its export is tiny, or it is not eligible)."""
+        if self.files is None or not self.eligible(t or self.traits(i)):
+            return None
+        return Design.of(f"{self.seed}:{i}:{self._sha(i)}")
 
     def _changed_in(self, i: int, night: int) -> bool:
         digest = hashlib.blake2b(f"night:{self.seed}:{night}:{i}".encode(), digest_size=2).digest()
@@ -142,7 +175,9 @@ class HubScale:
             card["configs"] = [{"config_name": "default",
                                 "data_files": [{"split": s, "path": f"data/{s}-*"} for s in t["splits"]]}]
         if t["card"] == "dataset_info":
-            card["dataset_info"] = {"config_name": "default", "features": _FEATURES_YAML[t["kind"]],
+            design = self.design(i, t)
+            features = design.features_yaml() if design else _FEATURES_YAML[t["kind"]]
+            card["dataset_info"] = {"config_name": "default", "features": features,
                                     "splits": [{"name": s, "num_examples": n} for s, n in _split_rows(t).items()]}
         return card
 
@@ -176,7 +211,13 @@ class HubScale:
         props = self.props(i)
         meta = {k: v for k, v in props.items() if k not in ("_id", "id", "sha", "siblings")}
         t = self.traits(i)
-        export = (lambda: {f"default/{s}/0000.parquet": _blob(t["kind"], n) for s, n in _split_rows(t).items()}) if t["export"] else None
+        design = self.design(i, t)
+        splits = _split_rows(t)
+        export: Any = None
+        if design is not None and self.files is not None:
+            export = functools.partial(_sized_export, self.files, design, splits)
+        elif t["export"]:
+            export = functools.partial(_tiny_export, t["kind"], splits)
         main = {".gitattributes": BytesBlob(GITATTRIBUTES), "README.md": BytesBlob(b"# synthetic\n")}
         return Repo(props["id"], meta, main_files=main, main_sha=props["sha"], parquet_files=export)
 
@@ -206,6 +247,14 @@ class _Order(Sequence[int]):
             if j == i:
                 return i
             i = j
+
+
+def _sized_export(files: FileCache, design: Design, splits: dict[str, int]) -> dict[str, SizedBlob]:
+    return {f"default/{s}/0000.parquet": SizedBlob(files, f"{design.key}/{s}", design, s, splits) for s in splits}
+
+
+def _tiny_export(kind: str, splits: dict[str, int]) -> dict[str, BytesBlob]:
+    return {f"default/{s}/0000.parquet": _blob(kind, n) for s, n in splits.items()}
 
 
 def _split_rows(t: dict[str, Any]) -> dict[str, int]:

@@ -787,3 +787,120 @@ def cross_reference(
         else:
             o["relation"] = "family" if same else "leak"
     return {"overlaps": found, "copies": copies, "families": families}
+
+
+# --- beyond the pair of texts: blank rows, groups, dates (rows-2026, groups-2026, time-2026) ---------
+
+
+def is_blank(value: Any) -> bool:
+    """A text value that says nothing: None, a string of whitespace only (:func:`is_whitespace`; the
+    empty string included), or a list or tuple whose elements are all blank (the empty one included).
+    Any other value (a dict, a number) is blank only when None."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return all(is_whitespace(c) for c in value)
+    if isinstance(value, (list, tuple)):
+        return all(is_blank(v) for v in value)
+    return False
+
+
+def blank_reference(splits: Mapping[str, Sequence[Mapping[str, Any]]], text_columns: Sequence[str],
+                    label_column: str | None) -> dict[str, Any]:
+    """``<split>_rows_blank_text`` (every text column blank) and ``<split>_rows_null_label`` (the
+    label is None; NR without a label column), each with its ``_pct`` of the split's rows; NR for
+    an absent split."""
+    out: dict[str, Any] = {}
+    for split in SPLITS:
+        rows = splits.get(split)
+        blank = None if rows is None else sum(all(is_blank(r[c]) for c in text_columns) for r in rows)
+        null = None if rows is None or label_column is None else sum(r[label_column] is None for r in rows)
+        n = len(rows) if rows is not None else 0
+        out[f"{split}_rows_blank_text"], out[f"{split}_rows_blank_text_pct"] = blank, _pct(blank, n)
+        out[f"{split}_rows_null_label"], out[f"{split}_rows_null_label_pct"] = null, _pct(null, n)
+    return out
+
+
+def _group_value(value: Any) -> Any:
+    """A group column's value as a group: None for NULL and for the empty string or list (no group)."""
+    if value is None or (isinstance(value, (str, list, tuple)) and len(value) == 0):
+        return None
+    return _freeze(value)
+
+
+def group_reference(splits: Mapping[str, Sequence[Mapping[str, Any]]], column: str) -> dict[str, Any]:
+    """The figures of group column ``column`` (docs/method.md, groups-2026), from Counters of its
+    values per split (None and empty values are no group), plus ``repeats`` (a group holds two rows
+    or more of one split: a group column, not a row id) and ``numbering_reused``."""
+    counts = {s: Counter(v for v in (_group_value(r[column]) for r in rows) if v is not None)
+              for s, rows in splits.items()}
+    has = {s: s in splits for s in SPLITS}
+    n = {s: len(splits[s]) for s in splits}
+    test, train, validation = counts["test"], counts.get("train", Counter()), counts.get("validation", Counter())
+    out: dict[str, Any] = {}
+
+    def put(name: str, value: Any, ok: bool, denominator: int) -> None:
+        out[name] = value if ok else None
+        out[name + "_pct"] = _pct(out[name], denominator) if ok else None
+
+    put("test_rows_group_in_train", sum(c for g, c in test.items() if g in train), has["train"], n["test"])
+    put("test_rows_group_in_validation", sum(c for g, c in test.items() if g in validation), has["validation"], n["test"])
+    put("test_rows_group_in_train_or_validation", sum(c for g, c in test.items() if g in train or g in validation),
+        has["train"] or has["validation"], n["test"])
+    put("validation_rows_group_in_train", sum(c for g, c in validation.items() if g in train),
+        has["train"] and has["validation"], n.get("validation", 0))
+    put("test_groups_in_train", sum(1 for g in test if g in train), has["train"], len(test))
+    put("test_groups_in_validation", sum(1 for g in test if g in validation), has["validation"], len(test))
+    for split in SPLITS:
+        present = has[split]
+        c = counts.get(split, Counter())
+        out[f"groups_{split}"] = len(c) if present else None
+        out[f"rows_per_group_{split}"] = sum(c.values()) / len(c) if present and c else None
+        out[f"largest_group_pct_{split}"] = _pct(max(c.values(), default=0), n[split]) if present else None
+    out["repeats"] = any(v > 1 for c in counts.values() for v in c.values())
+    out["numbering_reused"] = numbering_reused_reference(counts)
+    return out
+
+
+def numbering_reused_reference(counts: Mapping[str, Counter]) -> bool:
+    """A numbering restarting per split: every value of every split is 1 to 18 ASCII digits (an
+    integer, or a string of one), and two splits or more are each a numbering of their own: the
+    smallest value 0 or 1, and the distinct values at least half of 0..largest."""
+    present = [c for c in counts.values() if c]
+    texts = [[str(v) for v in c] for c in present]
+    if not all(re.fullmatch(r"[0-9]{1,18}", t, flags=re.ASCII) for ts in texts for t in ts):
+        return False
+    own = 0
+    for ts in texts:
+        numbers = [int(t) for t in ts]
+        if min(numbers) in (0, 1) and len(set(numbers)) * 2 >= max(numbers) + 1:
+            own += 1
+    return own >= 2
+
+
+def time_reference(splits: Mapping[str, Sequence[Mapping[str, Any]]], column: str) -> dict[str, Any]:
+    """The figures of date column ``column`` (time-2026): values that are datetimes (None left out),
+    per split the rows dated, the first and last date; the train (validation) rows dated after the
+    earliest test date, with their ``_pct`` of the split's rows; and the days the train and test
+    date ranges share (0 when disjoint; NR when either has no date)."""
+    dated = {s: [r[column] for r in rows if r[column] is not None] for s, rows in splits.items()}
+    start = min(dated["test"], default=None)
+    out: dict[str, Any] = {}
+    for split in SPLITS:
+        d = dated.get(split)
+        out[f"rows_dated_{split}"] = len(d) if d is not None else None
+        out[f"first_date_{split}"] = min(d, default=None) if d is not None else None
+        out[f"last_date_{split}"] = max(d, default=None) if d is not None else None
+    for split in ("train", "validation"):
+        if split not in splits:
+            out[f"{split}_rows_after_test_start"] = out[f"{split}_rows_after_test_start_pct"] = None
+            continue
+        after = sum(1 for v in dated[split] if start is not None and v > start)
+        out[f"{split}_rows_after_test_start"] = after
+        out[f"{split}_rows_after_test_start_pct"] = _pct(after, len(splits[split]))
+    if "train" in splits and dated["train"] and dated["test"]:
+        shared = min(max(dated["train"]), max(dated["test"])) - max(min(dated["train"]), min(dated["test"]))
+        out["train_test_overlap_days"] = max(0.0, shared.total_seconds() / 86400)
+    else:
+        out["train_test_overlap_days"] = None
+    return out

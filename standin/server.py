@@ -847,6 +847,8 @@ class _Handler(BaseHTTPRequestHandler):
                 response = _hostile(decision.hostile, response, f"{hub.url}{self.path}", hub.faults.bomb_mb)
             if hub.quota is not None:  # where the bucket stands as the answer leaves, not as it was asked
                 response.headers.update(hub.quota.headers(bucket))
+            if route.category == "resolve_get":
+                hub._count("resolve_bytes", len(response.body))
         except Exception:  # a stand-in bug must not kill the connection silently
             log.exception("stand-in error on %s %s", self.command, url.path)
             response = _error(500, "Internal stand-in error")
@@ -1040,18 +1042,19 @@ class StandinHub:
 
     @staticmethod
     def _zero_stats() -> dict[str, int]:
-        return {**dict.fromkeys(CATEGORIES, 0), "faults_injected": 0}
+        return {**dict.fromkeys(CATEGORIES, 0), "faults_injected": 0, "resolve_bytes": 0}
 
-    def _count(self, category: str) -> None:
+    def _count(self, category: str, n: int = 1) -> None:
         with self._stats_lock:
-            self._stats[category] += 1
+            self._stats[category] += n
 
     def _fault_injected(self) -> None:
         with self._stats_lock:
             self._stats["faults_injected"] += 1
 
     def stats(self) -> dict[str, int]:
-        """Requests served by category (``faults.CATEGORIES``), plus ``faults_injected``."""
+        """Requests served by category (``faults.CATEGORIES``), plus ``faults_injected`` and
+        ``resolve_bytes`` (the bytes of the file bodies served, whole or ranged)."""
         with self._stats_lock:
             return dict(self._stats)
 

@@ -21,10 +21,11 @@ from hubsurvey.core.errors import (
     scrub,
 )
 from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
+from hubsurvey.core.hub import is_transient
 from hubsurvey.core.roles import RoleOverrides, check_name
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import Store
-from hubsurvey.survey.measure import ConfigResult, measure_config
+from hubsurvey.survey.measure import ConfigResult, measure_config, with_contamination_check
 from hubsurvey.survey.sources import FolderSource, open_source
 
 if TYPE_CHECKING:
@@ -71,8 +72,6 @@ def _config_error(exc: Exception, where: str) -> HubsurveyError:
         if where.rstrip("]") not in str(exc):  # "ds [config" also matches "ds [config/split]"
             exc.args = (f"{where}: {exc}",)
         return exc
-    from hubsurvey.core.hub import is_transient
-
     first = (str(exc).strip().splitlines() or [""])[0]
     text = f"{type(exc).__name__}: {first}".rstrip(": ")
     if is_transient(exc) or type(exc).__module__.split(".")[0] in ("huggingface_hub", "httpx2"):
@@ -111,7 +110,7 @@ def audit(
     against it the same way, stored only with ``db``.
     """
     if benchmarks_file is not None:  # a bad benchmarks file is refused before anything is measured or stored
-        from hubsurvey.survey.contamination_check import check_benchmarks_file
+        from hubsurvey.survey.contamination_check import check_benchmarks_file  # lazy: keeps `hubsurvey --help` fast
 
         check_benchmarks_file(benchmarks_file)
     source = open_source(target, client=client, dataset_id=dataset_id)
@@ -145,6 +144,8 @@ def audit(
                     contamination = (_config_contamination(data, result.roles.text_columns, index,
                                                            run_id=recording.run_id if recording is not None else None)
                                      if index is not None else None)
+                    with_contamination_check(result.rows, [(b.benchmark.id, b.benchmark.config, b.benchmark.split)
+                                                           for b in index.benchmarks] if index is not None else None)
                 except (HubUnreachableError, StoreError, KeyboardInterrupt):
                     raise
                 except Exception as e:
@@ -182,6 +183,7 @@ def _benchmark_index(store: Store | None, client: Any, benchmarks_file: str | Pa
     that could not be indexed is one error line of the audit."""
     if benchmarks_file is None or store is None or recording is None:
         return None
+    # lazy: keeps `hubsurvey --help` fast
     from hubsurvey.survey.contamination_check import check_benchmarks_file, index_benchmarks, not_indexed
 
     if client is None and not all(b.is_local for b in check_benchmarks_file(benchmarks_file)):

@@ -36,10 +36,16 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub.errors import HfHubHTTPError
+
 from hubsurvey import __version__
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubError, UsageError, one_line
+from hubsurvey.core.hub import HubClient, is_transient
 from hubsurvey.core.safety import xml_text
+from hubsurvey.core.store import Store
+from hubsurvey.survey import contamination as bench
+from hubsurvey.survey.audit import audit
 
 #: the key profile of the exact figures unless ``--profile`` says otherwise
 DEFAULT_PROFILE = figures.NORMALIZED.name
@@ -126,6 +132,8 @@ class CheckResult:
     revisions: dict[str, str] = field(default_factory=dict)  # config -> revision measured
     text_columns: dict[str, list[str]] = field(default_factory=dict)  # config -> the text columns measured
     methods: dict[str, int] = field(default_factory=dict)  # the methods measured, with their versions
+    #: config -> its statement of what was checked ([{"check", "ran", ...}], as measurements.checks)
+    checks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # one line each (a config, a benchmark)
     error_code: ExitCode = ExitCode.OK  # the errors' code (audit's rule)
 
@@ -157,6 +165,7 @@ class CheckResult:
             "text_columns": dict(sorted(self.text_columns.items())),
             "tool_version": __version__,
             "methods": self.methods,
+            "checks": dict(sorted(self.checks.items())),
             "conditions": [v.as_json() for v in self.verdicts],
             "failed": len(self.failed),
             "errors": list(self.errors),
@@ -268,17 +277,13 @@ def verdicts_of(rows: Sequence[dict[str, Any]], contamination: Sequence[dict[str
 
 def _hub_refusal(target: str, exc: BaseException) -> HubError | BadInputError:
     """The Hub's answer about the dataset (missing, gated...) is bad input; a Hub that kept failing is the Hub."""
-    from hubsurvey.core.hub import is_transient
-
     return (HubError if is_transient(exc) else BadInputError)(f"{target}: {one_line(exc)}")
 
 
 def _index(benchmarks: str | Path, client: Any, db: str | Path | None) -> tuple[Any, list[str]]:
     """The benchmarks of a file ('default': the shipped list), indexed through the Hub client, and the
     one-line reasons of those that could not be; recorded in the ``benchmarks`` table when ``db`` is given."""
-    from hubsurvey.core.store import Store
-    from hubsurvey.survey import contamination as bench
-    from hubsurvey.survey.contamination_check import index_benchmarks
+    from hubsurvey.survey.contamination_check import index_benchmarks  # lazy: keeps `hubsurvey --help` fast
 
     asked = bench.load_benchmarks(None if benchmarks == "default" else benchmarks)
     if db is None:
@@ -317,15 +322,10 @@ def check(
     ``max_near`` cannot be tested). ``dataset_id`` names a folder's dataset (default: from the folder's name). Raises the audit's own errors (bad input, an unreachable Hub, an unusable DB); a config
     that fails is one of ``errors`` and the others are still tested.
     """
-    from huggingface_hub.errors import HfHubHTTPError
-
-    from hubsurvey.survey.audit import audit
 
     limits = check_limits({"contaminated": max_contaminated, "near": max_near, "conflicting": max_conflicting,
                            "benchmark": max_benchmark}, profile, benchmarks, near=near)
     if client is None:
-        from hubsurvey.core.hub import HubClient
-
         client = HubClient()
     not_indexed: list[str] = []
     index = None
@@ -341,9 +341,26 @@ def check(
                        revisions={r.config: r.revision_sha for r in outcome.results},
                        text_columns={r.config: list(r.roles.text_columns) for r in outcome.results},
                        methods=figures.methods_measured(near=near),
+                       checks={r.config: _checks(r.rows) for r in outcome.results},
                        errors=[*outcome.errors, *not_indexed],
                        # a benchmark not indexed leaves part of the check undone: partial
                        error_code=outcome.exit_code if outcome.errors else ExitCode.PARTIAL)
+
+
+def _checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A config's statement of what was checked (its rows share it)."""
+    value = rows[0].get("checks") if rows else None
+    return json.loads(value) if isinstance(value, str) else list(value or [])
+
+
+def check_property(check: dict[str, Any]) -> str:
+    """One check of the statement as a JUnit property value: ``ran`` or ``not run``, and with what
+    (a threshold, columns, benchmarks) or why not."""
+    if not check.get("ran"):
+        return f"not run: {check.get('why_not') or 'not asked'}"
+    detail = ([f"threshold {check['threshold']}"] if check.get("threshold") is not None else []) \
+        + [str(c) for c in check.get("columns") or []] + [str(b) for b in check.get("benchmarks") or []]
+    return "ran" + (f": {', '.join(detail)}" if detail else "")
 
 
 # --- JUnit XML -------------------------------------------------------------------------------------
@@ -370,7 +387,9 @@ def junit_tree(result: CheckResult) -> ET.ElementTree:
                         *((f"limit.{k}", f"{v:g}") for k, v in result.limits.items()),
                         *((f"revision.{k}", v) for k, v in sorted(result.revisions.items())),
                         *((f"text_columns.{k}", ",".join(v)) for k, v in sorted(result.text_columns.items())),
-                        *((f"method.{k}", str(v)) for k, v in result.methods.items())]:
+                        *((f"method.{k}", str(v)) for k, v in result.methods.items()),
+                        *((f"checked.{config}.{c.get('check')}", check_property(c))
+                          for config, checks in sorted(result.checks.items()) for c in checks)]:
         ET.SubElement(properties, "property", name=_xml_text(name), value=_xml_text(value))
     for v in result.verdicts:
         case = ET.SubElement(suite, "testcase", classname=_xml_text(f"{result.dataset_id}.{v.config}"),

@@ -46,6 +46,7 @@ from hubsurvey.core.errors import (
 )
 from hubsurvey.core.figures import EXACT_METHOD, EXACT_METHOD_VERSION, NEAR_METHOD, NEAR_METHOD_VERSION
 from hubsurvey.core.fingerprint import FINGERPRINT_VERSION, split_fingerprint
+from hubsurvey.core.hub import HubClient
 from hubsurvey.core.outputs import output_folder, read_sealed, remove_written, seal, written_files
 from hubsurvey.core.roles import RoleOverrides, check_name, resolve_roles
 from hubsurvey.core.runs import Runs, RunStatus
@@ -316,8 +317,6 @@ def load_clean_test(dataset_id: str, config: str, profile: str = DEFAULT_PROFILE
     builder (never dataset code), and the kept rows selected; the result's hs1 fingerprint is
     checked against the one recorded.
     """
-    from hubsurvey.core.hub import HubClient
-
     client = client or HubClient()
     row = _clean_row(dataset_id, config, profile, results=results, db=db, client=client)
     if not row.get("parquet_sha"):

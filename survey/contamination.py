@@ -21,11 +21,10 @@ texts of 1 to 12 words whose whole hash is a short item's. Those candidates are 
 index in DuckDB (which benchmark, item and place) and every one is verified exactly: the row's 13
 words, split again by the Arrow and Python path (:func:`words`), are compared with the item's 13
 words (a short item: all the words), so no false positive, from a hash collision or from anything
-else, reaches the results. Measured per 1M generated rows (benchmarks/bench_contamination.py), one
-thread: the pass takes about 0.5 s; the Arrow and numpy pipeline it replaced (split into a list
+else, reaches the results. The compiled pass replaced an Arrow and numpy pipeline (split into a list
 array, Arrow's ``index_in`` against the vocabulary, prefix-sum window hashes, a DuckDB join of every
-window's hash) took 1.4 s. For the key set, a Bloom filter (rbloom) queried from Python was
-measured at 0.7-0.9 s per 5M hashes: slower than the whole pass.
+window's hash) about three times slower; a Bloom filter queried from Python for the key set was
+slower than the whole pass (docs/benchmarks.md, "Figures behind the code's choices").
 
 The scan is a pure function of (the rows' text columns, the index): no network, no DB. It runs
 inside the survey's measuring job, in ``hubsurvey contamination``, and as Dask tasks

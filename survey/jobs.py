@@ -23,7 +23,7 @@ from hubsurvey.core.queue import JobOutcome, JobSettings, QueuedJob
 from hubsurvey.core.roles import RoleOverrides
 from hubsurvey.core.settings import Settings
 from hubsurvey.core.splits import branch_layouts, refuse_two_layouts
-from hubsurvey.survey.measure import measure_config
+from hubsurvey.survey.measure import measure_config, with_contamination_check
 from hubsurvey.survey.sources import config_from_files
 
 MEMORY_EXIT_CODE = 86  # a worker that passed its memory ceiling exits with this code
@@ -138,6 +138,7 @@ def run_job(spec: JobSpec, memory_mb: int | None = None) -> JobOutcome:
             methods=list(methods_measured(near=settings.near)),
         )
         contamination, checked = _contamination(settings, data, result.roles.text_columns)
+        with_contamination_check(result.rows, checked)
     except Exception as exc:  # every failure becomes data for the coordinator
         outcome = error_outcome(exc, spec.where)
         if outcome.error_class not in ("bad_input", "unreadable", "schema_mismatch", "gated") and not outcome.transient:

@@ -12,16 +12,22 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+import duckdb
+import pyarrow as pa
+
 from hubsurvey import __version__
 from hubsurvey.core.errors import InternalError, SurveyError, UnreadableDataError
 from hubsurvey.core.figures import (
     DEFAULT_EXAMPLES,
     EXACT_METHOD,
     EXACT_METHOD_VERSION,
+    GROUPS_METHOD,
     LLE_METHOD,
     LLE_METHOD_VERSION,
     NEAR_METHOD,
     NEAR_METHOD_VERSION,
+    ROWS_METHOD,
+    TIME_METHOD,
     registered_methods,
 )
 from hubsurvey.core.fingerprint import files_fingerprint, split_fingerprint
@@ -52,9 +58,6 @@ class ConfigResult:
 
 
 def _data_error_types() -> tuple[type[BaseException], ...]:
-    import duckdb
-    import pyarrow as pa
-
     return (
         pa.ArrowInvalid,
         pa.ArrowTypeError,
@@ -108,6 +111,12 @@ def measure_config(
             # the examples' kinds are the exact method's: measured with it only
             measured = engine.measure(roles.text_columns, roles.label_columns, methods, examples=examples)
             measurements, samples, near = measured.measurements, measured.examples, measured.near
+            group_candidates = roles.group_columns()
+            groups = (engine.measure_groups(list(group_candidates))
+                      if methods is None or GROUPS_METHOD in methods else None)
+            date_candidates = roles.date_columns(data.features)
+            dates = (engine.measure_dates(list(date_candidates))
+                     if methods is None or TIME_METHOD in methods else None)
             rows_by_split = engine.rows
             fingerprints = engine.fingerprints()
             read = engine.split_fingerprints  # the near stage's read gave them, else they are read now
@@ -121,6 +130,10 @@ def measure_config(
         # Anything else is a bug in hubsurvey, not bad data: keep the traceback (chained).
         raise InternalError.of(data.where(), e) from e
     measured_at = now()
+    group_rows = side_rows(groups, group_candidates, "group_column") if groups is not None else None
+    date_rows = side_rows(dates, date_candidates, "date_column") if dates is not None else None
+    checks = checks_statement(methods, near.info if near else None, measurements, groups, group_candidates,
+                              date_rows, {d["date_column"]: d["error"] for d in dates or [] if "error" in d})
     rows = []
     for m in measurements:
         row: dict[str, Any] = {
@@ -155,6 +168,11 @@ def measure_config(
         )
         if m.per_column is not None:  # the figures of each text column alone: column_measurements
             row["per_column"] = m.per_column
+        row["checks"] = _json(checks)
+        if group_rows is not None:  # per config, on each of its rows: group_measurements
+            row["groups"] = group_rows
+        if date_rows is not None:  # time_measurements
+            row["dates"] = date_rows
         rows.append(row)
     stored = [example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in samples]
     stored += [near_example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in (near.examples if near else [])]
@@ -162,6 +180,98 @@ def measure_config(
         data.dataset_id, data.config, data.revision_sha or "", roles, rows, stored, time.perf_counter() - started,
         fingerprints,
     )
+
+
+def side_rows(measured: list[dict[str, Any]], candidates: dict[str, str], column_key: str) -> list[dict[str, Any]]:
+    """The group (or date) columns measured, as rows of their table without identity: the column, where
+    it comes from (declared or inferred) and its figures. An inferred group column whose values never
+    repeat within a split is a row id, never a group: left out (``checks_statement`` names it). A
+    group column whose values are a numbering restarting in every split is kept, marked and kept out
+    of the verdict (``in_verdict`` false)."""
+    out = []
+    for found in measured:
+        column = found[column_key]
+        source = candidates.get(column, "inferred")
+        if "error" in found:  # named in the statement of checks
+            continue
+        if column_key == "group_column":
+            if source == "inferred" and not found["repeats"]:
+                continue
+            out.append({column_key: column, "source": source, "numbering_reused": found["numbering_reused"],
+                        "in_verdict": not found["numbering_reused"], **found["figures"]})
+        elif source == "declared" or any(found["figures"].get(f"rows_dated_{s}") for s in ("train", "validation", "test")):
+            out.append({column_key: column, "source": source, **found["figures"]})
+    return out
+
+
+def checks_statement(methods: Collection[str] | None, near: dict[str, Any] | None, measurements: list[Any],
+                     groups: list[dict[str, Any]] | None, group_candidates: dict[str, str],
+                     date_rows: list[dict[str, Any]] | None,
+                     dates_failed: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """What was checked on a config and what was not: one entry per check, ``{"check", "ran"}`` and
+    what it ran with or why it did not (``why_not``); a group or date column DuckDB could not read is
+    named under ``not_measured`` with its error (the config's other figures stand). The contamination entry is the caller's
+    (:func:`with_contamination_check`); paraphrase candidates are opt-in and not run here."""
+    def asked(method: str) -> bool:
+        return methods is None or method in methods
+
+    out: list[dict[str, Any]] = [
+        {"check": "lle", "ran": asked(LLE_METHOD)},
+        {"check": "exact_raw", "ran": asked(EXACT_METHOD)},
+        {"check": "exact_normalized", "ran": asked(EXACT_METHOD)},
+    ]
+    status = (near or {}).get("status")
+    near_entry: dict[str, Any] = {"check": "near", "ran": status == "measured"}
+    if near:
+        near_entry["threshold"] = near.get("threshold")
+    if status != "measured":
+        near_entry["why_not"] = status or "not asked (--no-near)"
+    out.append(near_entry)
+    per_column = any(m.per_column for m in measurements)
+    out.append({"check": "per_column", "ran": per_column,
+                **({} if per_column else {"why_not": "one text column" if asked(EXACT_METHOD) else "not asked"})})
+    out.append({"check": "blank_rows", "ran": asked(ROWS_METHOD)})
+    if groups is None:
+        out.append({"check": "groups", "ran": False, "why_not": "not asked"})
+    else:
+        measured = [g for g in groups if "error" not in g]
+        kept = [g["group_column"] for g in measured
+                if g["repeats"] or group_candidates.get(g["group_column"]) == "declared"]
+        row_ids = [g["group_column"] for g in measured if g["group_column"] not in kept]
+        entry: dict[str, Any] = {"check": "groups", "ran": bool(kept), "columns": kept, "row_ids": row_ids}
+        if failed := {g["group_column"]: g["error"] for g in groups if "error" in g}:
+            entry["not_measured"] = failed
+        if not kept:
+            entry["why_not"] = "no group column (id-like columns whose values repeat within a split, or declared)"
+        out.append(entry)
+    if date_rows is None:
+        out.append({"check": "time_order", "ran": False, "why_not": "not asked"})
+    else:
+        dated = [d["date_column"] for d in date_rows]
+        out.append({"check": "time_order", "ran": bool(dated), "columns": dated,
+                    **({} if dated else {"why_not": "no date column"}),
+                    **({"not_measured": dates_failed} if dates_failed else {})})
+    out.append({"check": "contamination", "ran": False, "why_not": "no benchmarks given"})
+    out.append({"check": "semantic", "ran": False, "why_not": "paraphrase candidates are not available in this version"})
+    return out
+
+
+def with_contamination_check(rows: list[dict[str, Any]], benchmarks: list[tuple[str, str, str]] | None) -> None:
+    """Record on each row's ``checks`` whether the 13-gram check ran, and against which benchmarks
+    (``(id, config, split)``; None or empty: it did not run)."""
+    for row in rows:
+        checks = json.loads(row["checks"]) if isinstance(row.get("checks"), str) else row.get("checks")
+        if not checks:
+            continue
+        for entry in checks:
+            if entry["check"] == "contamination":
+                entry.clear()
+                entry.update({"check": "contamination", "ran": bool(benchmarks)})
+                if benchmarks:
+                    entry["benchmarks"] = [f"{b}[{c}/{s}]" for b, c, s in benchmarks]
+                else:
+                    entry["why_not"] = "no benchmarks given"
+        row["checks"] = _json(checks)
 
 
 def example_row(data: ConfigData, example: dict[str, Any], *, measured_at: Any, run_id: str | None) -> dict[str, Any]:

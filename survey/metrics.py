@@ -282,6 +282,26 @@ def _empty_sql(sql_type: str) -> str:
     return "false"
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def numbering_reused(per_split: Mapping[str, tuple[int, int, int | None, int | None]]) -> bool:
+    """Whether a group column's values look like a numbering that restarts per split, as MELD's
+    ``Dialogue_ID`` (0, 1, 2... in train, and again in test): every value of every split an integer
+    (1 to 18 ASCII digits), and two splits or more each a numbering of its own: its smallest value
+    0 or 1 and its distinct values at least half of 0..largest. (A split sampled from another's
+    numbering, as miam/ilisten's validation from its train, is not one of its own, and does not
+    count.) Such a value names another group in each split, so its figures are kept out of the
+    verdict. ``per_split``: (distinct values, values that are not integers, smallest, largest) of each split."""
+    present = [v for v in per_split.values() if v[0] > 0]
+    if any(others for _, others, _, _ in present):
+        return False
+    own = [n for n, _, low, high in present if low is not None and high is not None and low in (0, 1) and n * 2 >= high + 1]
+    return len(own) >= 2
+
+
 class Engine:
     """Measures one config. Use as a context manager; it owns one in-memory DuckDB connection."""
 
@@ -694,6 +714,8 @@ class Engine:
         self._load(text_columns, label_columns, normalized=exact or near, per_column=exact and self.per_column)
         text: dict[str, Any] = {}
         by_label: list[dict[str, Any]] = [{} for _ in label_columns]
+        if registry.ROWS_METHOD in methods:  # before the near stage drops rows_all's texts
+            text, by_label = self._blank_rows(len(label_columns))
         found: list[dict[str, Any]] = []
         normalized_key: list[str] | None = None
         # per label column (one when there is none): {text column: {profile: figures}}
@@ -748,6 +770,89 @@ class Engine:
             row.update(self._row_figures(row))
             out.append(Measurement(label, text_columns, {c.name: row.get(c.name) for c in columns}, per_column or None))
         return Measured(out, found, near_result)
+
+    # --- beyond the pair of texts: blank rows, groups, dates (registry.SIDE_ROW_FIGURES, GROUP_FIGURES, ...)
+
+    def _blank_rows(self, labels: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The rows method's figures over ``rows_all``: blank texts per split, and per label column
+        its NULL labels per split."""
+        sql_types = {r[0]: r[1] for r in self.con.execute("DESCRIBE rows_all").fetchall()}
+        blank = " AND ".join(registry.blank_sql(t, sql_types[t]) for t in self.raw_text)
+        rows = {f"rows_{s}": self.rows.get(s) for s in CANONICAL_SPLITS}
+        items = registry.side_figures_sql(registry.SIDE_ROW_FIGURES, registry.SideGrain.ROWS)
+        text = self._select(f"WITH rows_checked AS (SELECT split, {blank} AS text_blank FROM rows_all) "
+                            + registry.aggregate_sql(items, "rows_checked"), rows)
+        items = registry.side_figures_sql(registry.SIDE_ROW_FIGURES, registry.SideGrain.LABEL_ROWS)
+        by_label = [self._select(f"WITH label_rows AS (SELECT split, l{j} AS label FROM rows_all) "
+                                 + registry.aggregate_sql(items, "label_rows"), rows) for j in range(labels)]
+        return text, by_label
+
+    def _one_column(self, column: str, alias: str) -> str:
+        """SQL for ``(split, pos, <alias>)``: one column of every present split, read from its view."""
+        return self._stack({alias: column})
+
+    def measure_groups(self, columns: Sequence[str]) -> list[dict[str, Any]]:
+        """Per group column: the registry's ``GROUP_FIGURES`` over ``per_group`` (its values, NULL and
+        empty ones left out, with the rows of each split holding them), and what decides its role:
+        ``repeats`` (a value holds two rows or more in some split: a group, not a row id) and
+        ``numbering_reused`` (:func:`numbering_reused` over each split's integer values)."""
+        out = []
+        rows = {f"rows_{s}": self.rows.get(s) for s in CANONICAL_SPLITS}
+        for column in columns:
+            try:
+                out.append(self._measure_group(column, rows))
+            # a column DuckDB cannot group, or a name two columns share: that column is not measured, the rest is
+            except (duckdb.Error, BadInputError) as e:
+                out.append({"group_column": column, "error": _first_line(e)})
+        return out
+
+    def _measure_group(self, column: str, rows: Mapping[str, Any]) -> dict[str, Any]:
+        stacked = self._one_column(column, "g")
+        sql_type = self.con.execute(f"DESCRIBE {stacked}").fetchall()[2][1]
+        empty = _empty_sql(sql_type).format("g")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE per_group AS SELECT g, {registry.SPLIT_COUNTS} "
+                         f"FROM ({stacked}) WHERE g IS NOT NULL AND NOT {empty} GROUP BY g")
+        items = registry.side_figures_sql(registry.GROUP_FIGURES, registry.SideGrain.GROUP)
+        figures = self._select(registry.aggregate_sql(items, "per_group"), rows)
+        # an integer: its text is 1 to 18 ASCII digits (TRY_CAST would also take '1.5' and '0x10')
+        number = "CASE WHEN regexp_full_match(g::VARCHAR, '[0-9]{1,18}') THEN g::VARCHAR::BIGINT END"
+        numbers = self.con.execute(
+            "SELECT " + ", ".join(
+                f"count(*) FILTER (WHERE n_{s} > 0), count(*) FILTER (WHERE n_{s} > 0 AND {number} IS NULL), "
+                f"min({number}) FILTER (WHERE n_{s} > 0), max({number}) FILTER (WHERE n_{s} > 0), "
+                f"coalesce(max(n_{s}), 0)"
+                for s in CANONICAL_SPLITS) + " FROM per_group").fetchone() or ()
+        per_split = {s: numbers[5 * i:5 * i + 5] for i, s in enumerate(CANONICAL_SPLITS) if s in self.data.splits}
+        self.con.execute("DROP TABLE per_group")
+        return {"group_column": column, "figures": figures,
+                "repeats": any(largest > 1 for *_, largest in per_split.values()),
+                "numbering_reused": numbering_reused({s: (n, others, low, high) for s, (n, others, low, high, _)
+                                                      in per_split.items()})}
+
+    def measure_dates(self, columns: Sequence[str]) -> list[dict[str, Any]]:
+        """Per date column: the registry's ``TIME_FIGURES`` over ``dated`` (its values read as
+        timestamps; a value that does not read as one is left out, as NULL is)."""
+        out = []
+        rows = {f"rows_{s}": self.rows.get(s) for s in CANONICAL_SPLITS}
+        for column in columns:
+            try:
+                out.append(self._measure_date(column, rows))
+            except (duckdb.Error, BadInputError) as e:
+                out.append({"date_column": column, "error": _first_line(e)})
+        return out
+
+    def _measure_date(self, column: str, rows: Mapping[str, Any]) -> dict[str, Any]:
+        stacked = self._one_column(column, "v")
+        sql_type = self.con.execute(f"DESCRIBE {stacked}").fetchall()[2][1]
+        value = "v::TIMESTAMP" if sql_type in ("DATE", "TIMESTAMP") or sql_type.startswith("TIMESTAMP") \
+            else "TRY_CAST(v::VARCHAR AS TIMESTAMP)"
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE dated AS SELECT split, d FROM "
+                         f"(SELECT split, {value} AS d FROM ({stacked})) WHERE d IS NOT NULL")
+        start = self.con.execute("SELECT min(d) FROM dated WHERE split = 'test'").fetchone()
+        items = registry.side_figures_sql(registry.TIME_FIGURES, registry.SideGrain.DATED)
+        figures = self._select(registry.aggregate_sql(items, "dated"), {**rows, "test_start": start[0] if start else None})
+        self.con.execute("DROP TABLE dated")
+        return {"date_column": column, "figures": figures}
 
     def fingerprints(self) -> dict[str, pa.Table] | None:
         """Per canonical split, every row's position (``row``, int64) and ``hash`` (uint64): the

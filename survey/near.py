@@ -224,10 +224,9 @@ def _text_shingles(data: np.ndarray, start: int, stop: int, cap: int, n: int, se
     leaves times ``_P ** (n - 1)`` taken off, then one step of Horner's rule): two multiplications
     a shingle where the whole polynomial takes n - 1, and the same value modulo 2^64. The shingles
     are mixed into ``hashes``, and only then dropped into their bins, in a loop of their own: in
-    the rolling loop, each bin's load waited on stores whose bins were not known yet (the bins
-    cost 0.45 s there, against 0.12 s in their own loop). On the benchmark's 800k train texts, on
-    one thread: 0.62 s to roll and 0.12 s for the bins, where every polynomial computed whole,
-    loop over loop in the compiler's vector lanes, took 0.89 s."""
+    the rolling loop, each bin's load waited on stores whose bins were not known yet. Rolling is
+    faster than every polynomial computed whole in the compiler's vector lanes (docs/benchmarks.md,
+    "Figures behind the code's choices")."""
     room = len(out)
     signed = len(sig) > 0
     lead = np.uint64(1)  # _P ** (n - 1): the weight of a shingle's first code point

@@ -4,8 +4,8 @@ keeps only the windows (and the whole short texts) whose hash the benchmarks' in
 
 Why compiled: the same work in Arrow and numpy (split into a list array, look every word up, hash
 the windows with prefix sums) makes and reads five arrays as long as the batch's words; this pass
-makes none. Measured per 1M generated rows, one thread (benchmarks/bench_contamination.py's data):
-about 0.5 s here against 1.4 s for the Arrow path it replaced.
+makes none, and is about three times as fast (docs/benchmarks.md, "Figures behind the code's
+choices").
 
 The words, exactly as ``normalize_text(s).split()`` gives them (``survey/normalize.py``: NFKC, then
 casefold, split on Python's whitespace), without running it on most rows:
@@ -49,6 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hubsurvey.core.compiled import cache_folder, compiled
+from hubsurvey.survey.normalize import normalize_text
 
 # The hash's definition, shared with the reference in contamination.py (fnv1a, window_hashes).
 NGRAM = 13  # words in a matched passage; an item with fewer is matched whole
@@ -463,8 +464,6 @@ def scan_texts(texts: pa.Array, grams: KeySet | None, shorts: KeySet | None, mas
     """Every candidate of ``texts`` (a string array without NULLs, not yet normalized) against the
     key sets (None: nothing is looked up). The rows the table cannot fold are normalized in Python
     and walked again literally, so the result is the one of ``normalize_text`` for every row."""
-    from hubsurvey.survey.normalize import normalize_text
-
     if texts.null_count:
         raise ValueError("scan_texts takes strings without NULLs")
     if pa.types.is_string_view(texts.type):
@@ -622,8 +621,6 @@ def normalize_strings(texts: pa.Array) -> pa.Array:
     ``normalize_text`` on each. One compiled pass with the ASCII rows of the table first (the whole
     table is built once and then read from a cache, which an ASCII column never needs); the rows holding other
     characters are folded again with the whole table, and those it cannot fold (rare) in Python."""
-    from hubsurvey.survey.normalize import normalize_text
-
     if pa.types.is_string_view(texts.type):
         texts = texts.cast(pa.string())
     result, rows = _fold(texts, ascii_char_table())

@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,6 +93,24 @@ E2E_TESTS: dict[str, str] = {
     "tests/test_transport.py::test_max_hours_bounds_a_wait_for_the_quota_reset": "a run bounded by --max-hours (15 s)",
     "tests/test_transport.py::test_crawl_max_hours_bounds_the_crawl_and_a_wait_for_the_quota": "a crawl bounded by --max-hours (15 s)",
 }
+# SLOW_TESTS: tests of the fast tier's modules that start the stand-in, a subprocess or numba's
+# compiler, marked `slow` here (by node id prefix, as above) so that the fast tier never runs them.
+SLOW_TESTS: dict[str, str] = {
+    "tests/test_exposure.py": "the stand-in serving the mini-hub's models",
+    "tests/test_audit.py::test_audit_hub_errors_are_one_line": "the stand-in",
+    "tests/test_check.py::test_a_hub_id_is_checked_through_the_standin": "the stand-in",
+    "tests/test_contamination.py::test_the_planted_contamination_equals_truth": "the mini-hub generated and indexed",
+    "tests/test_contamination.py::test_planted_counts_survive_a_tiny_candidate_filter": "the mini-hub generated and indexed",
+    "tests/test_crawl.py::test_gated_files_are_not_retried": "the stand-in",
+    "tests/test_crawl_listing.py::test_each_reason_is_decided_from_the_listing_with_no_request_and_the_card_never_admits":
+        "the stand-in",
+    "tests/test_crawl_listing.py::test_a_killed_crawl_resumes_from_the_cursor_written_with_the_last_page": "the stand-in",
+    "tests/test_crawl_listing.py::test_a_tree_page_that_links_to_itself_ends": "the stand-in",
+    "tests/test_notify.py::test_the_standin_speaks_discussions_as_huggingface_hub_does": "the stand-in",
+    "tests/test_near_reading.py::test_the_near_stage_runs_on_numbas_workqueue_threading_layer": "a subprocess compiling numba",
+    "tests/test_store.py::test_an_older_db_that_cannot_be_upgraded_is_refused_in_one_line": "a subprocess",
+    "tests/test_transport.py::test_a_tree_page_that_links_to_itself_ends": "the stand-in",
+}
 EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_near_recall.py::test_engine_against_the_exhaustive_reference": "every shared config (1100 s)",
     "tests/test_near_reference.py::test_near_reference_on_each_shared_dataset": "every shared dataset (280 s)",
@@ -106,6 +125,11 @@ EXHAUSTIVE_TESTS: dict[str, str] = {
     "tests/test_crossleaks.py::test_crossleaks_on_the_shared_datasets_equals_sets_over_their_rows": "(20 s)",
     "tests/test_near_compiled.py::test_shared_configs_pair_as_the_reference": "every shared config (110 s)",
     "tests/test_fingerprint.py::test_every_shared_split_equals_the_reference": "every shared split (15 s)",
+    "tests/test_beside.py::test_group_figures_equal_the_reference_on_shared_configs": "11 miam and silicone configs (15 s)",
+    "tests/test_beside.py::test_blank_rows_equal_the_reference_on_random_data": "a hypothesis sweep (10 s)",
+    "tests/test_beside.py::test_blank_token_lists_equal_the_reference": "a hypothesis sweep (7 s)",
+    "tests/test_beside.py::test_group_figures_equal_the_reference_on_random_data": "a hypothesis sweep (13 s)",
+    "tests/test_beside.py::test_time_figures_equal_the_reference_on_random_data": "a hypothesis sweep (8 s)",
 }
 
 
@@ -115,12 +139,16 @@ def _under(nodeid: str, prefixes: dict[str, str]) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests only CI runs: E2E_TESTS `e2e` and `slow`, the slow ones of EXHAUSTIVE_TESTS `exhaustive`."""
+    """Mark the tests only CI runs: E2E_TESTS `e2e` and `slow`, the slow ones of EXHAUSTIVE_TESTS
+    `exhaustive`; and SLOW_TESTS `slow`."""
     for item in items:
         if _under(item.nodeid, E2E_TESTS):
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.slow)
-        elif _under(item.nodeid, EXHAUSTIVE_TESTS) and item.get_closest_marker("slow"):
+            continue
+        if _under(item.nodeid, SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
+        if _under(item.nodeid, EXHAUSTIVE_TESTS) and item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.exhaustive)
 
 
@@ -145,3 +173,27 @@ def shared_index() -> list[dict]:
 def _no_token(monkeypatch):
     """A test that needs HF_TOKEN sets it itself."""
     monkeypatch.delenv("HF_TOKEN", raising=False)
+
+
+# --- the mini-hub and the Hub client of a stand-in (the tests that serve one share them) -----------
+
+
+@pytest.fixture(scope="module")
+def minihub(tmp_path_factory) -> Path:
+    """The generated mini-hub (seed 0; its truth in ``truth.json``), once per test module. Tests
+    read it; one that changes a dataset generates a hub of its own."""
+    from hubsurvey_standin import generate_minihub  # collecting a test module needs no stand-in
+
+    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
+
+
+def standin_client(hub: Any, cache: Path | None = None, **settings: Any) -> Any:
+    """The Hub client of a stand-in ``hub``: no token, unpaced (rate 0), short waits, its download
+    cache in ``cache``; ``settings`` overrides any of them (HubClient's keywords). Imported by the
+    test modules: ``from conftest import standin_client``."""
+    from hubsurvey.core.hub import HubClient
+
+    defaults: dict[str, Any] = {"token": False, "rate": 0, "file_rate": 0, "max_wait": 0.05}
+    if cache is not None:
+        defaults["cache_dir"] = cache
+    return HubClient(endpoint=hub.url, **{**defaults, **settings})

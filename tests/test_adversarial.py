@@ -23,18 +23,13 @@ from hubsurvey.core.errors import ExitCode
 from hubsurvey.core.figures import figure_names
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store
-from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
+from hubsurvey_standin import Faults, Scope, StandinHub
 from hubsurvey_standin.reference import lle_reference
 
 runner = CliRunner()
 TOKEN = "hf_AdversarialSecret_2468013579"
 TARGET = "mini-nlp/toy_ner"
 FIGURES = figure_names()
-
-
-@pytest.fixture(scope="module")
-def minihub(tmp_path_factory) -> Path:
-    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
 
 
 def _truth(root: Path, dataset_id: str) -> dict[tuple[str, str | None], dict]:

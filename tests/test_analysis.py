@@ -71,7 +71,7 @@ def test_overview(found):
         "crawled_datasets": 6, "eligible_datasets": 3, "excluded_datasets": 3,
         "jobs": 6, "jobs_done": 3, "jobs_failed": 3,
         # every planted row is measured by every method (the exact findings: test_analysis_exact.py)
-        "methods": "exact-2026 v1, lle-2024 v1, near-2026 v1", "rows_exact": 4, "datasets_exact": 4,
+        "methods": "exact-2026 v1, groups-2026 v1, lle-2024 v1, near-2026 v1, rows-2026 v1, time-2026 v1", "rows_exact": 4, "datasets_exact": 4,
     }]
 
 

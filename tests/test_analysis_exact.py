@@ -161,7 +161,7 @@ def test_overview_counts_exact_rows(found):
     o = found["overview"][0]
     # 9 rows, of which x/old and x/mixed c2 were not measured by exact-2026
     assert (o["measurement_rows"], o["rows_exact"], o["datasets"], o["datasets_exact"]) == (9, 7, 7, 6)
-    assert o["methods"] == "exact-2026 v1, lle-2024 v1, near-2026 v1"
+    assert o["methods"] == "exact-2026 v1, groups-2026 v1, lle-2024 v1, near-2026 v1, rows-2026 v1, time-2026 v1"
 
 
 def test_exact_configs_take_text_figures_once_and_leave_unmeasured_configs_out(found):

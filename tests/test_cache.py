@@ -17,16 +17,16 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import standin_client
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
 from hubsurvey.core.errors import TooLargeForCacheError
-from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store
 from hubsurvey.crawler.crawl import crawl
 from hubsurvey.pipeline import RunOptions, run_survey
 from hubsurvey.survey.cache import GB, METADATA_BYTES, CacheBudget, repo_folder
-from hubsurvey_standin import StandinHub, generate_minihub
+from hubsurvey_standin import StandinHub
 from hubsurvey_standin.repos import parquet_sha as standin_parquet_sha
 
 
@@ -34,15 +34,6 @@ def cache_size(cache_dir: Path) -> int:
     """Bytes of regular files under the cache folder (links not counted twice): the plain reference."""
     root = Path(cache_dir)
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink()) if root.exists() else 0
-
-
-@pytest.fixture(scope="module")
-def minihub(tmp_path_factory) -> Path:
-    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
-
-
-def client_for(hub: StandinHub, cache: Path) -> HubClient:
-    return HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=cache, max_wait=0.05)
 
 
 def job_sizes(db: Path) -> list[int]:
@@ -88,7 +79,7 @@ class CachePoller:
 
 def crawled(hub: StandinHub, db: Path, cache: Path) -> list[int]:
     with Store(db) as store:
-        crawl(store, client_for(hub, cache))
+        crawl(store, standin_client(hub, cache))
     return job_sizes(db)
 
 
@@ -101,7 +92,7 @@ def test_a_survey_with_a_small_budget_never_goes_over_it(minihub, tmp_path, keep
         budget = max(sizes) + METADATA_BYTES  # just room for the largest job: two jobs' files rarely fit at once
         assert sum(sizes) > 2 * budget  # the budget binds: the survey's files do not fit in it together
         with CachePoller(cache) as poller:
-            summary = run_survey(db, client_for(hub, cache), None, RunOptions(
+            summary = run_survey(db, standin_client(hub, cache), None, RunOptions(
                 workers=2, max_cache_gb=budget / GB, keep_cache=keep_cache, crawl=False))
     assert summary.status == "done" and summary.failed == 0 and summary.done == len(sizes)
     assert poller.samples > 20 and poller.peak > 0
@@ -117,7 +108,7 @@ def test_a_survey_with_a_small_budget_never_goes_over_it(minihub, tmp_path, keep
 def test_measurements_record_the_parquet_commit_downloaded(minihub, tmp_path):
     db, cache = tmp_path / "r.duckdb", tmp_path / "cache"
     with StandinHub(minihub) as hub:
-        summary = run_survey(db, client_for(hub, cache), None, RunOptions(workers=2))
+        summary = run_survey(db, standin_client(hub, cache), None, RunOptions(workers=2))
     assert summary.done > 0
     with Store(db) as store:
         rows = store.records("SELECT dataset_id, revision_sha, parquet_sha FROM measurements")
@@ -139,9 +130,9 @@ def test_a_branch_that_moved_after_the_crawl_is_not_mixed_in(minihub, tmp_path):
             (row,) = store.records("SELECT dataset_id, sha, parquet_sha FROM datasets WHERE status = 'eligible' "
                                    "ORDER BY dataset_id LIMIT 1")
         hub.set_sha(row["dataset_id"], "1" * 40)  # main and the Parquet branch move on
-        moved = client_for(hub, cache).parquet_sha(row["dataset_id"])
+        moved = standin_client(hub, cache).parquet_sha(row["dataset_id"])
         assert moved != row["parquet_sha"]
-        run_survey(db, client_for(hub, cache), None, RunOptions(workers=2, crawl=False, keep_cache=True))
+        run_survey(db, standin_client(hub, cache), None, RunOptions(workers=2, crawl=False, keep_cache=True))
     with Store(db) as store:
         measured = store.records("SELECT DISTINCT revision_sha, parquet_sha FROM measurements WHERE dataset_id = $d",
                                  {"d": row["dataset_id"]})
@@ -157,7 +148,7 @@ def test_a_job_larger_than_the_budget_fails_alone(minihub, tmp_path):
         sizes = crawled(hub, db, cache)
         budget = max(sizes) + METADATA_BYTES - 1  # only the largest job(s) cannot fit
         with CachePoller(cache) as poller:
-            summary = run_survey(db, client_for(hub, cache), None, RunOptions(workers=2, max_cache_gb=budget / GB, crawl=False))
+            summary = run_survey(db, standin_client(hub, cache), None, RunOptions(workers=2, max_cache_gb=budget / GB, crawl=False))
     too_large = sum(s + METADATA_BYTES > budget for s in sizes)
     assert summary.failed == too_large >= 1 and summary.done == len(sizes) - too_large
     assert poller.peak <= budget

@@ -150,9 +150,12 @@ def test_json_output_has_a_stable_key_order_and_the_provenance(planted):
     assert result.exit_code == 6
     got = json.loads(result.stdout)
     assert list(got) == ["dataset_id", "passed", "exit_code", "profile", "limits", "revisions", "text_columns",
-                         "tool_version", "methods", "conditions", "failed", "errors"]
+                         "tool_version", "methods", "checks", "conditions", "failed", "errors"]
     assert got["text_columns"] == {"default": ["text"]}
-    assert got["methods"] == {"exact-2026": 1, "lle-2024": 1, "near-2026": 1}
+    assert got["methods"] == {"exact-2026": 1, "groups-2026": 1, "lle-2024": 1, "near-2026": 1, "rows-2026": 1,
+                              "time-2026": 1}
+    assert [c["check"] for c in got["checks"]["default"] if c["ran"]] == ["lle", "exact_raw", "exact_normalized",
+                                                                          "near", "blank_rows"]
     assert got["passed"] is False and got["exit_code"] == 6 and got["limits"] == {"contaminated": 90.0, "near": 1.0}
     assert list(got["revisions"]) == ["default"] and len(got["revisions"]["default"]) > 0
     first, near = got["conditions"]
@@ -212,6 +215,10 @@ def test_junit_has_one_testcase_per_config_label_and_condition(tmp_path):
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert props["profile"] == "normalized" and props["limit.contaminated"] == "70" and "revision.first" in props
     assert props["text_columns.second"] == "text" and props["method.exact-2026"] == "1"
+    # what was checked on each config, and what was not
+    assert props["checked.first.exact_normalized"] == "ran" and props["checked.second.near"] == "ran: threshold 0.8"
+    assert props["checked.first.contamination"] == "not run: no benchmarks given"
+    assert props["checked.first.groups"].startswith("not run: no group column")
     # the failure lines on stdout are the failures' messages
     assert [line.removeprefix("FAIL ") for line in result.stdout.splitlines() if line.startswith("FAIL")] == \
         [f.get("message") for _, f in failures]

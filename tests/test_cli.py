@@ -103,7 +103,7 @@ def test_out_of_range_values_are_one_line_exit_2(tmp_path, args):
 
 
 def test_zero_means_unlimited():
-    from hubsurvey.commands.crawl import FILTERS
+    from hubsurvey.commands.options import FILTERS
     from hubsurvey.commands.survey import RUN
 
     assert FILTERS.value({"limit": 0, "max_rows": 10}).limit is None and FILTERS.value({"limit": 7}).limit == 7
@@ -239,12 +239,12 @@ def test_the_executor_check_is_one_and_each_executor_declares_its_options():
 # --- errors: one line, the right code --------------------------------------------------------------------
 
 def test_an_unexpected_exception_is_reported_as_a_bug(tmp_path, good, monkeypatch):
-    import hubsurvey.survey.audit
+    import hubsurvey.commands.audit
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(hubsurvey.survey.audit, "audit", broken)
+    monkeypatch.setattr(hubsurvey.commands.audit, "run_audit", broken)
     result = runner.invoke(app, ["audit", str(good), "--db", str(tmp_path / "r.duckdb")])
     line = one_error_line(result, 5)
     assert line == "internal error (a bug in hubsurvey): ZeroDivisionError: division by zero"

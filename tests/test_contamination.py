@@ -10,25 +10,16 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from conftest import standin_client
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
 from hubsurvey.core.errors import BadInputError
-from hubsurvey.core.hub import HubClient
 from hubsurvey.core.roles import resolve_roles
 from hubsurvey.core.store import Store
 from hubsurvey.survey import contamination as c
 from hubsurvey.survey.sources import FolderSource, check_config
-from hubsurvey_standin import StandinHub, generate_minihub
-
-
-@pytest.fixture(scope="module")
-def minihub(tmp_path_factory) -> Path:
-    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
-
-
-def client_for(hub: StandinHub, cache: Path) -> HubClient:
-    return HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=cache, max_wait=0.05)
+from hubsurvey_standin import StandinHub
 
 
 def benchmarks_file(path: Path, benchmarks: list[dict]) -> Path:
@@ -66,7 +57,7 @@ def hub_index(minihub, tmp_path_factory) -> c.BenchmarkIndex:
     """The mini-hub's benchmarks indexed through the stand-in, as a run does."""
     benchmarks = c.load_benchmarks(benchmarks_file(tmp_path_factory.mktemp("b") / "b.toml", truth_of(minihub)["benchmarks"]))
     with StandinHub(minihub) as hub:
-        client = client_for(hub, tmp_path_factory.mktemp("cache"))
+        client = standin_client(hub, tmp_path_factory.mktemp("cache"))
         index, failed = c.index_from_hub(benchmarks, client)
         shas = {b.id: client.dataset_info(b.id).sha for b in benchmarks}
     assert not failed
@@ -293,7 +284,7 @@ def test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees(minihub, 
     bench_file = benchmarks_file(tmp_path / "bench.toml", truth["benchmarks"])
     db = tmp_path / "r.duckdb"
     with StandinHub(minihub) as hub:
-        client = client_for(hub, tmp_path / "cache")
+        client = standin_client(hub, tmp_path / "cache")
         summary = run_survey(db, client, None, RunOptions(workers=2, benchmarks=str(bench_file)))
         assert summary.status == "done" and summary.failed == 0
         with Store(db) as store:

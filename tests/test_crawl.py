@@ -26,11 +26,6 @@ CRAWLER_NAME = {"error:disabled": "disabled", "error:private": "private"}
 
 
 @pytest.fixture(scope="module")
-def minihub(tmp_path_factory) -> Path:
-    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
-
-
-@pytest.fixture(scope="module")
 def big_listing(tmp_path_factory) -> Path:
     return generate_minihub(tmp_path_factory.mktemp("filler"), seed=0, filler=5000)
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import standin_client
 from huggingface_hub import HfApi
 from typer.testing import CliRunner
 
@@ -20,22 +21,12 @@ from hubsurvey.core.steps import RunContext, RunOptions
 from hubsurvey.core.store import Store, insert, now
 from hubsurvey.survey import contamination as bench
 from hubsurvey.survey import exposure as ex
-from hubsurvey_standin import Faults, StandinHub, generate_minihub
+from hubsurvey_standin import Faults, StandinHub
 from hubsurvey_standin.faults import Scope
-
-
-@pytest.fixture(scope="module")
-def minihub(tmp_path_factory) -> Path:
-    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
 
 
 def truth_of(minihub: Path) -> dict:
     return json.loads((minihub / "truth.json").read_text())
-
-
-def client_for(hub: StandinHub, cache: Path, **overrides) -> HubClient:
-    return HubClient(**{"endpoint": hub.url, "token": False, "rate": 0, "file_rate": 0, "cache_dir": cache,
-                        "max_wait": 0.05, **overrides})
 
 
 def sha_of(hub: StandinHub, dataset_id: str) -> str:
@@ -125,8 +116,8 @@ def test_the_standin_lists_models_as_huggingface_hub_asks_for_them(minihub):
 
 def test_the_client_sends_its_token_with_the_listing(minihub, tmp_path):
     with StandinHub(minihub, valid_tokens={"hf_approved"}) as hub:
-        approved = client_for(hub, tmp_path / "cache", token="hf_approved")
-        anonymous = client_for(hub, tmp_path / "cache")
+        approved = standin_client(hub, tmp_path / "cache", token="hf_approved")
+        anonymous = standin_client(hub, tmp_path / "cache")
         seen = [m.id for m in approved.list_models_declaring("mini-nlp/intents_dev", limit=10)]
         public = [m.id for m in anonymous.list_models_declaring("mini-nlp/intents_dev", limit=10)]
     assert seen == ["mini-models/intent-classifier", "mini-models/private-tuned"]
@@ -139,7 +130,7 @@ def test_the_planted_models_appear_for_the_contaminated_datasets_only(minihub, t
     truth = truth_of(minihub)
     with StandinHub(minihub) as hub:
         db = survey_db(tmp_path / "r.duckdb", minihub, hub)
-        client = client_for(hub, tmp_path / "cache")
+        client = standin_client(hub, tmp_path / "cache")
         with Store(db) as store:
             summary = ex.lookup_exposure(store, client)
             stored, rows = declared(store), store.records("SELECT * FROM model_exposure")
@@ -178,7 +169,7 @@ def test_the_planted_models_appear_for_the_contaminated_datasets_only(minihub, t
 def test_the_cap_is_kept_and_recorded(minihub, tmp_path):
     with StandinHub(minihub, page_size=2) as hub:
         db = survey_db(tmp_path / "r.duckdb", minihub, hub)
-        client = client_for(hub, tmp_path / "cache")
+        client = standin_client(hub, tmp_path / "cache")
         with Store(db) as store:
             summary = ex.lookup_exposure(store, client, max_models=3)
             capped = store.records("SELECT * FROM exposure_lookups WHERE dataset_id = 'mini-nlp/sentiment'")[0]
@@ -206,7 +197,7 @@ def test_the_cap_is_kept_and_recorded(minihub, tmp_path):
 def test_a_lookup_lists_again_only_what_changed(minihub, tmp_path):
     with StandinHub(minihub) as hub:
         db = survey_db(tmp_path / "r.duckdb", minihub, hub)
-        client = client_for(hub, tmp_path / "cache")
+        client = standin_client(hub, tmp_path / "cache")
         with Store(db) as store:
             ex.lookup_exposure(store, client)
             first = store.records("SELECT * FROM model_exposure WHERE dataset_id = 'mini-nlp/intents_dev'")
@@ -253,7 +244,7 @@ def test_a_hub_fault_during_a_listing_is_classified_and_the_lookup_goes_on(minih
     faults = Faults(hostile_every=1, hostile="html", scope=Scope(frozenset({"models"}), "mini-nlp/intents_dev"))
     with StandinHub(minihub) as hub:
         db = survey_db(tmp_path / "r.duckdb", minihub, hub)
-        client = client_for(hub, tmp_path / "cache", max_attempts=2)
+        client = standin_client(hub, tmp_path / "cache", max_attempts=2)
         with Store(db) as store:
             ex.lookup_exposure(store, client)
             before = store.records("SELECT * FROM model_exposure WHERE dataset_id = 'mini-nlp/intents_dev' ORDER BY ALL")
@@ -334,7 +325,7 @@ def test_the_step_runs_after_contamination_unless_switched_off(minihub, tmp_path
     assert names.index("exposure") == names.index("contamination") + 1
     with StandinHub(minihub) as hub:
         db = survey_db(tmp_path / "r.duckdb", minihub, hub)
-        client = client_for(hub, tmp_path / "cache")
+        client = standin_client(hub, tmp_path / "cache")
         with Store(db) as store:
             def ctx(**options) -> RunContext:
                 return RunContext(store, client, client.settings, RunOptions(**options), "run-test")
@@ -363,7 +354,7 @@ def test_the_view_the_report_and_the_results_dataset(minihub, tmp_path):
     with StandinHub(minihub) as hub:
         db = survey_db(tmp_path / "r.duckdb", minihub, hub)
         with Store(db) as store:
-            ex.lookup_exposure(store, client_for(hub, tmp_path / "cache"))
+            ex.lookup_exposure(store, standin_client(hub, tmp_path / "cache"))
     with Store(db, read_only=True) as store:
         create_views(store)
         view = store.records("SELECT * FROM findings_model_exposure")
@@ -416,7 +407,7 @@ def test_runs_list_the_models_once_and_again_when_a_revision_changes(minihub, tm
                          crossleaks=False)
     db = tmp_path / "r.duckdb"
     with StandinHub(minihub, page_size=2) as hub:
-        client = client_for(hub, tmp_path / "cache")
+        client = standin_client(hub, tmp_path / "cache")
         first = run_survey(db, client, None, options)
         listed = hub.stats()["models"]
         with Store(db) as store:
@@ -480,7 +471,7 @@ def test_a_hostile_answer_to_the_models_listing_is_a_hub_fault(minihub, tmp_path
 
     faults = Faults(hostile_every=1, hostile=kind, scope=Scope(frozenset({"models"}), "mini-nlp/intents_dev"))
     with StandinHub(minihub, faults=faults) as hub:
-        client = client_for(hub, tmp_path / "cache", max_attempts=1)
+        client = standin_client(hub, tmp_path / "cache", max_attempts=1)
         with pytest.raises(HubFaultError, match="listing the models that declare mini-nlp/intents_dev"):
             client.list_models_declaring("mini-nlp/intents_dev", limit=10)
         # the fault aims at one dataset's listing: the others are answered

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import time
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -13,15 +12,10 @@ from typer.testing import CliRunner
 from hubsurvey.cli import app
 from hubsurvey.core.errors import ExitCode
 from hubsurvey.core.store import Store
-from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
+from hubsurvey_standin import Faults, Scope, StandinHub
 
 runner = CliRunner()
 TOKEN = "hf_HostileHubSecret_0123456789"
-
-
-@pytest.fixture(scope="module")
-def minihub(tmp_path_factory) -> Path:
-    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
 
 
 def _fast_timeouts(monkeypatch) -> None:

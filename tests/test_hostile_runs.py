@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from conftest import standin_client
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
@@ -38,7 +39,7 @@ def _train(i: int) -> pa.Table:
 
 
 def _client(hub: StandinHub, cache: Path) -> HubClient:
-    return HubClient(endpoint=hub.url, token=False, rate=None, file_rate=None, cache_dir=cache, max_wait=0.05)
+    return standin_client(hub, cache, rate=None, file_rate=None)  # paced as the Hub asks
 
 
 def _survey(root: Path, db: Path, cache: Path, **options):
@@ -356,8 +357,10 @@ def test_an_error_after_a_stop_signal_is_the_stops_doing(tmp_path, stop_mark):
     asked, the run is recorded ``interrupted`` and the command ends as Ctrl-C ends it, not as a bug."""
     import typer
 
-    from hubsurvey.cli import _interrupt, _sigterm_as_ctrl_c, handled
+    from hubsurvey.cli import handled
     from hubsurvey.core.runs import Runs
+    from hubsurvey.core.signals import interrupt as _interrupt
+    from hubsurvey.core.signals import sigterm_as_ctrl_c as _sigterm_as_ctrl_c
 
     with Store(tmp_path / "r.duckdb") as store:
         runs = Runs(store)

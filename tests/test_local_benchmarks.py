@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
-from test_contamination import _norm, benchmarks_file, client_for, reference, truth_of
+from conftest import standin_client
+from test_contamination import _norm, benchmarks_file, reference, truth_of
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
@@ -317,7 +318,7 @@ def test_a_run_and_the_command_keep_the_private_items_on_the_machine(tmp_path, c
     toml.write_text(toml.read_text() + '[[benchmark]]\npath = "evals/qa.jsonl"\ntext_columns = ["question"]\n')
     db, report = tmp_path / "r.duckdb", tmp_path / "report"
     with StandinHub(minihub) as hub:
-        client = client_for(hub, tmp_path / "cache")
+        client = standin_client(hub, tmp_path / "cache")
         summary = run_survey(db, client, None, RunOptions(workers=2, benchmarks=str(toml), report_dir=str(report)))
         assert summary.status == "done" and summary.failed == 0
         result = CliRunner().invoke(app, ["contamination", "--benchmarks", str(toml), "--recheck", "--rate", "0",

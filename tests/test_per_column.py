@@ -337,13 +337,6 @@ def test_export_writes_the_per_column_table_only_when_there_is_one(tmp_path, sha
 # --- the mini-hub: planted passages and premises, their truth computed in plain Python -------------
 
 
-@pytest.fixture(scope="module")
-def minihub(tmp_path_factory):
-    from hubsurvey_standin.minihub import generate_minihub
-
-    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
-
-
 @pytest.mark.slow  # generates the mini-hub, measures four datasets
 def test_minihub_shared_passages_and_premises_equal_their_truth(minihub):
     import json

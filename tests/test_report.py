@@ -227,7 +227,7 @@ def test_card_parses_and_has_the_required_yaml(planted_db):
     assert "2026-01-02 03:04 UTC" in body
     assert '"task_categories": \\["text-classification"\\]' in body and '"limit": 100' in body
     assert SECRET not in text and not re.search(r"^\s*\w*token\w*\s*:", front_matter(text), re.MULTILINE | re.IGNORECASE)
-    assert "| method | exact-2026 v1, lle-2024 v1, near-2026 v1 |" in body and "hubsurvey 0.1.0" in body  # every method measured
+    assert "| method | exact-2026 v1, groups-2026 v1, lle-2024 v1, near-2026 v1, rows-2026 v1, time-2026 v1 |" in body and "hubsurvey 0.1.0" in body  # every method measured
     assert "| result rows / datasets / configs | 4 / 4 / 4 |" in body
     assert "| jobs / done / failed | 6 / 3 / 3 |" in body
     # the findings table states its denominator

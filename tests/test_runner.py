@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import standin_client
 from typer.testing import CliRunner
 
 try:
@@ -24,21 +25,12 @@ from hubsurvey.cli import app
 from hubsurvey.core.figures import figure_names
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store
-from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
+from hubsurvey_standin import Faults, Scope, StandinHub
 
 FIGURE_COLUMNS = figure_names()
 from hubsurvey.pipeline import RunLockedError, RunOptions, acquire_lock, run_survey
 
 ROW_COLUMNS = "measurement_id, dataset_id, revision_sha, config, label_column, text_columns, rows_train, rows_validation, rows_test, " + ", ".join(FIGURE_COLUMNS)
-
-
-@pytest.fixture(scope="module")
-def minihub(tmp_path_factory) -> Path:
-    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
-
-
-def client_for(hub: StandinHub, cache: Path) -> HubClient:
-    return HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=cache, max_wait=0.05)
 
 
 def rows(db: Path) -> list[tuple]:
@@ -48,7 +40,7 @@ def rows(db: Path) -> list[tuple]:
 
 def survey(hub: StandinHub, db: Path, tmp_path: Path, **options):
     options.setdefault("workers", 2)
-    return run_survey(db, client_for(hub, tmp_path / "cache"), None, RunOptions(**options))
+    return run_survey(db, standin_client(hub, tmp_path / "cache"), None, RunOptions(**options))
 
 
 @pytest.fixture(scope="module")
@@ -159,9 +151,9 @@ def test_faults_during_a_survey_complete_with_failures_recorded(minihub, clean_r
         with Store(db) as store:  # crawl cleanly first, then the data goes bad before measuring
             from hubsurvey.crawler.crawl import crawl
 
-            crawl(store, client_for(hub, tmp_path / "c2"))
+            crawl(store, standin_client(hub, tmp_path / "c2"))
         hub.set_faults(Faults(corrupt_parquet=(eligible[0],)))
-        summary = run_survey(db, client_for(hub, tmp_path / "c2"), None, RunOptions(workers=2, crawl=False))
+        summary = run_survey(db, standin_client(hub, tmp_path / "c2"), None, RunOptions(workers=2, crawl=False))
     assert summary.failed >= 1 and summary.done >= len(eligible) - 1
     with Store(db) as store:
         failed = store.records("SELECT dataset_id, error_class, error_message FROM jobs WHERE status = 'failed'")

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import standin_client
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
@@ -26,16 +27,11 @@ from hubsurvey.core.errors import (
 from hubsurvey.core.hub import HubClient, is_transient
 from hubsurvey.core.pacing import Breaker, QuotaBucket, QuotaState, parse_ratelimit
 from hubsurvey.core.settings import PLANS, Settings, SettingsError
-from hubsurvey_standin import Faults, Quota, Scope, StandinHub, generate_minihub
+from hubsurvey_standin import Faults, Quota, Scope, StandinHub
 
 REPO = Path(__file__).resolve().parents[1]
 PRODUCT = ("hubsurvey", "crawler", "survey", "analysis")  # the folders installed as hubsurvey.*
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def minihub(tmp_path_factory) -> Path:
-    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +41,7 @@ def eligible(minihub) -> str:
 
 
 def client_for(hub: StandinHub, tmp_path: Path, **overrides) -> HubClient:
-    settings = {"rate": 0, "file_rate": 0, "deadline": 2.0, "max_wait": 0.05, "cache_dir": tmp_path / "cache",
-                "token": False, **overrides}
-    return HubClient(endpoint=hub.url, **settings)
+    return standin_client(hub, tmp_path / "cache", **{"deadline": 2.0, **overrides})
 
 
 def one_file(client: HubClient, dataset_id: str):

@@ -9,7 +9,9 @@ import typer
 
 from hubsurvey.commands.options import Benchmarks, NoNear, Roles
 from hubsurvey.core.errors import BadInputError, ExitCode, HubsurveyError, UsageError, one_line
+from hubsurvey.core.hub import HubClient
 from hubsurvey.core.safety import json_text, visible
+from hubsurvey.core.settings import Settings
 from hubsurvey.survey import check as gate
 
 CHECK_FORMATS = ("text", "json")
@@ -57,9 +59,6 @@ def check(
     tested, and at least one is needed. Exit 0: every condition holds; 6: one does not (one line
     each, naming the config, the figure, its value and the limit); an error keeps its own code.
     """
-    from hubsurvey.core.hub import HubClient
-    from hubsurvey.core.settings import Settings
-
     if fmt not in CHECK_FORMATS:
         raise UsageError(f"--format must be one of {', '.join(CHECK_FORMATS)}, not {fmt!r}")
     limits = {"contaminated": max_contaminated, "near": max_near, "conflicting": max_conflicting,

@@ -8,8 +8,11 @@ from typing import Annotated
 import typer
 
 from hubsurvey.commands.options import Roles
+from hubsurvey.core.hub import HubClient
 from hubsurvey.core.safety import visible
+from hubsurvey.core.settings import Settings
 from hubsurvey.survey.clean import DEFAULT_PROFILE, MANIFEST, PROFILES, REASONS
+from hubsurvey.survey.clean import clean as run_clean
 
 
 def clean(
@@ -28,10 +31,6 @@ def clean(
     schema and HF features are kept, so `hubsurvey audit OUT` reads the folder; manifest.json says
     what was dropped, why, and the clean split's fingerprint.
     """
-    from hubsurvey.core.hub import HubClient
-    from hubsurvey.core.settings import Settings
-    from hubsurvey.survey.clean import clean as run_clean
-
     outcome = run_clean(target, out=out, config=config, profile=profile, db=db, roles_file=roles,
                         client=HubClient(Settings.from_env()))
     for name, entry in outcome.configs.items():

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from hubsurvey.commands.crawl import hub_client
+from hubsurvey.commands.common import hub_client
 from hubsurvey.commands.options import HUB, MAX_WORKERS, Benchmarks, Db, at_least, takes
-from hubsurvey.core.errors import ExitCode
+from hubsurvey.core.errors import ExitCode, StoreError
 from hubsurvey.core.options import HubOptions
 from hubsurvey.core.store import DEFAULT_DB
 
@@ -33,8 +33,7 @@ def contamination(
     downloads each surveyed config's splits again through the survey's download path, and stores
     the contaminated rows per (split, benchmark) in the contamination table.
     """
-    from hubsurvey.core.errors import StoreError
-    from hubsurvey.survey.contamination_check import run_contamination
+    from hubsurvey.survey.contamination_check import run_contamination  # lazy: keeps `hubsurvey --help` fast
 
     at_least("--workers", workers, 1, MAX_WORKERS)  # before the DB: a bad option is refused first
     if not Path(db).is_file():  # nothing surveyed: never create an empty DB

@@ -8,24 +8,13 @@ from typing import Annotated
 
 import typer
 
-from hubsurvey.commands.options import HUB, Db, OptionGroup, takes
-from hubsurvey.core.hub import HubClient
+from hubsurvey.commands.common import hub_client
+from hubsurvey.commands.options import FILTERS, HUB, Db, takes
 from hubsurvey.core.options import MAX_HOURS, HubOptions, unlimited_if_zero
-from hubsurvey.core.store import DEFAULT_DB
+from hubsurvey.core.store import DEFAULT_DB, Store
 from hubsurvey.crawler.rules import CrawlFilters
 
 log = logging.getLogger(__name__)
-
-#: the crawl's filters (--author, --deny-author, --task, --language, --search, --limit, --max-rows,
-#: --allow-gated), declared on CrawlFilters' fields: crawl and run take them
-FILTERS = OptionGroup(CrawlFilters)
-
-
-def hub_client(hub: HubOptions | None = None) -> HubClient:
-    """The Hub client of a command, from the settings built once: the environment, then the
-    command line's Hub options. No rate: follow the quota; a rate of 0 means unpaced."""
-    return HubClient((hub or HubOptions()).settings())
-
 
 @takes(filters=FILTERS, hub=HUB)
 def crawl(
@@ -47,7 +36,7 @@ def crawl(
     """List Hub datasets, apply the survey's filters and record every one with its outcome.
 
     An interrupted listing resumes from its stored cursor on the next crawl."""
-    from hubsurvey.core.store import Store
+    # lazy: keeps `hubsurvey --help` fast (the crawler and the progress bars)
     from hubsurvey.crawler.crawl import crawl as run_crawl
     from hubsurvey.progress import CrawlProgress, quiet_hub_bars
 

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from hubsurvey.commands.crawl import hub_client
+from hubsurvey.commands.common import hub_client
 from hubsurvey.commands.options import HUB_API, MAX_COUNT, Db, MaxModels, at_least, takes
-from hubsurvey.core.errors import ExitCode
+from hubsurvey.core.errors import ExitCode, StoreError
 from hubsurvey.core.options import HubOptions
 from hubsurvey.core.steps import RunOptions
 from hubsurvey.core.store import DEFAULT_DB
@@ -33,8 +33,7 @@ def exposure(
     contamination, its revision or the cap changed, or its last listing failed. A card's datasets
     are a declaration: a model may have seen part of a dataset only, or more than it declares.
     """
-    from hubsurvey.core.errors import StoreError
-    from hubsurvey.survey.exposure import run_exposure
+    from hubsurvey.survey.exposure import run_exposure  # lazy: keeps `hubsurvey --help` fast
 
     at_least("--max-models", max_models, 1, MAX_COUNT)  # before the DB: a bad option is refused first
     if not Path(db).is_file():  # nothing surveyed: never create an empty DB

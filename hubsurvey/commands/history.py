@@ -8,7 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from hubsurvey.commands.analysis import format_json, format_table, open_results
+from hubsurvey.analysis.export import csv_document
+from hubsurvey.analysis.history import history as dataset_history
+from hubsurvey.commands.common import format_json, format_table, open_results
 from hubsurvey.commands.options import Format, ReadDb, output_format
 from hubsurvey.core.store import DEFAULT_DB
 
@@ -40,15 +42,9 @@ def history(
     table shows the verdict and one headline figure per method, NR where a figure does not apply
     or was not measured; --format json (null for NR) and csv (NR) give every column.
     """
-    from hubsurvey.analysis.export import csv_document
-    from hubsurvey.analysis.history import history as dataset_history
-
     fmt = output_format(fmt)
-    store = open_results(db)
-    try:
+    with open_results(db) as store:
         rows = dataset_history(store, dataset, config=config)
-    finally:
-        store.close()
     names = list(rows[0]) if rows else []
     if fmt == "json":
         sys.stdout.write(format_json(names, [[r[n] for n in names] for r in rows]) + "\n")

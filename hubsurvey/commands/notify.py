@@ -7,9 +7,13 @@ from typing import Annotated
 
 import typer
 
+from hubsurvey.analysis.notify import notify as run_notify
+from hubsurvey.analysis.notify import read_list
 from hubsurvey.commands.options import MAX_COUNT, Db, at_least, percentage
 from hubsurvey.core.errors import StoreError
+from hubsurvey.core.hub import HubClient
 from hubsurvey.core.outputs import output_folder
+from hubsurvey.core.runs import Runs
 from hubsurvey.core.store import DEFAULT_DB, Store
 
 DEFAULT_OUT = Path("hubsurvey-notify")
@@ -37,21 +41,13 @@ def notify(
     Never posts twice for one revision (the notifications table and the Hub's own discussions list),
     nor on gated, private, denied or opted-out datasets (card tag hubsurvey-opt-out).
     """
-    from hubsurvey.analysis.notify import notify as run_notify
-    from hubsurvey.analysis.notify import read_list
-    from hubsurvey.core.runs import Runs
-
     at_least("--max", max_posts, 0, MAX_COUNT)
     percentage("--min-contaminated", min_contaminated)
     output_folder(out)
     allowed, denied = read_list(allow), read_list(deny) or []
     if not Path(db).is_file():
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
-    client = None
-    if post:
-        from hubsurvey.core.hub import HubClient
-
-        client = HubClient()
+    client = HubClient() if post else None
     args = {"min_contaminated": min_contaminated, "profile": profile, "max": max_posts, "allow": str(allow) if allow else None,
             "deny": str(deny) if deny else None, "out": str(out), "post": post, "site_url": site_url}
     with Store(db) as store, Runs(store).recording("notify", args) as recording:

@@ -44,8 +44,9 @@ from hubsurvey.core.options import (
     positive,
     unlimited_if_zero,
 )
+from hubsurvey.crawler.rules import CrawlFilters
 
-__all__ = ["DEFAULT_REPORT_DIR", "HUB", "HUB_API", "MAX_COUNT", "MAX_MB", "MAX_WORKERS", "OptionGroup", "at_least",
+__all__ = ["DEFAULT_REPORT_DIR", "FILTERS", "HUB", "HUB_API", "MAX_COUNT", "MAX_MB", "MAX_WORKERS", "OptionGroup", "at_least",
            "percentage", "positive", "takes", "unlimited_if_zero"]
 
 T = TypeVar("T")
@@ -165,6 +166,9 @@ def takes(**groups: OptionGroup[Any]) -> Callable[[C], C]:
 HUB = OptionGroup(HubOptions)
 #: the same, less --file-rate, for a command that downloads no file (exposure)
 HUB_API = OptionGroup(HubOptions, without=("file_rate",))
+#: the crawl's filters (--author, --deny-author, --task, --language, --search, --limit, --max-rows,
+#: --allow-gated), declared on CrawlFilters' fields: crawl and run take them
+FILTERS = OptionGroup(CrawlFilters)
 
 
 def output_format(fmt: str | None, as_json: bool = False) -> str:

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from hubsurvey.commands.crawl import hub_client
+from hubsurvey.commands.common import hub_client
 from hubsurvey.commands.options import HUB_API, MAX_COUNT, Db, MaxModels, at_least, takes
-from hubsurvey.core.errors import ExitCode
+from hubsurvey.core.errors import ExitCode, StoreError
 from hubsurvey.core.options import HubOptions
 from hubsurvey.core.steps import RunOptions
 from hubsurvey.core.store import DEFAULT_DB
@@ -33,8 +33,7 @@ def scores(
     each beside the rows of its evaluated split that the declared training data holds. A dataset
     is listed again when its revision or the cap changed, its last listing failed, or --relookup.
     """
-    from hubsurvey.core.errors import StoreError
-    from hubsurvey.survey.scores import run_scores
+    from hubsurvey.survey.scores import run_scores  # lazy: keeps `hubsurvey --help` fast
 
     at_least("--max-models", max_models, 1, MAX_COUNT)  # before the DB: a bad option is refused first
     if not Path(db).is_file():  # nothing surveyed: never create an empty DB

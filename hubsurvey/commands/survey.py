@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from hubsurvey.commands.crawl import FILTERS, hub_client
+from hubsurvey.analysis.crossleaks import CrossSummary
+from hubsurvey.commands.common import hub_client
 from hubsurvey.commands.options import (
+    FILTERS,
     HUB,
     Db,
     Format,
@@ -23,10 +26,12 @@ from hubsurvey.commands.options import (
     takes,
 )
 from hubsurvey.core.errors import ExitCode, UsageError
+from hubsurvey.core.hub import HubClient
 from hubsurvey.core.options import HubOptions
 from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.safety import json_text
 from hubsurvey.core.settings import online_on_loopback
+from hubsurvey.core.status import status as db_status
 from hubsurvey.core.steps import RunOptions
 from hubsurvey.core.store import DEFAULT_DB
 from hubsurvey.crawler.rules import CrawlFilters
@@ -47,13 +52,11 @@ def _summary_lines(summary) -> list[str]:
     if summary.crossleaks and "error" in summary.crossleaks:
         lines.append(f"crossleaks failed: {summary.crossleaks['error']} (run `hubsurvey crossleaks` again)")
     elif summary.crossleaks:
-        from hubsurvey.analysis.crossleaks import CrossSummary
-
         lines.append(CrossSummary(**summary.crossleaks).line())
     if summary.contamination and any(summary.contamination.values()):  # configs the jobs did not check
         lines.append("contamination: " + json.dumps(summary.contamination, sort_keys=True))
     if summary.of("exposure"):  # the models declaring the contaminated datasets
-        from hubsurvey.survey.exposure import counts_line
+        from hubsurvey.survey.exposure import counts_line  # lazy: keeps `hubsurvey --help` fast
 
         lines.append(counts_line(summary.steps["exposure"]))
     if summary.of("scores"):  # the scores the surveyed datasets' models report
@@ -72,7 +75,7 @@ def run_options(values: dict[str, Any]) -> RunOptions:
     executor, executor_options = chosen_executor(values.get("executor"), values.get("executor_options", {}))
     options = RunOptions(**{**values, "executor": executor, "executor_options": executor_options})
     if options.benchmarks:  # a bad benchmarks file is refused before the DB is touched
-        from hubsurvey.survey.contamination_check import check_benchmarks_file
+        from hubsurvey.survey.contamination_check import check_benchmarks_file  # lazy: keeps `hubsurvey --help` fast
 
         check_benchmarks_file(options.benchmarks, options.executor)
     return options
@@ -84,6 +87,7 @@ RUN = OptionGroup(RunOptions, run_options, insert={"executor_options": option_cl
 
 
 def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]) -> None:
+    # lazy: keeps `hubsurvey --help` fast (the runner and every step; the progress bars)
     from hubsurvey.pipeline import run_survey
     from hubsurvey.progress import SurveyProgress, quiet_hub_bars
 
@@ -110,8 +114,6 @@ def run(
 
 def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = False) -> None:
     """Summarise the DB: last run, queue, failures by class."""
-    from hubsurvey.core.status import status as db_status
-
     fmt = output_format(fmt, as_json)
     if fmt == "csv":
         raise UsageError("status prints --format table or json (its summary is not one table)")
@@ -148,8 +150,6 @@ def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = Fa
 
 def live_line(live: dict[str, Any]) -> str:
     """A running survey's progress in one line: phase, done, failed, pending, rates, ETA."""
-    from datetime import timedelta
-
     parts = [f"{live.get('run_id')} {live.get('phase')}", f"done {live.get('done')}", f"failed {live.get('failed')}",
              f"pending {'?' if live.get('pending') is None else live['pending']}", f"rows {live.get('rows')}"]
     if live.get("jobs_per_s"):
@@ -170,7 +170,6 @@ def demo(
 
     The demo writes its own DB and report under ./hubsurvey-demo/ unless --db / --report-dir are given.
     """
-    from hubsurvey.core.hub import HubClient
     from hubsurvey_standin import StandinHub, generate_minihub  # the stand-in: only the demo uses it
 
     db = db or DEMO_DIR / "results.duckdb"

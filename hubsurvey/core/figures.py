@@ -17,6 +17,7 @@ without a label column. The method, in words, with a worked example: ``docs/meth
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -36,9 +37,23 @@ EXACT_METHOD_VERSION = 1
 NEAR_METHOD = "near-2026"
 NEAR_METHOD_VERSION = 1
 
+#: Rows that cannot be compared: text empty, whitespace-only or NULL; a NULL label (per split).
+ROWS_METHOD = "rows-2026"
+ROWS_METHOD_VERSION = 1
+
+#: Groups shared across splits: rows of one dialogue, file, document or thread on both sides of the
+#: split, found from a group column's values (table ``group_measurements``).
+GROUPS_METHOD = "groups-2026"
+GROUPS_METHOD_VERSION = 1
+
+#: Time order: train rows dated after the earliest test row, from a date column (``time_measurements``).
+TIME_METHOD = "time-2026"
+TIME_METHOD_VERSION = 1
+
 #: The methods a measurement row holds, with the version of their definitions (``measurements.methods``).
 METHODS: dict[str, int] = {
     LLE_METHOD: LLE_METHOD_VERSION, EXACT_METHOD: EXACT_METHOD_VERSION, NEAR_METHOD: NEAR_METHOD_VERSION,
+    ROWS_METHOD: ROWS_METHOD_VERSION, GROUPS_METHOD: GROUPS_METHOD_VERSION, TIME_METHOD: TIME_METHOD_VERSION,
 }
 
 def registered_methods() -> dict[str, int]:
@@ -488,6 +503,325 @@ NEAR_CURVE: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6)
 NEAR_CURVE_SQL = f"coalesce(sum(n_test) FILTER (WHERE n_test > 0 AND {_NEAR_TRAIN.format(t='$t')}), 0)"
 
 
+# --- beyond the pair of texts: rows that cannot be compared, groups, time order ------------------------
+
+
+class SideGrain(Enum):
+    """The table a :class:`SideFigure` aggregates over (the engine builds each)."""
+
+    #: ``rows_checked``: one row per row of the measured splits: ``split`` and ``text_blank`` (every
+    #: text column NULL, empty or whitespace only: :func:`blank_sql`).
+    ROWS = "rows"
+    #: ``label_rows``: one row per row and label column: ``split`` and ``label`` (the label's value).
+    LABEL_ROWS = "label rows"
+    #: ``per_group``: one row per distinct value of one group column (NULL and empty values left
+    #: out): ``n_train``, ``n_validation``, ``n_test``, the rows of each split holding it.
+    GROUP = "group"
+    #: ``dated``: one row per row whose date column holds a date: ``split`` and ``d`` (a TIMESTAMP).
+    #: ``$test_start`` binds the earliest test date.
+    DATED = "dated"
+
+
+@dataclass(frozen=True)
+class SideFigure:
+    """A figure beside the text comparison: an aggregate over its grain's table.
+
+    ``percent`` names a companion column: (its name, the SQL of its denominator, that denominator
+    in words); the count divided by it × 100.
+    """
+
+    name: str
+    sql: str
+    definition: str
+    title: str
+    grain: SideGrain
+    needs: tuple[str, ...] = ()  # splits that must all exist, else NR
+    percent: tuple[str, str, str] | None = None
+    sql_type: str = "BIGINT"
+    fmt: Format = Format.COUNT
+    method: str = ROWS_METHOD
+    needs_any: tuple[str, ...] = ()
+
+    @property
+    def needs_label(self) -> bool:
+        return self.grain is SideGrain.LABEL_ROWS
+
+
+def _split_needs(split: str) -> tuple[str, ...]:
+    return (split,) if split != "test" else ()
+
+
+#: Python's whitespace (``str.split()``): ASCII controls 9-13 and 28-31, U+0085 and Unicode's
+#: separators (Zs, Zl, Zp), as an RE2 class. tests/test_side_figures.py checks it on every code point.
+WHITESPACE_CLASS = r"[\t\n\x{0B}\x{0C}\r\x{1C}-\x{1F}\x{85}\pZ]"
+
+
+def blank_sql(value: str, sql_type: str) -> str:
+    """SQL true when a text value (``value``, of DuckDB type ``sql_type``) is blank: NULL, or a
+    string of nothing but whitespace (the empty string included), or a list whose elements are all
+    blank (the empty list included). A value of another type (a struct) is blank only when NULL."""
+    def blank_string(v: str) -> str:
+        return f"regexp_full_match({v}, '{WHITESPACE_CLASS}*')"
+
+    if sql_type == "VARCHAR":
+        return f"({value} IS NULL OR {blank_string(value)})"
+    if re.fullmatch(r"VARCHAR(\[\])+", sql_type):
+        flat = value
+        for _ in range(sql_type.count("[]") - 1):
+            flat = f"flatten({flat})"
+        each = blank_string("x")
+        return f"({value} IS NULL OR coalesce(list_bool_and(list_transform({flat}, lambda x: x IS NULL OR {each})), true))"
+    return f"({value} IS NULL)"
+
+
+SIDE_ROW_FIGURES: tuple[SideFigure, ...] = (
+    *(
+        SideFigure(
+            f"{split}_rows_blank_text",
+            f"count(*) FILTER (WHERE split = '{split}' AND text_blank)",
+            f"rows of {split} whose text is blank: every text column NULL, empty or whitespace only (a "
+            "list: empty, or every element so); such a row says nothing and matches every other blank row",
+            f"{split} rows, blank text",
+            SideGrain.ROWS,
+            needs=_split_needs(split),
+            percent=(f"{split}_rows_blank_text_pct", f"$rows_{split}", f"rows of {split}"),
+        )
+        for split in ("train", "validation", "test")
+    ),
+    *(
+        SideFigure(
+            f"{split}_rows_null_label",
+            f"count(*) FILTER (WHERE split = '{split}' AND label IS NULL)",
+            f"rows of {split} whose label (this row's label column) is NULL",
+            f"{split} rows, NULL label",
+            SideGrain.LABEL_ROWS,
+            needs=_split_needs(split),
+            percent=(f"{split}_rows_null_label_pct", f"$rows_{split}", f"rows of {split}"),
+        )
+        for split in ("train", "validation", "test")
+    ),
+)
+
+GROUP_FIGURES: tuple[SideFigure, ...] = (
+    SideFigure(
+        "test_rows_group_in_train",
+        "coalesce(sum(n_test) FILTER (WHERE n_train > 0), 0)",
+        "test rows whose group (their value of the group column) also holds train rows",
+        "test rows, group in train",
+        SideGrain.GROUP,
+        needs=("train",),
+        percent=("test_rows_group_in_train_pct", "$rows_test", "rows of test"),
+        method=GROUPS_METHOD,
+    ),
+    SideFigure(
+        "test_rows_group_in_validation",
+        "coalesce(sum(n_test) FILTER (WHERE n_validation > 0), 0)",
+        "test rows whose group also holds validation rows",
+        "test rows, group in validation",
+        SideGrain.GROUP,
+        needs=("validation",),
+        percent=("test_rows_group_in_validation_pct", "$rows_test", "rows of test"),
+        method=GROUPS_METHOD,
+    ),
+    SideFigure(
+        "test_rows_group_in_train_or_validation",
+        "coalesce(sum(n_test) FILTER (WHERE n_train > 0 OR n_validation > 0), 0)",
+        "test rows whose group also holds train or validation rows, each row counted once",
+        "test rows, group in train or validation",
+        SideGrain.GROUP,
+        needs_any=("train", "validation"),
+        percent=("test_rows_group_in_train_or_validation_pct", "$rows_test", "rows of test"),
+        method=GROUPS_METHOD,
+    ),
+    SideFigure(
+        "validation_rows_group_in_train",
+        "coalesce(sum(n_validation) FILTER (WHERE n_train > 0), 0)",
+        "validation rows whose group also holds train rows",
+        "validation rows, group in train",
+        SideGrain.GROUP,
+        needs=("train", "validation"),
+        percent=("validation_rows_group_in_train_pct", "$rows_validation", "rows of validation"),
+        method=GROUPS_METHOD,
+    ),
+    SideFigure(
+        "test_groups_in_train",
+        "count(*) FILTER (WHERE n_test > 0 AND n_train > 0)",
+        "distinct groups of test that also hold train rows",
+        "test groups in train",
+        SideGrain.GROUP,
+        needs=("train",),
+        percent=("test_groups_in_train_pct", "count(*) FILTER (WHERE n_test > 0)", "groups of test"),
+        method=GROUPS_METHOD,
+    ),
+    SideFigure(
+        "test_groups_in_validation",
+        "count(*) FILTER (WHERE n_test > 0 AND n_validation > 0)",
+        "distinct groups of test that also hold validation rows",
+        "test groups in validation",
+        SideGrain.GROUP,
+        needs=("validation",),
+        percent=("test_groups_in_validation_pct", "count(*) FILTER (WHERE n_test > 0)", "groups of test"),
+        method=GROUPS_METHOD,
+    ),
+    *(
+        figure
+        for split in ("train", "validation", "test")
+        for figure in (
+            SideFigure(
+                f"groups_{split}",
+                f"count(*) FILTER (WHERE n_{split} > 0)",
+                f"distinct groups (values of the group column, NULL and empty left out) in {split}",
+                f"groups in {split}",
+                SideGrain.GROUP,
+                needs=_split_needs(split),
+                method=GROUPS_METHOD,
+            ),
+            SideFigure(
+                f"rows_per_group_{split}",
+                f"sum(n_{split}) / nullif(count(*) FILTER (WHERE n_{split} > 0), 0)",
+                f"mean rows of {split} per group of {split} (rows with a group value / groups_{split})",
+                f"rows per group, {split}",
+                SideGrain.GROUP,
+                needs=_split_needs(split),
+                sql_type="DOUBLE",
+                fmt=Format.FLOAT,
+                method=GROUPS_METHOD,
+            ),
+            SideFigure(
+                f"largest_group_pct_{split}",
+                f"coalesce(max(n_{split}), 0) / nullif($rows_{split}, 0) * 100",
+                f"the largest group's rows of {split} / rows of {split} × 100, in %: how concentrated {split} is",
+                f"largest group, {split}",
+                SideGrain.GROUP,
+                needs=_split_needs(split),
+                sql_type="DOUBLE",
+                fmt=Format.PERCENT,
+                method=GROUPS_METHOD,
+            ),
+        )
+    ),
+)
+
+TIME_FIGURES: tuple[SideFigure, ...] = (
+    *(
+        figure
+        for split in ("train", "validation", "test")
+        for figure in (
+            SideFigure(
+                f"rows_dated_{split}",
+                f"count(*) FILTER (WHERE split = '{split}')",
+                f"rows of {split} whose date column holds a date",
+                f"rows dated, {split}",
+                SideGrain.DATED,
+                needs=_split_needs(split),
+                method=TIME_METHOD,
+            ),
+            SideFigure(
+                f"first_date_{split}",
+                f"min(d) FILTER (WHERE split = '{split}')",
+                f"the earliest date of {split}",
+                f"first date, {split}",
+                SideGrain.DATED,
+                needs=_split_needs(split),
+                sql_type="TIMESTAMP",
+                fmt=Format.FLOAT,
+                method=TIME_METHOD,
+            ),
+            SideFigure(
+                f"last_date_{split}",
+                f"max(d) FILTER (WHERE split = '{split}')",
+                f"the latest date of {split}",
+                f"last date, {split}",
+                SideGrain.DATED,
+                needs=_split_needs(split),
+                sql_type="TIMESTAMP",
+                fmt=Format.FLOAT,
+                method=TIME_METHOD,
+            ),
+        )
+    ),
+    SideFigure(
+        "train_rows_after_test_start",
+        "count(*) FILTER (WHERE split = 'train' AND d > $test_start)",
+        "train rows dated after the earliest test row: a model trained on them has seen the test period",
+        "train rows after test start",
+        SideGrain.DATED,
+        needs=("train",),
+        percent=("train_rows_after_test_start_pct", "$rows_train", "rows of train"),
+        method=TIME_METHOD,
+    ),
+    SideFigure(
+        "validation_rows_after_test_start",
+        "count(*) FILTER (WHERE split = 'validation' AND d > $test_start)",
+        "validation rows dated after the earliest test row",
+        "validation rows after test start",
+        SideGrain.DATED,
+        needs=("validation",),
+        percent=("validation_rows_after_test_start_pct", "$rows_validation", "rows of validation"),
+        method=TIME_METHOD,
+    ),
+    SideFigure(
+        "train_test_overlap_days",
+        # least() and greatest() skip a NULL: a split without a date has no range, so no overlap (NR)
+        "CASE WHEN count(*) FILTER (WHERE split = 'train') > 0 AND count(*) FILTER (WHERE split = 'test') > 0 THEN"
+        " greatest(0, epoch(least(max(d) FILTER (WHERE split = 'train'), max(d) FILTER (WHERE split = 'test')))"
+        " - epoch(greatest(min(d) FILTER (WHERE split = 'train'), min(d) FILTER (WHERE split = 'test')))) / 86400 END",
+        "the days the date ranges of train and test share (0: disjoint; NR when a split has no date)",
+        "train/test overlap (days)",
+        SideGrain.DATED,
+        needs=("train",),
+        sql_type="DOUBLE",
+        fmt=Format.FLOAT,
+        method=TIME_METHOD,
+    ),
+)
+
+
+def side_figures_sql(declared: Iterable[SideFigure], grain: SideGrain) -> list[str]:
+    """The SELECT items of ``declared``'s figures of one grain (count, then percentage), named as stored."""
+    items = []
+    for f in declared:
+        if f.grain is not grain:
+            continue
+        value = _nr_guard(f.sql, f.needs, f.needs_any)
+        items.append(f"{value} AS {f.name}")
+        if f.percent:
+            name, denominator, _ = f.percent
+            items.append(f"({value}) / nullif({denominator}, 0) * 100 AS {name}")
+    return items
+
+
+def _side_columns(figure: SideFigure) -> list[Column]:
+    out = [Column(figure.name, figure.name, figure.sql_type, figure.fmt, figure.definition, figure.method, None, figure)]
+    if figure.percent:
+        name, _, words = figure.percent
+        split = next((s for s in SPLITS if words.endswith(s)), None)
+        out.append(Column(name, name, "DOUBLE", Format.PERCENT, f"{figure.name} / {words} × 100, in %",
+                          figure.method, None, figure, None, split))
+    return out
+
+
+def group_columns() -> list[Column]:
+    """The figure columns of ``group_measurements`` (one row per group column of a config)."""
+    return [c for f in GROUP_FIGURES for c in _side_columns(f)]
+
+
+def time_columns() -> list[Column]:
+    """The figure columns of ``time_measurements`` (one row per date column of a config)."""
+    return [c for f in TIME_FIGURES for c in _side_columns(f)]
+
+
+def markdown_side_sql(declared: Sequence[SideFigure]) -> str:
+    """docs/method.md's table of figures beside the text comparison: each one's SQL and definition."""
+    lines = ["| figure | table | SQL (an aggregate over it) | NR | definition |", "|---|---|---|---|---|"]
+    for f in declared:
+        column = _side_columns(f)[0]
+        sql = f.sql.replace("|", "\\|")
+        pct = f"; `{f.percent[0]}` = it / {f.percent[2]} × 100" if f.percent else ""
+        lines.append(f"| `{f.name}` | {f.grain.value} | `{sql}` | {nr_rule(column)} | {f.definition}{pct} |")
+    return "\n".join(lines) + "\n"
+
+
 # --- what the registry generates ---------------------------------------------------------------------
 
 
@@ -502,7 +836,7 @@ class Column:
     definition: str
     method: str
     key_kind: KeyKind | None
-    figure: KeyFigure | RowFigure | ProfileFigure | NearFigure
+    figure: KeyFigure | RowFigure | ProfileFigure | NearFigure | SideFigure
     profile: Profile | None = None  # the key profile of an exact figure (None: an LLE figure, raw)
     percent_of: str | None = None  # a percentage: the split whose rows it divides by
 
@@ -522,6 +856,7 @@ def figure_columns(method: str | None = None) -> list[Column]:
     columns += [Column(f.name, f.published_name, f.sql_type, f.fmt, f.definition, f.method, None, f) for f in ROW_FIGURES]
     columns += [column for profile in PROFILES for f in PROFILE_FIGURES for column in _profile_columns(f, profile)]
     columns += [column for f in NEAR_FIGURES for column in _near_columns(f)]
+    columns += [column for f in SIDE_ROW_FIGURES for column in _side_columns(f)]
     return [c for c in columns if method is None or c.method == method]
 
 
@@ -863,14 +1198,14 @@ def nr_rule(column: Column) -> str:
     """When a figure is NR, in words."""
     figure = column.figure
     reasons = []
-    needs = figure.needs if isinstance(figure, (KeyFigure, ProfileFigure, NearFigure)) else ()
+    needs = figure.needs if isinstance(figure, (KeyFigure, ProfileFigure, NearFigure, SideFigure)) else ()
     reasons += [f"no {split} split" for split in needs]
-    if isinstance(figure, (ProfileFigure, NearFigure)) and figure.needs_any:
+    if isinstance(figure, (ProfileFigure, NearFigure, SideFigure)) and figure.needs_any:
         reasons.append(" and no ".join(f"{split}" for split in figure.needs_any).join(("no ", " split")))
     if (
         (column.key_kind is not None and column.key_kind.needs_label)
         or (isinstance(figure, RowFigure) and figure.needs_label)
-        or (isinstance(figure, (ProfileFigure, NearFigure)) and figure.needs_label)
+        or (isinstance(figure, (ProfileFigure, NearFigure, SideFigure)) and figure.needs_label)
     ):
         reasons.append("no label column")
     return "NR when " + " or ".join(reasons) if reasons else "never NR"

@@ -26,6 +26,10 @@ An override file (TOML) takes precedence over inference, per dataset and config:
     ["some/dataset"."*"]        # every config of the dataset
     text = ["question", "context"]
     labels = []
+
+    ["some/forum"."*"]          # text and labels inferred; these columns name groups and dates
+    groups = ["thread", "source"]
+    dates = ["posted"]
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import logging
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +55,9 @@ LABEL_SUFFIXES = ("_label", "_labels", "_tags")
 STRING_LABEL_NAMES = {"label", "labels", "gold_label"}
 STRING_LABEL_SUFFIXES = ("_label",)
 MEDIA_TYPES = {"Image", "Audio", "Video", "Pdf", "Nifti"}
+URL_NAMES = {"url", "urls"}
+DATE_NAMES = {"date", "timestamp", "time", "datetime", "created", "published"}
+DATE_SUFFIXES = ("_date", "_time", "_at", "_timestamp")
 STRING_DTYPES = {"string", "large_string", "string_view"}
 INT_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
 
@@ -63,6 +70,35 @@ class ColumnRoles:
     label_columns: tuple[str, ...]
     ignored: Mapping[str, str] = field(default_factory=dict)  # column -> why it was left out
     source: str = "inferred"  # "inferred" or "override"
+    #: group and date columns declared in the roles file (``groups = [...]``, ``dates = [...]``)
+    groups: tuple[str, ...] = ()
+    dates: tuple[str, ...] = ()
+
+    def group_columns(self) -> dict[str, str]:
+        """The columns whose values may name a group (a dialogue, file, document, thread, author or
+        URL), with where each comes from: 'declared' (the roles file), else 'inferred' from the
+        columns left out of the text key as id-like, and ``url``/``urls``. Whether an inferred one's
+        values repeat within a split (a group) or not (a row id, never a group) is the engine's
+        to find."""
+        found = dict.fromkeys(self.groups, "declared")
+        for name, why in self.ignored.items():
+            if why == "id-like" or name.lower() in URL_NAMES:
+                found.setdefault(name, "inferred")
+        return found
+
+    def date_columns(self, features: Mapping[str, Any]) -> dict[str, str]:
+        """The columns that may date a row: 'declared' ones, else 'inferred' among the columns left
+        out of the text key: a date or timestamp type, or a date-like name (``date``, ``timestamp``,
+        ``*_date``, ``*_time``, ``*_at``, ``created``, ``published``)."""
+        found = dict.fromkeys(self.dates, "declared")
+        for name in self.ignored:
+            kind = features.get(name)
+            dtype = kind.get("dtype", "") if isinstance(kind, dict) else ""
+            low = name.lower()
+            if (str(dtype).startswith(("timestamp", "date"))
+                    or low in DATE_NAMES or low.endswith(DATE_SUFFIXES)):
+                found.setdefault(name, "inferred")
+        return found
 
 
 # --- feature classification -------------------------------------------------------------------
@@ -198,12 +234,25 @@ class RoleOverrides:
         except tomllib.TOMLDecodeError as e:
             raise BadInputError(f"roles file {path}: {e}") from None
 
-    def lookup(self, dataset_id: str, config: str) -> ColumnRoles | None:
+    def _entry(self, dataset_id: str, config: str) -> Mapping[str, Any] | None:
         configs = self._table.get(dataset_id) or {}
-        entry = configs.get(config) or configs.get("*")
-        if entry is None:
+        return configs.get(config) or configs.get("*")
+
+    def lookup(self, dataset_id: str, config: str) -> ColumnRoles | None:
+        """The text and label columns the file gives (None: it gives no ``text``: inferred)."""
+        entry = self._entry(dataset_id, config)
+        if entry is None or ("text" not in entry and ("groups" in entry or "dates" in entry)):
             return None
         return ColumnRoles(tuple(entry.get("text", ())), tuple(entry.get("labels", ())), {}, "override")
+
+    def declared(self, dataset_id: str, config: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The group and date columns the file declares (``groups = [...]``, ``dates = [...]``)."""
+        entry = self._entry(dataset_id, config) or {}
+        groups, dates = entry.get("groups", ()), entry.get("dates", ())
+        for what, names in (("groups", groups), ("dates", dates)):
+            if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+                raise BadInputError(f"{dataset_id} [{config}]: roles file: {what} must be a list of column names")
+        return tuple(groups), tuple(dates)
 
 
 def resolve_roles(
@@ -214,7 +263,16 @@ def resolve_roles(
 ) -> ColumnRoles:
     """Roles for one config: the override when there is one, else inference; checked either way."""
     roles = (overrides.lookup(dataset_id, config) if overrides else None) or infer_roles(features)
-    missing = [c for c in roles.text_columns + roles.label_columns if c not in features]
+    if overrides is not None:
+        groups, dates = overrides.declared(dataset_id, config)
+        if groups or dates:
+            roles = replace(roles, groups=groups, dates=dates)
+            if roles.source == "inferred":  # a group or a date names the row, it is not its text
+                declared = {**dict.fromkeys(groups, "group (declared)"), **dict.fromkeys(dates, "date (declared)")}
+                roles = replace(roles, text_columns=tuple(c for c in roles.text_columns if c not in declared),
+                                label_columns=tuple(c for c in roles.label_columns if c not in declared),
+                                ignored={**roles.ignored, **declared})
+    missing = [c for c in roles.text_columns + roles.label_columns + roles.groups + roles.dates if c not in features]
     if missing:
         raise BadInputError(f"{dataset_id} [{config}]: roles name unknown columns {missing}")
     if not roles.text_columns:

@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hubsurvey.core import errors
 
 # C0 controls but \t and \n, DEL and C1; the bidi embeddings, overrides and isolates (U+202A-E,
@@ -240,8 +242,6 @@ def json_depth(text: bytes) -> int:
     brackets = _JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
     if not brackets:
         return 0
-    import numpy as np
-
     steps = np.frombuffer(brackets.translate(_BRACKET_STEPS), dtype=np.int8).astype(np.int64)
     return int(np.cumsum(steps).max())
 

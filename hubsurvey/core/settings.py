@@ -117,6 +117,7 @@ def online_on_loopback(endpoint: str) -> Iterator[None]:
     refused (:class:`SettingsError`, exit 2) before anything is done."""
     if not is_loopback(endpoint):
         raise SettingsError(f"{endpoint}: not on loopback; offline mode cannot be lifted for it")
+    # lazy: reading the settings never imports huggingface_hub; only the demo lifts offline mode
     from huggingface_hub import constants
 
     saved, offline = {name: os.environ.get(name) for name in OFFLINE_VARIABLES}, constants.HF_HUB_OFFLINE

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hubsurvey.core import figures, history, livestate
 from hubsurvey.core.errors import DbLockedError, OutdatedSchemaError, StoreError
@@ -455,6 +460,40 @@ MIGRATIONS: list[str] = [
         run_id            VARCHAR
     );
     """,
+    # Beyond the pair of texts: each config's statement of what was checked (measurements.checks),
+    # the figures of each group column (groups-2026: rows of one dialogue, file or document on both
+    # sides of a split) and of each date column (time-2026), one row per (config, column), written
+    # with the measurement rows in their transaction. Their figure columns are added from the
+    # registry (figures.group_columns(), figures.time_columns()).
+    """
+    ALTER TABLE measurements ADD COLUMN checks JSON;   -- [{"check", "ran", ...}]: what was checked, what was not
+    CREATE TABLE group_measurements (
+        dataset_id       VARCHAR NOT NULL,
+        revision_sha     VARCHAR NOT NULL,
+        config           VARCHAR NOT NULL,
+        group_column     VARCHAR NOT NULL,   -- the column whose values name a group
+        source           VARCHAR NOT NULL,   -- 'inferred' (id-like or url, values repeat in a split) or 'declared'
+        numbering_reused BOOLEAN NOT NULL,   -- small integers restarting in every split: not one group across splits
+        in_verdict       BOOLEAN NOT NULL,   -- false for a reused numbering: reported, kept out of the verdict
+        method           VARCHAR NOT NULL,   -- 'groups-2026'
+        method_version   INTEGER NOT NULL,
+        tool_version     VARCHAR NOT NULL,
+        measured_at      TIMESTAMPTZ NOT NULL,
+        run_id           VARCHAR
+    );
+    CREATE TABLE time_measurements (
+        dataset_id     VARCHAR NOT NULL,
+        revision_sha   VARCHAR NOT NULL,
+        config         VARCHAR NOT NULL,
+        date_column    VARCHAR NOT NULL,     -- the column whose values date a row
+        source         VARCHAR NOT NULL,     -- 'inferred' (a date type or name) or 'declared'
+        method         VARCHAR NOT NULL,     -- 'time-2026'
+        method_version INTEGER NOT NULL,
+        tool_version   VARCHAR NOT NULL,
+        measured_at    TIMESTAMPTZ NOT NULL,
+        run_id         VARCHAR
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The clean_test table in a published results dataset (its clean_test config): analysis/export.py
@@ -493,6 +532,10 @@ PROVENANCE_COLUMNS: dict[str, str] = {
             "capped (NR: not measured by near-2026)",
     "near_curve": "test_rows_near_train at each threshold of the curve, as JSON; the view near_curve has it as rows "
                   "(NR: not measured by near-2026, or no train split)",
+    "checks": "what was checked on the config and what was not, as JSON: [{\"check\", \"ran\", ...}] for lle, exact_raw, "
+              "exact_normalized, near (its threshold), per_column, blank_rows, groups (its columns, and the row ids "
+              "left out), time_order, contamination (against which benchmarks) and semantic, with why_not when it "
+              "did not run (NR: measured before the statement)",
     **{f"fingerprint_{split}": f"the {split} split's order-independent content fingerprint, hs1:<32 hex digits> "
                                "(every column of every row; docs/method.md, Split fingerprints) (NR: no such split, "
                                "or measured before fingerprints)" for split in ("train", "validation", "test")},
@@ -701,22 +744,21 @@ def views() -> dict[str, str]:
     }
 
 
-def markdown_measurements_table() -> str:
-    """The README's table of the ``measurements`` columns (generated: it cannot drift)."""
-    lines = ["| column | meaning |", "|---|---|"]
-    lines.append("| measurement_id | `dataset_id@revision_sha/config#label_column` (primary key) |")
-    lines += [f"| {name} | {meaning} |" for name, meaning in IDENTITY_COLUMNS.items()]
-    lines += [
-        f"| {c.name} | {c.definition.replace('|', chr(92) + '|')} ({figures.nr_rule(c)}) |"
-        for c in figures.figure_columns()
-    ]
-    lines += [f"| {name} | {meaning} |" for name, meaning in PROVENANCE_COLUMNS.items()]
-    return "\n".join(lines) + "\n"
+#: The tables whose figure columns come from the registry, each with its declared columns.
+FIGURE_TABLES = {
+    "measurements": figures.figure_columns,
+    "column_measurements": figures.per_column_columns,
+    "group_measurements": figures.group_columns,
+    "time_measurements": figures.time_columns,
+}
+#: The tables of one config's rows beside ``measurements``, replaced with them.
+SIDE_TABLES = {"groups": ("group_measurements", figures.GROUPS_METHOD, figures.GROUPS_METHOD_VERSION),
+               "dates": ("time_measurements", figures.TIME_METHOD, figures.TIME_METHOD_VERSION)}
 
 
 def _figure_columns_ddl(existing: set[str], table: str = "measurements") -> list[str]:
     """ALTER statements adding the registry's figure columns that the table does not have yet."""
-    declared = figures.per_column_columns() if table == "column_measurements" else figures.figure_columns()
+    declared = FIGURE_TABLES[table]()
     return [
         f"ALTER TABLE {table} ADD COLUMN {quote_ident(c.name)} {c.sql_type}"
         for c in declared
@@ -736,6 +778,24 @@ def column_measurement_rows(row: Mapping[str, Any]) -> list[dict[str, Any]]:
          **{n: found.get(n) for n in names}}
         for column, by_profile in (row.get("per_column") or {}).items()
         for profile, found in by_profile.items()
+    ]
+
+
+def side_measurement_rows(rows: Sequence[Mapping[str, Any]], key: str) -> list[dict[str, Any]]:
+    """The ``group_measurements`` (``key`` 'groups') or ``time_measurements`` ('dates') rows of one
+    config's measurement rows: the config's columns (every row of a config holds the same), with
+    the config's identity and provenance."""
+    if not rows or not rows[0].get(key):
+        return []
+    table, method, version = SIDE_TABLES[key]
+    first = rows[0]
+    names = [c.name for c in FIGURE_TABLES[table]()]
+    return [
+        {"dataset_id": first["dataset_id"], "revision_sha": first["revision_sha"], "config": first["config"],
+         **{k: v for k, v in found.items() if k not in names}, "method": method, "method_version": version,
+         "tool_version": first["tool_version"], "measured_at": first["measured_at"], "run_id": first.get("run_id"),
+         **{n: found.get(n) for n in names}}
+        for found in first[key]
     ]
 
 
@@ -761,8 +821,6 @@ def safe_name(name: str) -> str:
     """A Hub name as one path component that cannot leave its folder: every byte outside
     ``[A-Za-z0-9._~-]`` percent-encoded (``/`` included; DuckDB's hive reader decodes it). A name
     whose encoding is too long is cut and given a hash of the whole name, so it stays unique."""
-    from urllib.parse import quote
-
     safe = quote(name, safe="")
     if len(safe) > _SAFE_BYTES:
         import hashlib
@@ -924,10 +982,11 @@ class Store:
         }
         for ddl in _figure_columns_ddl(existing):
             self.con.execute(ddl)
-        per_column = {r[0] for r in self.con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'column_measurements'").fetchall()}
-        for ddl in _figure_columns_ddl(per_column, "column_measurements") if per_column else ():  # no table: a DB of fewer migrations
-            self.con.execute(ddl)
+        for table in list(FIGURE_TABLES)[1:]:
+            found = {r[0] for r in self.con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = $t", {"t": table}).fetchall()}
+            for ddl in _figure_columns_ddl(found, table) if found else ():  # no table: a DB of fewer migrations
+                self.con.execute(ddl)
         for name in reversed(views()):  # dependants first
             self.con.execute(f"DROP VIEW IF EXISTS {quote_ident(name)}")
         tables = {r[0] for r in self.con.execute(
@@ -977,13 +1036,16 @@ class Store:
         """
         where = {"d": dataset_id, "r": revision_sha, "c": config}
         with self.transaction() as con:
-            for table in ("measurements", "examples", "column_measurements"):
+            for table in ("measurements", "examples", "column_measurements", "group_measurements", "time_measurements"):
                 con.execute(f"DELETE FROM {table} WHERE dataset_id = $d AND revision_sha = $r AND config = $c", where)
             for row in rows:
-                insert(con, "measurements", {k: v for k, v in row.items() if k != "per_column"})
+                insert(con, "measurements", {k: v for k, v in row.items() if k not in ("per_column", *SIDE_TABLES)})
             per_column = [r for row in rows for r in column_measurement_rows(row)]
             if per_column:
                 insert_many(con, "column_measurements", per_column)
+            for key, (table, _, _) in SIDE_TABLES.items():
+                if side := side_measurement_rows(rows, key):
+                    insert_many(con, table, side)
             if examples:
                 insert_many(con, "examples", examples)
             content = {s: rows[0].get(f"fingerprint_{s}") for s in ("train", "validation", "test")} if rows else {}
@@ -1114,8 +1176,6 @@ class Store:
         """
         if not rows and listing is None:
             return
-        import pyarrow as pa
-
         rows = [_clean(row) for row in rows]
         last = {row["dataset_id"]: row for row in rows}  # a listing may repeat an id: keep one row
         table = pa.Table.from_pylist(
@@ -1138,8 +1198,6 @@ class Store:
         """The stored crawl rows of these dataset ids (what a re-crawl may keep), by id."""
         if not dataset_ids:
             return {}
-        import pyarrow as pa
-
         self.con.register("crawl_ids", pa.table({"dataset_id": pa.array(list(dataset_ids), pa.string())}))
         try:
             rows = self.records(
@@ -1177,12 +1235,6 @@ def _write_fingerprint_file(root: Path, relative: str, table: Any, dataset_id: s
                             config: str, split: str) -> None:
     """One split's fingerprints as Parquet (dataset_id, revision_sha, config, split, row, hash),
     written to a temp file beside the target, then renamed over it."""
-    import os
-
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     n = table.num_rows
     zeros = pa.array(np.zeros(n, dtype=np.int32))
 
@@ -1269,8 +1321,6 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, row: Mapping[str, Any]) -
 
 def insert_many(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
     """INSERT rows of the same columns in one statement (through Arrow); JSON values as text."""
-    import pyarrow as pa
-
     columns = list(rows[0])
     batch = pa.Table.from_pylist([{c: _bindable(row[c]) for c in columns} for row in map(_clean, rows)])
     con.register("insert_batch", batch)

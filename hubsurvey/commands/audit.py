@@ -1,0 +1,288 @@
+"""``hubsurvey audit``: a thin layer over :func:`hubsurvey.survey.audit.audit`, with its renderers.
+
+The command opens the target (a Hub id, a local folder, or the generated sample) and the Hub
+client, calls :func:`~hubsurvey.survey.audit.audit`, and renders the outcome: :func:`render_table`
+(a block per measured row, :func:`render_row`, then the contamination lines and where it was
+stored), :func:`render_json` or :func:`render_csv`. Each block of a row has a renderer of its own
+(``render_exact``, ``render_per_column``, ``render_near``, ``render_fingerprints``) and, for
+``--json``, its object (``exact_json``, ``per_column_json``, ``near_json``, ``fingerprints_json``).
+
+A measured row carries the figures of each text column alone as ``per_column``:
+``{column: {profile: {figure: value}}}``, for a config with two text columns or more (absent
+otherwise). ``audit --json`` shows them under ``exact.per_column`` with the names ``exact.raw``
+uses; the table shows a few of them per column (:data:`PER_COLUMN_SHOWN`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from huggingface_hub.errors import HfHubHTTPError
+
+from hubsurvey.commands.beside import beside_json, render_beside
+from hubsurvey.commands.common import format_csv
+from hubsurvey.commands.options import (
+    MAX_COUNT,
+    Benchmarks,
+    Db,
+    Examples,
+    Format,
+    Json,
+    NoNear,
+    Roles,
+    at_least,
+    output_format,
+)
+from hubsurvey.core import figures
+from hubsurvey.core.errors import BadInputError, HubError, HubsurveyError, one_line
+from hubsurvey.core.hub import HubClient, is_transient
+from hubsurvey.core.safety import json_text, visible
+from hubsurvey.core.settings import Settings
+from hubsurvey.core.store import DEFAULT_DB
+from hubsurvey.survey.audit import AuditOutcome
+from hubsurvey.survey.audit import audit as run_audit
+from hubsurvey.survey.sample import write_sample
+
+#: The figures the table shows for each text column (JSON has them all).
+PER_COLUMN_SHOWN = ("test_rows_in_train", "test_rows_column_in_train_only", "test_rows_contaminated")
+
+
+def audit(
+    target: Annotated[str | None, typer.Argument(help="Hub id (owner/name) or local folder; default: the generated sample")] = None,
+    config: Annotated[str | None, typer.Option("--config", help="Measure only this config")] = None,
+    examples: Examples = figures.DEFAULT_EXAMPLES,
+    no_near: NoNear = False,
+    fmt: Format = None,
+    as_json: Json = False,
+    db: Db = Path(DEFAULT_DB),
+    roles: Roles = None,
+    benchmarks: Benchmarks = None,
+) -> None:
+    """Measure a dataset's leaks and duplicates (LLE, exact and near-duplicate methods), store and print them.
+
+    Prints the LLE figures, then the exact figures (raw and normalized profiles), then the
+    near-duplicate figures (--no-near skips them). --format json (or --json) prints only a JSON
+    array, one object per row: the LLE keys, the exact figures under "exact", the near ones under
+    "near" and each split's content fingerprint under "fingerprints". The examples behind the counts
+    are stored; `hubsurvey show` prints them. --benchmarks FILE also checks each config for
+    contamination with those benchmarks (stored in the contamination table; the table format prints
+    one line per split and benchmark).
+    """
+    fmt = output_format(fmt, as_json)
+    at_least("--examples", examples, 0, MAX_COUNT)
+    if target is None:
+        target = str(write_sample(Path(tempfile.gettempdir()) / "hubsurvey-sample" / "hubsurvey__sample-reviews"))
+        if fmt == "table":
+            typer.echo(f"No target given: auditing the generated sample dataset at {target}\n")
+    try:
+        outcome = run_audit(target, config=config, examples=examples, near=not no_near, db=db, roles_file=roles,
+                            client=HubClient(Settings.from_env()),  # the settings, read once
+                            benchmarks_file=benchmarks)
+    except HfHubHTTPError as e:  # the Hub's answer about this dataset (hubsurvey's own Hub errors keep their code)
+        raise hub_refusal(target, e) from None
+    if fmt == "json":
+        typer.echo(render_json(outcome.rows))
+    elif fmt == "csv":
+        sys.stdout.write(render_csv(outcome.rows))
+    else:
+        render_table(outcome, db, examples)
+    for error in outcome.errors:
+        typer.echo(f"error: {visible(str(error), one_line=True)}", err=True)
+    if outcome.errors:
+        raise typer.Exit(outcome.exit_code)
+
+
+def hub_refusal(target: str, exc: BaseException) -> HubsurveyError:
+    """A refusal of the dataset (4xx but 408 and 429: missing, gated, a bad revision) is bad input
+    (exit 2); a Hub that kept failing (429, 5xx after every retry) is the Hub (exit 4)."""
+    if is_transient(exc):
+        return HubError(f"{target}: {one_line(exc)}")
+    return BadInputError(f"{target}: {one_line(exc)}")
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+def render_table(outcome: AuditOutcome, db: Path, examples: int) -> None:
+    """Print each measured row's block, the contamination lines, and where the rows were stored."""
+    for result in outcome.results:
+        for row in result.rows:
+            typer.echo(render_row(row))
+        typer.echo("")
+    for found in outcome.contamination:
+        typer.echo(render_contamination(found))
+    if outcome.results:
+        shown = f"; examples: hubsurvey show {outcome.dataset_id} --db {db}" if examples else ""
+        typer.echo(f"stored {len(outcome.rows)} row(s) in {db}{shown}")
+
+
+def render_row(row: dict[str, Any]) -> str:
+    """A readable block for one measured (dataset, config, label column)."""
+    kinds = figures.KEY_KINDS
+    lines = [
+        f"{row['dataset_id']} @ {row['revision_sha'][:12]}  config={row['config']}  "
+        f"label={row['label_column'] or '(none)'}  text={','.join(row['text_columns'])}",
+        "  rows: " + "  ".join(f"{s} {row[f'rows_{s}']}" for s in ("train", "validation", "test") if row[f"rows_{s}"] is not None),
+        f"  {'':26}{kinds[0].title:>12}{kinds[1].title:>14}",
+    ]
+    for f in figures.KEY_FIGURES:
+        cells = [figures.published(row[f.name(kind)], f.fmt) for kind in kinds]
+        lines.append(f"  {f.title:26}{cells[0]:>12}{cells[1]:>14}")
+    for rf in figures.ROW_FIGURES:
+        lines.append(f"  {rf.title:26}{figures.published(row[rf.name], rf.fmt):>12}")
+    blocks = [block for block in (render_exact(row), render_per_column(row), render_near(row), render_beside(row),
+                                  render_fingerprints(row)) if block]
+    return "\n".join([*lines, *blocks])
+
+
+def render_contamination(found: dict[str, Any]) -> str:
+    """One line per split and benchmark checked for contamination."""
+    return visible(f"contamination: {found['config']}/{found['split_name']} against {found['benchmark_id']} "
+                   f"[{found['benchmark_config']}/{found['benchmark_split']}] @ {(found['benchmark_revision'] or '?')[:12]}: "
+                   f"{found['contaminated_rows']} of {found['rows_split']} rows", one_line=True)
+
+
+def render_exact(row: dict[str, Any]) -> str:
+    """The exact figures under the LLE block: count (percent of the split's rows) per profile."""
+    if not (row.get("methods") or {}).get(figures.EXACT_METHOD) if isinstance(row.get("methods"), dict) else False:
+        return ""
+    profiles = figures.PROFILES
+    lines = [f"  {'exact (rows, each once)':34}" + "".join(f"{p.name:>18}" for p in profiles)]
+    for f in figures.PROFILE_FIGURES:
+        cells = []
+        for profile in profiles:
+            cell = figures.published(row.get(f.name(profile)), figures.Format.COUNT)
+            if f.percent and row.get(f"{profile.name}_{f.percent[0]}") is not None:
+                cell += f" ({figures.published(row[f'{profile.name}_{f.percent[0]}'], figures.Format.PERCENT)})"
+            cells.append(cell)
+        lines.append(f"  {f.title:34}" + "".join(f"{c:>18}" for c in cells))
+    return "\n".join(lines)
+
+
+def render_per_column(row: dict[str, Any]) -> str:
+    """The per-column block under the exact figures: per text column, count (percent of test) per profile."""
+    per_column = row.get("per_column")
+    if not per_column:
+        return ""
+    by_name = {c.name: c for c in figures.per_column_columns()}
+    titles = {f.stem: f.title for f in figures.per_column_figures()}
+    profiles = figures.PROFILES
+    lines = [f"  {'per text column (rows, each once)':34}" + "".join(f"{p.name:>18}" for p in profiles)]
+    for column, by_profile in per_column.items():
+        lines.append(f"  {column}")
+        for name in PER_COLUMN_SHOWN:
+            count = by_name[name]
+            percent = next((c for c in by_name.values() if c.figure is count.figure and c.percent_of), None)
+            cells = []
+            for profile in profiles:
+                found = by_profile.get(profile.name, {})
+                cell = figures.published(found.get(name), figures.Format.COUNT)
+                if percent is not None and found.get(percent.name) is not None:
+                    cell += f" ({figures.published(found[percent.name], figures.Format.PERCENT)})"
+                cells.append(cell)
+            lines.append(f"    {titles[name]:32}" + "".join(f"{c:>18}" for c in cells))
+    return "\n".join(lines)
+
+
+def _near_info(row: dict[str, Any]) -> dict[str, Any] | None:
+    near = row.get("near")
+    return json.loads(near) if isinstance(near, str) else near
+
+
+def render_near(row: dict[str, Any]) -> str:
+    """The near-duplicate figures under the exact ones: count (percent), then the curve."""
+    info = _near_info(row)
+    if not info:
+        return ""
+    lines = [f"  near-duplicates (Jaccard >= {info['threshold']}, {info['shingle']} shingles; {info['status']})"]
+    for f in figures.NEAR_FIGURES:
+        cell = figures.published(row.get(f.name), figures.Format.COUNT)
+        if f.percent and row.get(f.percent[0]) is not None:
+            cell += f" ({figures.published(row[f.percent[0]], figures.Format.PERCENT)})"
+        lines.append(f"  {f.title:34}{cell:>18}")
+    curve = json.loads(row["near_curve"]) if row.get("near_curve") else []
+    if curve:
+        lines.append(f"  {'test rows near train at J >=':34}" + "".join(f"{p['threshold']:>8}: {p['test_rows_near_train']}" for p in curve))
+    return "\n".join(lines)
+
+
+def render_fingerprints(row: dict[str, Any]) -> str:
+    """The splits' content fingerprints, to cite the split measured (docs/method.md)."""
+    shown = [f"{split} {fp}" for split, fp in fingerprints_json(row).items() if fp]
+    return f"  {'fingerprints':26}" + "  ".join(shown) if shown else ""
+
+
+# --- JSON and CSV -----------------------------------------------------------------------------------
+
+
+def render_json(rows: list[dict[str, Any]]) -> str:
+    """The --json array: one object per row, the LLE keys, then "exact", "near" and "fingerprints"."""
+    objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r), "fingerprints": fingerprints_json(r),
+             **beside_json(r)}
+            for r in rows]
+    return json_text(objs, indent=1, default=str)
+
+
+def render_csv(rows: list[dict[str, Any]]) -> str:
+    """The LLE keys of each row as CSV (the header alone when nothing was measured)."""
+    objs = [lle_json(r) for r in rows]
+    names = list(objs[0]) if objs else [*figures.lle_published_columns(), "dataset_id", "config", "label_column", "text_columns"]
+    return format_csv(names, [[o[n] for n in names] for o in objs])
+
+
+def lle_json(row: dict[str, Any]) -> dict[str, Any]:
+    """One row as the --json object: the lle view's columns as numbers, plus its identity."""
+    out = figures.lle_record(row)
+    out.update(
+        dataset_id=row["dataset_id"],
+        config=row["config"],
+        label_column=row["label_column"],
+        text_columns=list(row["text_columns"]),
+    )
+    return out
+
+
+def exact_json(row: dict[str, Any]) -> dict[str, Any]:
+    """The exact figures of one row as JSON: {"method", "raw": {...}, "normalized": {...}} (NR: null)."""
+    out: dict[str, Any] = {"method": figures.EXACT_METHOD}
+    for column in figures.figure_columns(figures.EXACT_METHOD):
+        assert column.profile is not None
+        stem = column.name.removeprefix(column.profile.name + "_")
+        out.setdefault(column.profile.name, {})[stem] = figures.json_value(row.get(column.name), column.fmt)
+    if (per_column := per_column_json(row)) is not None:  # absent for a config with one text column
+        out["per_column"] = per_column
+    return out
+
+
+def per_column_json(row: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]] | None:
+    """``{column: {"raw": {...}, "normalized": {...}}}`` with JSON numbers (NR: null); None when
+    the row has no per-column figures (one text column), so that the key is left out."""
+    per_column = row.get("per_column")
+    if not per_column:
+        return None
+    columns = figures.per_column_columns()
+    return {column: {profile: {c.name: figures.json_value(found.get(c.name), c.fmt) for c in columns}
+                     for profile, found in by_profile.items()}
+            for column, by_profile in per_column.items()}
+
+
+def near_json(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The near figures of one row as JSON: {"method", "parameters", figures..., "curve"} (NR: null)."""
+    info = _near_info(row)
+    if not info:
+        return None
+    out: dict[str, Any] = {"method": figures.NEAR_METHOD, "parameters": info}
+    for column in figures.figure_columns(figures.NEAR_METHOD):
+        out[column.name] = figures.json_value(row.get(column.name), column.fmt)
+    out["curve"] = json.loads(row["near_curve"]) if row.get("near_curve") else None
+    return out
+
+
+def fingerprints_json(row: dict[str, Any]) -> dict[str, str | None]:
+    """Each split's content fingerprint (``hs1:...``; null for an absent split)."""
+    return {split: row.get(f"fingerprint_{split}") for split in ("train", "validation", "test")}
