@@ -84,12 +84,14 @@ def test_lists_site_urls_and_opt_out(tmp_path):
                 "https://someone@s.example"):
         with pytest.raises(UsageError):
             bot.check_site_url(bad)
-    # the link a browser decodes to the file the site writes for the dataset (d/<shard>/<safe name>)
+    # the link to the page the site writes the dataset on (d/<shard>.html) and its anchor there
     from urllib.parse import unquote, urlsplit
+
+    from hubsurvey.analysis.site import dataset_anchor
 
     page = bot.site_page("https://s.example", "acme/x y")
     assert unquote(urlsplit(page).path) == "/" + dataset_page_path("acme/x y")
-    assert page.startswith("https://s.example/d/") and page.endswith("/acme%252Fx%2520y.html")
+    assert urlsplit(page).fragment == dataset_anchor("acme/x y") == "acme:2Fx:20y"
     assert bot.opted_out(["a", "HubSurvey-Opt-Out"]) and bot.opted_out([], {"hubsurvey": "opt-out"})
     assert not bot.opted_out(["hubsurvey"], {"hubsurvey": "yes"})
 
