@@ -57,6 +57,7 @@ from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.history import since_last_run
 from hubsurvey.analysis.notify import check_site_url
 from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
+from hubsurvey.analysis.render import when as render_when
 from hubsurvey.analysis.verdicts import BASIS_ORDER, DECIDING, dataset_verdict, rule
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
@@ -366,7 +367,7 @@ def example_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             out[key]["profiles"].append(e["profile"])
             continue
         out[key] = {**e, "profiles": [e["profile"]], "words": KIND_WORDS.get(e["kind"], e["kind"]),
-                    "key": _json(e["key"]), "partner": _json(e.get("partner"))}
+                    "key": _json(e["key"]), "partner": _json(e.get("partner")), "where": positions_text(e["positions"])}
     ordered = sorted(out.values(), key=lambda e: (e["config"], e["kind"], e["label_column"] or "", e["rank"]))
     shown: dict[tuple[str, str], int] = defaultdict(int)
     kept = []
@@ -375,6 +376,32 @@ def example_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if shown[(e["config"], e["kind"])] <= PAGE_EXAMPLES:
             kept.append(e)
     return kept
+
+
+def positions_text(value: Any) -> str:
+    """An example's row positions per split as a line of text: ``train 40, 41; test 5``."""
+    positions = _json(value) or {}
+    if not isinstance(positions, dict):
+        return json_text(positions)
+    return "; ".join(f"{split} {', '.join(map(str, rows)) if isinstance(rows, list) else rows}"
+                     for split, rows in positions.items())
+
+
+def cite_text(dataset_id: str, rows: Sequence[Mapping[str, Any]], url: str | None) -> str:
+    """The dataset's citable block: per config and label column, the revision, the split
+    fingerprints and what measured it (tool version, methods, when); the page's URL when known."""
+    lines = [f"dataset: {dataset_id}"]
+    for r in rows:
+        label = f" (label column {r['label_column']})" if r["label_column"] is not None else ""
+        methods = ", ".join(f"{k} v{v}" for k, v in sorted(_methods(r.get("methods")).items())) or \
+            f"{r['method']} v{r['method_version']}"
+        fingerprints = ", ".join(f"{split} {value or figures.NR}" for split, value in fingerprint_values(r).items())
+        lines += [f"config: {r['config']}{label}", f"  revision: {r['revision_sha']}",
+                  f"  fingerprints: {fingerprints}",
+                  f"  measured by: hubsurvey {r['tool_version']} ({methods}), {render_when(r['measured_at'])}"]
+    if url:
+        lines.append(f"page: {url}")
+    return "\n".join(lines)
 
 
 def cross_measured(store: Store) -> bool:
@@ -787,6 +814,7 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str], site_
             "dataset_id": dataset_id,
             "anchor": anchor,
             "url": f"{site_url}/{dataset_href(dataset_id)}" if site_url else None,
+            "cite": cite_text(dataset_id, rows, f"{site_url}/{dataset_href(dataset_id)}" if site_url else None),
             "judged": dataset_verdict(rows) if rows else None,
             "configs": list(configs.values()),
             "examples": example_rows([e for e in examples.get(dataset_id, []) if e["config"] in configs]),

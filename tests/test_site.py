@@ -404,8 +404,9 @@ def test_history_and_fingerprints_are_on_every_page_of_a_db_of_audits(hostile, t
     assert len(rows) == 2
     for row in rows:
         page = page_of(tmp_path / "site", row["dataset_id"])
-        for split in ("train", "validation", "test"):
-            assert page.value("data-fingerprint", split) == [row[f"fingerprint_{split}"] or "NR"]
+        (cite,) = page.value("data-field", "cite")
+        assert f"  revision: {row['revision_sha']}\n  fingerprints: " + ", ".join(
+            f"{split} {row[f'fingerprint_{split}'] or 'NR'}" for split in ("train", "validation", "test")) in cite
         assert row["fingerprint_train"].startswith("hs1:") and row["fingerprint_validation"] is None
         history = article(tmp_path / "site", row["dataset_id"]).split('<table class="history">')[1].split("</table>")[0]
         assert history.count('<tr class="current"><td>') == 1 and row["revision_sha"][:12] in history
