@@ -410,8 +410,16 @@ def test_history_and_fingerprints_are_on_every_page_of_a_db_of_audits(hostile, t
         assert row["fingerprint_train"].startswith("hs1:") and row["fingerprint_validation"] is None
         history = article(tmp_path / "site", row["dataset_id"]).split('<table class="history">')[1].split("</table>")[0]
         assert history.count('<tr class="current"><td>') == 1 and row["revision_sha"][:12] in history
-    index = "".join(read_page(tmp_path / "site" / "index.html").text)
+    index_page = read_page(tmp_path / "site" / "index.html")
+    index = "".join(index_page.text)
     assert "No survey run is recorded in this DB (one-off audits only)" in index
+    # audits only: leaks across datasets and benchmarks were never measured, and say so (never 0.00%)
+    assert index_page.value("data-figure", "pct_leaking") == ["not measured"]
+    assert index_page.value("data-figure", "pct_datasets_contaminated") == ["not measured"]
+    assert "0.00%" not in index.split("leaks across datasets")[-1]
+    for row in rows:
+        page = page_of(tmp_path / "site", row["dataset_id"])
+        assert page.value("data-field", "cross")[0].startswith("Not measured: leaks across datasets were never computed")
 
 
 # --- publish --site: a static Space on the stand-in -------------------------------------------------------
@@ -508,6 +516,7 @@ def test_the_demo_db_builds_a_site_whose_figures_equal_the_db(surveyed, tmp_path
         assert ("On the Hub</a>" in html) and "hubsurvey audit " in html  # Hub datasets: a link and a command
     index = read_page(site / "index.html")
     assert index.value("data-figure", "datasets") == [str(plain["surveyed"])]
+    assert re.fullmatch(r"\d+\.\d\d%", index.value("data-figure", "pct_leaking")[0])  # the demo ran crossleaks
     assert int(re.search(r"(\d+) of (\d+) datasets checked", "".join(index.text)).group(2)) == plain["tested"]
     # the models the mini-hub's cards declare: the index's rows per benchmark are findings_model_exposure's
     with Store(surveyed, read_only=True) as store:
