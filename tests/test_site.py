@@ -34,6 +34,7 @@ from hubsurvey.analysis.site import (
     href,
     is_site_file,
 )
+from hubsurvey.analysis.verdicts import dataset_verdict
 from hubsurvey.cli import app
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
@@ -298,6 +299,16 @@ def assert_pages_equal_the_db(db: Path, site: Path) -> int:
                 assert shown[(config, method)] == expected, (dataset_id, config, method)
         for r in rows:
             assert r["revision_sha"] in text and (r["parquet_sha"] is None or r["parquet_sha"] in text)
+        # the answer first: the verdict naming its config, and a verdict per config and label column
+        judged = dataset_verdict(rows)
+        page = Page(html)
+        assert page.value("data-verdict", judged.verdict) == [judged.verdict]
+        assert page.value("data-field", "verdict_reason") == [judged.because]
+        assert f"from config {judged.decided_by.config}" in judged.because
+        assert page.value("data-field", "config_value") == [figures.published(c.value, figures.Format.PERCENT)
+                                                            for c in judged.configs]
+        assert html.index('class="config-verdicts"') < html.index('class="toc"') < html.index('class="figures"') \
+            < html.index('class="history"') < html.index('class="cite"') < html.index('<h2>Examples behind the counts')
         # the stored examples of the current revision: one row each (both profiles on one), the first few per kind
         assert html.count('<td class="example-key">') == shown_examples.get(dataset_id, 0), dataset_id
     return len(by_dataset)
