@@ -58,6 +58,7 @@ from hubsurvey.analysis.history import since_last_run
 from hubsurvey.analysis.notify import check_site_url
 from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
 from hubsurvey.analysis.render import when as render_when
+from hubsurvey.analysis.site_scores import SCORES_PAGE_PATH, has_scores, scores_by_dataset, write_scores_page
 from hubsurvey.analysis.verdicts import BASIS_ORDER, DECIDING, dataset_verdict, rule
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
@@ -415,20 +416,6 @@ def cross_measured(store: Store) -> bool:
         "(command = 'run' AND coalesce(json_exists(counts, '$.crossleaks'), false)))")[1][0][0])
 
 
-#: A view or table another part of hubsurvey may add: the benchmark scores that a dataset's
-#: contamination puts at risk, one row per (dataset, ...). Its rows, when it exists, are shown on
-#: the dataset's page under "Scores at risk" (every column, as stored); without it the section is absent.
-SCORES_AT_RISK = "findings_scores_at_risk"
-
-
-def _scores_at_risk(store: Store) -> dict[str, list[dict[str, Any]]]:
-    found = store.query("SELECT count(*) FROM (SELECT view_name AS name FROM duckdb_views() UNION ALL "
-                        "SELECT table_name FROM duckdb_tables()) WHERE name = $n", {"n": SCORES_AT_RISK})[1][0][0]
-    if not found:
-        return {}
-    return _grouped(store, f"SELECT s.* FROM {SCORES_AT_RISK} s JOIN site_ids USING (dataset_id)")
-
-
 def badge_markdown(badges_url: str, dataset_id: str) -> str:
     """The markdown of a dataset's badge for its card: the shields.io endpoint whose ``url`` is the
     badge file served at ``badges_url`` (the results dataset ``publish`` writes, which holds
@@ -659,7 +646,7 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
     }
     scored = has_scores(store)  # the scores models report (hubsurvey scores): a ranking page, a section per dataset
     if scored:
-        write_scores_page(store, env, root, common, lambda d: href(dataset_page_path(d)) if d in ids else None)
+        write_scores_page(store, env, root, common, lambda d: dataset_href(d) if d in ids else None)
     (root / "index.html").write_text(env.get_template("site_index.html.j2").render(
         scores_page=SCORES_PAGE_PATH if scored else None,
         **common, h=head, charts=charts, chunks=len(chunks), tasks=tasks, verdicts=VERDICTS, list_pages=pages,
@@ -722,7 +709,8 @@ def _write_dataset_pages(store: Store, env: Any, root: Path, ordered: Sequence[s
         datasets = [d for b in batch for d in by_shard[b]]
         pages = dict(_dataset_pages(store, datasets, ids, common["site_url"], common["badges_url"]))
         for b in batch:
-            articles = [pages[d] for d in by_shard[b]]
+            # the scores models report on each dataset (analysis/site_scores.py), when they were read
+            articles = [{**pages[d], "scores": common["scores_of"].get(d, [])} for d in by_shard[b]]
             (root / dataset_page_path(by_shard[b][0])).write_text(
                 template.render(**common, shard=b, datasets=articles, up="../"), encoding="utf-8")
             summary.dataset_pages += 1
@@ -786,7 +774,6 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str], site_
         exposure = _grouped(store, EXPOSURE_PAGE_SQL)
         cleaned = _grouped(store, CLEAN_PAGE_SQL)
         per_column = _grouped(store, COLUMN_PAGE_SQL)
-        scores = _scores_at_risk(store)
     finally:
         store.con.unregister("site_ids")
 
@@ -828,7 +815,6 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str], site_
             "history": history.get(dataset_id, []),
             "exposure": _by_benchmark(exposure.get(dataset_id, [])),
             "clean": [clean_entry(r) for r in cleaned.get(dataset_id, [])],
-            "scores_at_risk": scores.get(dataset_id, []),
             "badge_markdown": badge_markdown(badges_url, dataset_id) if badges_url else None,
             "badge_file": badge_path(dataset_id),
         }
