@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from hubsurvey.analysis.examples import resolve_dataset
+from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.verdicts import dataset_verdicts as judge_datasets
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.history import VERDICTS, history_view_sql

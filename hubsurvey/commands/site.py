@@ -29,9 +29,6 @@ def site(out: SiteOut = Path("site"), db: ReadDb = Path(DEFAULT_DB), site_url: S
     static Space (`publish --site`). The searchable table needs JavaScript; without it the index
     shows the headline figures and links to a plain list of every dataset page.
     """
-    from hubsurvey.analysis.site import build_site
-    from hubsurvey.commands.analysis import open_results
-
     store = open_results(db)
     try:
         summary = build_site(store, out, progress=lambda done, total: typer.echo(f"pages: {done} of {total}", err=True),
