@@ -7,8 +7,9 @@ run" section): datasets new to the survey, verdicts that changed, new contaminat
 benchmarks, new leaks across datasets.
 
 A dataset's verdict here is the report's (findings_dataset_verdict), computed in
-:func:`dataset_verdicts` from the history rows, so that the survey now and the survey then are
-judged by the same code; the tests check it equals the findings view on the current rows.
+:func:`dataset_verdicts` from the history rows by :mod:`hubsurvey.analysis.verdicts` (the one
+function every surface judges a config or a dataset with), so that the survey now and the survey
+then are judged by the same code; the tests check it equals the findings view on the current rows.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any
 
 from hubsurvey.analysis.examples import resolve_dataset
 from hubsurvey.analysis.findings import create_views
+from hubsurvey.analysis.verdicts import dataset_verdicts as judge_datasets
 from hubsurvey.core.errors import BadInputError
-from hubsurvey.core.history import BASES, VERDICTS, grade, history_view_sql
+from hubsurvey.core.history import VERDICTS, history_view_sql
 from hubsurvey.core.store import Store
 
 #: The runs whose end is a point to compare with: survey runs that completed.
@@ -59,23 +61,17 @@ def history(store: Store, dataset_id: str, config: str | None = None) -> list[di
 
 def dataset_verdicts(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each dataset's verdict over its rows (one revision per config: the survey at one moment), as
-    findings_dataset_verdict judges it: on the near basis when every row was measured by the near
-    method, else on the exact basis when every row was measured by the exact method (a row measured
-    by near is measured by exact too: a survey measures every method, or all but near), else on
-    the LLE rule; the basis' worst measure among the rows, and clean only when every row is."""
-    by_dataset: dict[str, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        by_dataset.setdefault(row["dataset_id"], []).append(row)
-    order = [method for method, _, _ in BASES]
+    findings_dataset_verdict judges it, by :func:`hubsurvey.analysis.verdicts.dataset_verdict`: on
+    the first basis of near, exact, LLE that measured every row, the basis' worst measure among the
+    rows, and clean only when every row is. ``config``: the config the verdict comes from."""
+    rows = list(rows)
     out = {}
-    for dataset_id, own in sorted(by_dataset.items()):
-        basis = order[max(order.index(r["verdict_basis"]) for r in own)]
-        _, measure_column, clean_columns = BASES[order.index(basis)]
-        measure = max((r[measure_column] or 0.0 for r in own), default=0.0)
-        is_clean = all(not any(r[c] for c in clean_columns) for r in own)
-        out[dataset_id] = {"dataset_id": dataset_id, "verdict": grade(is_clean, measure), "verdict_basis": basis,
-                           "measure": measure, "configs": len({r["config"] for r in own}),
-                           "revisions": sorted({r["revision_sha"] for r in own})}
+    for dataset_id, judged in judge_datasets(rows).items():
+        own = judged.configs
+        out[dataset_id] = {"dataset_id": dataset_id, "verdict": judged.verdict, "verdict_basis": judged.basis,
+                           "measure": max((c.value or 0.0 for c in own), default=0.0),
+                           "config": judged.decided_by.config, "configs": len({c.config for c in own}),
+                           "revisions": sorted({c.revision_sha for c in own if c.revision_sha is not None})}
     return out
 
 

@@ -214,12 +214,11 @@ def check_site_url(url: str | None) -> str | None:
 
 
 def site_page(site_url: str, dataset_id: str) -> str:
-    """The dataset's page on the survey site: the file :func:`hubsurvey.analysis.site.dataset_page_path`
-    (``d/<shard>/<safe_name(id)>.html``), its path percent-encoded as a URL (``%2F`` in the file's
-    name is ``%252F`` in the link)."""
-    from hubsurvey.analysis.site import dataset_page_path, href  # the site imports this module
+    """The dataset's stable link on the survey site, :func:`hubsurvey.analysis.site.dataset_href`:
+    its shard's page and its anchor there (``d/<shard>.html#<anchor>``)."""
+    from hubsurvey.analysis.site import dataset_href  # the site imports this module
 
-    return f"{site_url}/{href(dataset_page_path(dataset_id))}"
+    return f"{site_url}/{dataset_href(dataset_id)}"
 
 
 # --- lists and opt-out ---------------------------------------------------------------------------------
