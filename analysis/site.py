@@ -51,6 +51,7 @@ from urllib.parse import quote
 from markupsafe import Markup, escape
 
 from hubsurvey import __version__
+from hubsurvey.analysis import beside
 from hubsurvey.analysis.badges import LABEL, badge_path, read_badges
 from hubsurvey.analysis.examples import KIND_WORDS
 from hubsurvey.analysis.findings import create_views
@@ -801,6 +802,7 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str], site_
         exposure = _grouped(store, EXPOSURE_PAGE_SQL)
         cleaned = _grouped(store, CLEAN_PAGE_SQL)
         per_column = _grouped(store, COLUMN_PAGE_SQL)
+        group_columns, date_columns = _grouped(store, beside.GROUP_PAGE_SQL), _grouped(store, beside.TIME_PAGE_SQL)
     finally:
         store.con.unregister("site_ids")
 
@@ -822,6 +824,10 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str], site_
         for c in configs.values():
             c["tables"] = figure_tables([row["measurement"] for row in c["rows"]])
             c["column_tables"] = column_tables(columns_of.get(c["config"], []))
+            c["beside"] = beside.beside_section(
+                [row["measurement"] for row in c["rows"]],
+                [g for g in group_columns.get(dataset_id, []) if g["config"] == c["config"]],
+                [d for d in date_columns.get(dataset_id, []) if d["config"] == c["config"]])
         fam = family.get(dataset_id)
         anchor = dataset_anchor(dataset_id)
         yield dataset_id, {
