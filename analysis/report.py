@@ -46,6 +46,7 @@ from hubsurvey.analysis.render import (
 )
 from hubsurvey.core.figures import EXACT_METHOD, LLE_METHOD, NEAR_METHOD
 from hubsurvey.core.history import VERDICTS
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.store import Store
 
 REPORT_MD = "REPORT.md"
@@ -405,7 +406,7 @@ def render_report(
     A run that writes its own report passes ``final_run={"run_id", "status", "finished_at"}``, so the
     report shows its final state rather than "running" (the DB records it a moment later).
     """
-    out = Path(out_dir)
+    out = output_folder(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     context = report_context(store, top_n=top_n, final_run=final_run)
     md_path, html_path = out / REPORT_MD, out / REPORT_HTML

@@ -63,6 +63,7 @@ from hubsurvey.analysis.site_scores import SCORES_PAGE_PATH, has_scores, scores_
 from hubsurvey.analysis.verdicts import BASIS_ORDER, DECIDING, dataset_verdict, rule
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.outputs import output_folder, read_sealed, seal, written_files
 from hubsurvey.core.safety import json_text, visible
 from hubsurvey.core.store import Store
 
@@ -71,6 +72,8 @@ log = logging.getLogger(__name__)
 DEFAULT_SITE_DIR = Path("site")
 #: The file that marks a folder as a site hubsurvey built (and may replace).
 MARKER = ".hubsurvey-site"
+#: the format marker of the site's sealed marker file (:mod:`hubsurvey.core.outputs`)
+SITE_FORMAT = "hubsurvey-site/1"
 #: Where the Hub shows a dataset; only Hub-measured datasets link there.
 HUB_DATASETS_URL = "https://huggingface.co/datasets/"
 #: Rows per ``data/index-N.js`` chunk: the first chunk draws the table while the rest load.
@@ -545,8 +548,32 @@ def _environment() -> Any:
 
 
 def _check_out_dir(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
+    """Refuse an ``out`` that is not missing, empty, or a site hubsurvey built and nobody changed
+    since: the marker is a sealed manifest of every file of the site (:mod:`hubsurvey.core.outputs`),
+    so a folder holding a marker of its own making, or any file the build did not write (or that
+    changed since), is refused: the folder is replaced whole, and nothing of someone else's may go."""
+    output_folder(out)
+    if not out.exists() or not any(out.iterdir()):
+        return
+    if not (out / MARKER).is_file():
         raise BadInputError(f"{out}: exists and is not a site hubsurvey built (no {MARKER}); give another --out")
+    sealed = read_sealed(out / MARKER, SITE_FORMAT)
+    if sealed is None:
+        raise BadInputError(f"{out}: its {MARKER} was not written by hubsurvey site (or was changed since); "
+                            "give another --out")
+    written = set(written_files(out, sealed)) | {out / MARKER}
+    others = sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
+                    if (p.is_file() or p.is_symlink()) and p not in written)
+    if others:
+        raise BadInputError(f"{out}: holds {len(others)} file(s) the site build did not write, or changed since "
+                            f"(e.g. {others[0]}); nothing is replaced: give another --out")
+
+
+def seal_site(folder: Path) -> None:
+    """Write the marker: a sealed manifest of every file in ``folder`` (the site just written)."""
+    written = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MARKER]
+    marker = seal({"tool_version": __version__}, folder, written, SITE_FORMAT)
+    (folder / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
 
 
 def _swap_in(tmp: Path, out: Path) -> None:
@@ -585,7 +612,7 @@ def build_site(store: Store, out_dir: str | Path = DEFAULT_SITE_DIR, *,
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
     try:
         summary = _write_site(store, tmp, progress, site_url, badges_url)
-        (tmp / MARKER).write_text(f"hubsurvey {__version__}\n", encoding="utf-8")
+        seal_site(tmp)
         _swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -885,6 +912,7 @@ def publish_site(store: Store, repo_id: str, out_dir: str | Path, *, push: bool 
     summary = build_site(store, out_dir, site_url=space_url(repo_id))
     folder = Path(out_dir)
     (folder / SPACE_CARD).write_text(space_card(repo_id, summary), encoding="utf-8")
+    seal_site(folder)  # the card is the build's too: a later build may replace it
     paths = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     files = [plan_file(folder, p) for p in paths]
     result = SitePublishResult(repo_id, summary, files)

@@ -345,7 +345,13 @@ def test_a_rebuild_replaces_the_site_whole_and_a_failed_one_keeps_it(planted, tm
     out = tmp_path / "site"
     with Store(db, read_only=True) as store:
         build_site(store, out)
+        # a page an earlier build wrote (its sealed marker lists it) that this build does not write
         (out / "d" / "stale.html").write_text("old")
+        from hubsurvey.analysis.site import SITE_FORMAT
+        from hubsurvey.core.outputs import seal
+
+        files = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != MARKER]
+        (out / MARKER).write_text(json.dumps(seal({"tool_version": "older"}, out, files, SITE_FORMAT)))
         build_site(store, out)
         assert not (out / "d" / "stale.html").exists()
         before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}

@@ -19,7 +19,7 @@ from hubsurvey.analysis.crossleaks import find_cross_rows, pair_overlaps, render
 from hubsurvey.analysis.examples import find_examples, render_examples, resolve_dataset
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.commands.common import open_results, write_records, write_rows
-from hubsurvey.commands.options import Format, ReadDb, at_least, output_format
+from hubsurvey.commands.options import MAX_COUNT, Format, ReadDb, at_least, output_format
 from hubsurvey.core.errors import BadInputError, UsageError
 from hubsurvey.core.store import DEFAULT_DB, Store
 
@@ -66,7 +66,7 @@ def show(
     split, its first row positions and, for conflicts, the labels.
     """
     fmt = output_format(fmt)
-    at_least("--limit", limit, 1)
+    at_least("--limit", limit, 1, MAX_COUNT)
     with open_results(db) as store:
         if source is not None:
             _show_pair(store, dataset, source, config, source_config, limit, fmt)

@@ -11,6 +11,7 @@ from hubsurvey.analysis.site import build_site
 from hubsurvey.commands.common import open_results
 from hubsurvey.commands.options import ReadDb
 from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.store import DEFAULT_DB
 
 SiteOut = Annotated[Path, typer.Option("--out", help="Folder of the site (replaced whole if it is a site built before)")]
@@ -29,12 +30,11 @@ def site(out: SiteOut = Path("site"), db: ReadDb = Path(DEFAULT_DB), site_url: S
     static Space (`publish --site`). The searchable table needs JavaScript; without it the index
     shows the headline figures and links to a plain list of every dataset page.
     """
-    store = open_results(db)
-    try:
-        summary = build_site(store, out, progress=lambda done, total: typer.echo(f"pages: {done} of {total}", err=True),
-                             site_url=site_url, badges_url=badges_url)
-    except OSError as e:
-        raise BadInputError(f"{out}: {e.strerror or e}") from None
-    finally:
-        store.close()
+    output_folder(out)  # before the DB: a file named as the folder is refused first
+    with open_results(db) as store:
+        try:
+            summary = build_site(store, out, progress=lambda done, total: typer.echo(f"pages: {done} of {total}", err=True),
+                                 site_url=site_url, badges_url=badges_url)
+        except OSError as e:
+            raise BadInputError(f"{out}: {e.strerror or e}") from None
     typer.echo(summary.line())
