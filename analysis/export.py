@@ -75,6 +75,7 @@ from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.history import HISTORY_EXPORT_QUERY, has_history
 from hubsurvey.core import figures
 from hubsurvey.core.errors import OutputExistsError
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.store import CLEAN_TEST_PARQUET_PATH, Store, quote_ident, result_columns
 
 log = logging.getLogger(__name__)
@@ -305,9 +306,7 @@ def prepare_folder(out_dir: str | Path, overwrite: bool = False) -> Path:
     (else, for a folder from before manifests, the fixed export names) are removed, and the folders
     they leave empty; every other file stays.
     """
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise OutputExistsError(f"{out}: exists and is not a folder")
+    out = output_folder(out_dir)
     if not out.exists() or not any(out.iterdir()):
         out.mkdir(parents=True, exist_ok=True)
         return out

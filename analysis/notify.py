@@ -22,9 +22,11 @@ stored, and as the Hub says at posting time), opted out (the card tag :data:`OPT
 ``hubsurvey: opt-out`` in the card metadata), already notified, or measured at a revision the Hub
 has moved on from.
 
-Every value from the data reaches the message through :func:`inline_code` or :func:`shell_word`:
-control characters made visible, ``@`` replaced so nobody is mentioned, and put in a code span, so
-no value can become a link, HTML or emphasis.
+Every value from the data reaches the message through :func:`inline_code` or :func:`shell_word`.
+In a code span: control characters made visible, ``@`` replaced so nobody is mentioned, so no value
+can become a link, HTML or emphasis. In a command: the exact value, quoted for the shell, with
+``@`` and control characters written as escapes (bash's ``$'...'``), so the command names the real
+config and still mentions nobody.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import fnmatch
 import json
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,7 +46,8 @@ from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.render import environment, pct3
 from hubsurvey.core import figures
 from hubsurvey.core.errors import HubError, HubStoppedAnsweringError, HubUnreachableError, UsageError, one_line
-from hubsurvey.core.safety import visible
+from hubsurvey.core.outputs import output_folder
+from hubsurvey.core.safety import read_text_file, visible
 from hubsurvey.core.store import Store, insert, now, quote_ident, safe_name
 
 TEMPLATE = "notify.md.j2"
@@ -166,9 +169,31 @@ def inline_code(value: Any, limit: int | None = VALUE_CHARS) -> str:
     return f"{fence}{text}{fence}"
 
 
+# What a shell word may not show as it is: ``@`` (it could mention someone), control characters,
+# line and paragraph separators, the bidi controls (they reorder what a reader sees), a BOM
+_SHELL_ESCAPED = re.compile("[@\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
+
+
 def shell_word(value: Any) -> str:
-    """A value as one shell word for a command shown in a code block."""
-    return shlex.quote(_neutral(value))
+    """A value as one shell word for a command shown in a code block, naming the value exactly.
+
+    A plain value is quoted as ``shlex.quote`` does; one holding ``@`` or a control character is
+    written in bash's ``$'...'`` quoting, each such character an escape (``\\x40``, ``\\x0a``,
+    ``\\u202e``): the command still names the real config, and the message mentions nobody.
+    """
+    text = "null" if value is None else str(value)
+    if not _SHELL_ESCAPED.search(text):
+        return shlex.quote(text)
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in "\\'":
+            out.append("\\" + char)
+        elif _SHELL_ESCAPED.match(char):
+            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "$'" + "".join(out) + "'"
 
 
 def code_block(text: str) -> str:
@@ -189,39 +214,47 @@ def check_site_url(url: str | None) -> str | None:
 
 
 def site_page(site_url: str, dataset_id: str) -> str:
-    """The dataset's page on the survey site: the file :func:`hubsurvey.analysis.site.dataset_page_path`
-    (``d/<shard>/<safe_name(id)>.html``), its path percent-encoded as a URL (``%2F`` in the file's
-    name is ``%252F`` in the link)."""
-    from hubsurvey.analysis.site import dataset_page_path, href  # the site imports this module
+    """The dataset's stable link on the survey site, :func:`hubsurvey.analysis.site.dataset_href`:
+    its shard's page and its anchor there (``d/<shard>.html#<anchor>``)."""
+    from hubsurvey.analysis.site import dataset_href  # the site imports this module
 
-    return f"{site_url}/{href(dataset_page_path(dataset_id))}"
+    return f"{site_url}/{dataset_href(dataset_id)}"
 
 
 # --- lists and opt-out ---------------------------------------------------------------------------------
 
 def read_list(path: Path | None) -> list[str] | None:
     """A dataset list file: one entry a line (``owner/name``, ``owner`` for all its datasets, or a
-    glob like ``owner/*-test``); ``#`` starts a comment. None: no file given."""
+    glob like ``owner/*-test``); ``#`` starts a comment. Read as an editor may have saved it (a byte
+    order mark, CRLF, spaces around an entry) and bounded in size (:func:`read_text_file`); entries
+    are matched case-insensitively (:func:`listed`). None: no file given."""
     if path is None:
         return None
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot read the list: {type(e).__name__}: {e}") from None
-    return [entry for line in lines if (entry := line.split("#", 1)[0].strip())]
+    lines = read_text_file(path, "list").splitlines()
+    return [entry for line in lines if (entry := line.split("#", 1)[0].replace("\ufeff", "").strip())]
 
 
 def listed(dataset_id: str, entries: Sequence[str]) -> bool:
-    owner = dataset_id.split("/", 1)[0]
-    return any(entry == owner or fnmatch.fnmatchcase(dataset_id, entry) for entry in entries)
+    """Whether a list names the dataset (its id, its owner, or a glob), ignoring case: the Hub's ids
+    are case-insensitive (``Org/Name`` is ``org/name``)."""
+    folded = dataset_id.casefold()
+    owner = folded.split("/", 1)[0]
+    return any((entry := e.casefold()) == owner or fnmatch.fnmatchcase(folded, entry) for e in entries)
 
 
-def opted_out(tags: Iterable[str] | None, card_data: Mapping[str, Any] | None = None) -> bool:
-    """True when the card says ``tags: [hubsurvey-opt-out]`` or ``hubsurvey: opt-out``."""
-    if any(str(t).strip().lower() == OPT_OUT_TAG for t in tags or ()):
+def _words(value: Any) -> list[str]:
+    """A card value as the words it holds: a scalar, or the scalars of a list, stripped and lower-cased."""
+    items = value if isinstance(value, (list, tuple, set)) else [value]
+    return [str(item).strip().lower() for item in items if isinstance(item, (str, int, float, bool))]
+
+
+def opted_out(tags: Any, card_data: Mapping[str, Any] | None = None) -> bool:
+    """True when the card says ``tags: [hubsurvey-opt-out]`` (or ``tags: hubsurvey-opt-out``), or
+    ``hubsurvey: opt-out`` (or the list form ``hubsurvey: [opt-out]``)."""
+    if OPT_OUT_TAG in _words(tags if tags is not None else []):
         return True
-    value = (card_data or {}).get(OPT_OUT_CARD_KEY) if isinstance(card_data, Mapping) else None
-    return str(value).strip().lower() == OPT_OUT_CARD_VALUE
+    value = card_data.get(OPT_OUT_CARD_KEY) if isinstance(card_data, Mapping) else None
+    return OPT_OUT_CARD_VALUE in _words(value)
 
 
 # --- what the store says ---------------------------------------------------------------------------------
@@ -524,7 +557,7 @@ def notify(
     discussions: without one, or when the Hub refuses it (401/403), :class:`HubError` (exit 4).
     """
     site_url = check_site_url(site_url)
-    out = Path(out_dir)
+    out = output_folder(out_dir)
     result = NotifyResult(post=post)
     if post:
         if client is None:  # analysis reads only the store: the caller brings the Hub client

@@ -45,6 +45,8 @@ from hubsurvey.analysis.render import (
     verdict_summary_table,
 )
 from hubsurvey.core.figures import EXACT_METHOD, LLE_METHOD, NEAR_METHOD
+from hubsurvey.core.history import VERDICTS
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.store import Store
 
 REPORT_MD = "REPORT.md"
@@ -112,6 +114,27 @@ def _verdicts(c: SectionContext) -> dict[str, Any]:
         "fallback_rules": [r for r in rules if r["basis"] == LLE_METHOD],
         "verdicts": c["f"]["dataset_verdict"],
     }
+
+
+#: Per basis, the findings_dataset_verdict columns of the deciding figure's worst value and its config.
+_DECIDING_COLUMNS = {NEAR_METHOD: ("near_contaminated_test_pct", "worst_near_contaminated_test_pct", "worst_near_config"),
+                     EXACT_METHOD: ("normalized_contaminated_test_pct", "worst_normalized_contaminated_test_pct",
+                                    "worst_exact_config"),
+                     LLE_METHOD: ("text_test_biased", "worst_text_test_biased", "worst_config")}
+
+
+def _at_a_glance(c: SectionContext) -> dict[str, Any]:
+    """The verdicts first: datasets per verdict, and the worst ``top_n`` datasets, each with the
+    config its verdict comes from and the figure that decided it (the figure
+    analysis.verdicts.dataset_verdict decides on; the tests check they agree)."""
+    rows = c["f"]["dataset_verdict"]
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    worst = []
+    for r in rows[:c["top_n"]]:
+        figure, value, config = _DECIDING_COLUMNS[r["verdict_basis"]]
+        worst.append({"dataset_id": r["dataset_id"], "verdict": r["verdict"], "basis": r["verdict_basis"],
+                      "figure": figure, "value": r[value], "config": r[config] if r["verdict"] != VERDICTS[0] else None})
+    return {"glance_counts": counts, "glance_total": len(rows), "glance_worst": worst}
 
 
 def _gainers(rows: list[dict[str, Any]], top_n: int) -> tuple[list[dict[str, Any]], int]:
@@ -206,6 +229,9 @@ def _definitions(_: SectionContext) -> dict[str, Any]:
 
 #: The report, in order. REPORT.md and report.html are both rendered from this list.
 SECTIONS: tuple[Section, ...] = (
+    # the answer first: unnumbered, so that the numbered sections keep their numbers
+    Section("at_a_glance", "At a glance: a verdict per dataset", views=("dataset_verdict",), numbered=False,
+            derive=_at_a_glance),
     Section("measured", "What was measured", views=("overview", "mixed_revisions"), numbered=False,
             tables={"overview": lambda c: overview_table(c["o"])}),
     Section("splits", "Leaks and duplicates per split", views=("splits",),
@@ -380,7 +406,7 @@ def render_report(
     A run that writes its own report passes ``final_run={"run_id", "status", "finished_at"}``, so the
     report shows its final state rather than "running" (the DB records it a moment later).
     """
-    out = Path(out_dir)
+    out = output_folder(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     context = report_context(store, top_n=top_n, final_run=final_run)
     md_path, html_path = out / REPORT_MD, out / REPORT_HTML

@@ -52,23 +52,28 @@ from markupsafe import Markup, escape
 
 from hubsurvey import __version__
 from hubsurvey.analysis import beside
-from hubsurvey.analysis.badges import BADGES_DIR, LABEL, badge_files, badge_path, read_badges
+from hubsurvey.analysis.badges import LABEL, badge_path, read_badges
 from hubsurvey.analysis.examples import KIND_WORDS
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.history import since_last_run
 from hubsurvey.analysis.notify import check_site_url
 from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
+from hubsurvey.analysis.render import when as render_when
 from hubsurvey.analysis.site_scores import SCORES_PAGE_PATH, has_scores, scores_by_dataset, write_scores_page
+from hubsurvey.analysis.verdicts import BASIS_ORDER, DECIDING, dataset_verdict, rule
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.outputs import output_folder, read_sealed, seal, written_files
 from hubsurvey.core.safety import json_text, visible
-from hubsurvey.core.store import Store, safe_name
+from hubsurvey.core.store import Store
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SITE_DIR = Path("site")
 #: The file that marks a folder as a site hubsurvey built (and may replace).
 MARKER = ".hubsurvey-site"
+#: the format marker of the site's sealed marker file (:mod:`hubsurvey.core.outputs`)
+SITE_FORMAT = "hubsurvey-site/1"
 #: Where the Hub shows a dataset; only Hub-measured datasets link there.
 HUB_DATASETS_URL = "https://huggingface.co/datasets/"
 #: Rows per ``data/index-N.js`` chunk: the first chunk draws the table while the rest load.
@@ -77,6 +82,11 @@ CHUNK_ROWS = 10_000
 LIST_PAGE_ROWS = 1_000
 #: Datasets whose pages are built from one round of queries (bounded memory at Hub scale).
 BATCH_DATASETS = 2_000
+#: Hex digits of the shard of a dataset's page: 4,096 pages at most (the Hub advises fewer than
+#: 10,000 files per folder and 100,000 per repository).
+SHARD_DIGITS = 3
+#: The page of every figure's definition and the verdict rules, stated once for the whole site.
+GLOSSARY = "figures.html"
 #: Files the site copies as they are from the templates package.
 ASSETS = ("site.js", "site.css")
 #: The verdicts, in the order the index shows them (findings_verdict_rules).
@@ -104,7 +114,7 @@ class SiteSummary:
 
     out_dir: Path
     datasets: int = 0
-    dataset_pages: int = 0
+    dataset_pages: int = 0  # the pages of shards of datasets (d/<shard>.html)
     list_pages: int = 0
     index_chunks: int = 0
     files: int = 0
@@ -112,22 +122,35 @@ class SiteSummary:
     seconds: float = 0.0
 
     def line(self) -> str:
-        return (f"site: {self.out_dir}/index.html: {self.datasets} dataset(s), {self.dataset_pages} dataset page(s), "
+        return (f"site: {self.out_dir}/index.html: {self.datasets} dataset(s) on {self.dataset_pages} page(s), "
                 f"{self.list_pages} list page(s), {self.files} files, {self.bytes / 1e6:.1f} MB in {self.seconds:.1f} s")
 
 
 # --- paths -----------------------------------------------------------------------------------------
 
 
-def dataset_page_path(dataset_id: str) -> str:
-    """A dataset's page, relative to the site: ``d/<shard>/<safe>.html``.
+def dataset_shard(dataset_id: str) -> str:
+    """The shard a dataset's page is in: the first :data:`SHARD_DIGITS` hex digits of the id's
+    sha256. It depends on the id alone, so a dataset's link never moves when others are added."""
+    return hashlib.sha256(dataset_id.encode()).hexdigest()[:SHARD_DIGITS]
 
-    ``safe`` is :func:`safe_name` (one path component that cannot leave its folder); ``shard`` is
-    the first two hex digits of the id's sha256, so that no folder holds more than a few hundred
-    pages at Hub scale (the Hub advises fewer than 10,000 files per folder).
-    """
-    shard = hashlib.sha256(dataset_id.encode()).hexdigest()[:2]
-    return f"d/{shard}/{safe_name(dataset_id)}.html"
+
+def dataset_page_path(dataset_id: str) -> str:
+    """The page a dataset is on, relative to the site: ``d/<shard>.html``, one page per shard of
+    datasets (at most 16**SHARD_DIGITS pages, however many datasets: the site fits a Space)."""
+    return f"d/{dataset_shard(dataset_id)}.html"
+
+
+def dataset_anchor(dataset_id: str) -> str:
+    """The dataset's element id on its shard page: the id percent-encoded with ``:`` for ``%``
+    (``owner/name`` -> ``owner:2Fname``), one-to-one (``:`` never survives the encoding) and safe in
+    a URL fragment and a CSS selector's attribute."""
+    return quote(dataset_id, safe="").replace("%", ":")
+
+
+def dataset_href(dataset_id: str) -> str:
+    """A dataset's stable link, relative to the site: ``d/<shard>.html#<anchor>``."""
+    return f"{href(dataset_page_path(dataset_id))}#{dataset_anchor(dataset_id)}"
 
 
 def href(path: str) -> str:
@@ -215,20 +238,20 @@ def index_rows(store: Store) -> list[dict[str, Any]]:
     create_views(store)
     rows = store.records(INDEX_SQL)
     for row in rows:
-        row["href"] = href(dataset_page_path(row["dataset_id"]))
+        row["href"] = dataset_href(row["dataset_id"])
         row["benchmarks"] = list(row["benchmarks"])
         row["tasks"] = list(row["tasks"])
     return rows
 
 
 def figure_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One config's figures, one table per method: a row per figure (its name, its value in each
-    label column's measurement row, its one-line definition from the registry).
+    """One config's figures, one table per method: a row per figure (its name, then its value in
+    each label column's measurement row). The definitions are on the site's glossary page, once.
 
-    ``[{method, title, labels, html}]``: the LLE figures always; the exact and near figures when the
+    ``[{method, title, html}]``: the LLE figures always; the exact and near figures when the
     config's rows name their method in ``methods`` (else they were not measured, and are not shown as
-    NR). ``html`` is the table's body, built from cells escaped once per process (the registry's names
-    and definitions) and each value escaped, so that 100,000 pages render in minutes.
+    NR). ``html`` is the table's body, built from names escaped once per process and published
+    values (a number, a percentage or NR: nothing to escape), so that 100,000 datasets render in minutes.
     """
     measured = set.intersection(*(set(_methods(r.get("methods"))) for r in rows)) if rows else set()
     out = []
@@ -236,12 +259,14 @@ def figure_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if method != figures.LLE_METHOD and method not in measured:
             continue
         body = []
-        for column, (head, tail) in _figure_cells(method):
-            # a published figure is a number, a percentage or NR: nothing to escape
-            values = "".join(f'<td data-column="{column.name}">{figures.published(r.get(column.name), column.fmt)}</td>'
-                             for r in rows)
-            body.append(f"{head}{values}{tail}")
-        out.append({"method": method, "title": title, "html": Markup("\n".join(body))})
+        profiles = EXACT_PROFILES if method == figures.EXACT_METHOD else ("",)
+        for name, head in _figure_cells(method):
+            # end tags omitted (HTML implies them): the figures are most of a page's bytes
+            values = "".join(f"<td>{figures.published(r.get(p + name), _FORMATS[p + name])}"
+                             for r in rows for p in profiles)
+            body.append(f"{head}{values}")
+        out.append({"method": method, "title": title, "profiles": [p.rstrip("_") for p in profiles if p],
+                    "html": Markup("\n".join(body))})
     return out
 
 
@@ -257,8 +282,8 @@ ORDER BY c.dataset_id, c.config, list_position(c.text_columns, c.text_column), c
 
 def column_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One config's per-column figures (``column_measurements`` rows), one table per text column:
-    a row per figure (its name, its value for each label column and profile, its one-line
-    definition from the registry). ``[{text_column, heads, html}]``; ``heads``: the value columns,
+    a row per figure (its name, its value for each label column and profile; the definitions are
+    on the glossary page). ``[{text_column, heads, html}]``; ``heads``: the value columns,
     ``(label column, profile)``."""
     by_column: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
@@ -268,19 +293,26 @@ def column_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         heads = [(r["label_column"], r["profile"]) for r in column_rows]
         body = []
         for column in figures.per_column_columns():
-            values = "".join(f'<td data-column="{column.name}" data-profile="{escape(r["profile"])}">'
-                             f'{figures.published(r.get(column.name), column.fmt)}</td>' for r in column_rows)
-            body.append(f'<tr><th scope="row">{escape(column.published_name)}</th>{values}'
-                        f'<td class="definition">{escape(column.definition)}</td></tr>')
+            values = "".join(f"<td>{figures.published(r.get(column.name), column.fmt)}" for r in column_rows)
+            body.append(f"<tr><th>{escape(column.published_name)}{values}")
         out.append({"text_column": text_column, "heads": heads, "html": Markup("\n".join(body))})
     return out
 
 
+#: The exact method's key profiles, as its columns' prefixes: a page shows each figure once, a value per profile.
+EXACT_PROFILES = ("raw_", "normalized_")
+_FORMATS = {c.name: c.fmt for c in figures.figure_columns()}
+
+
 @functools.cache
-def _figure_cells(method: str) -> tuple[tuple[figures.Column, tuple[str, str]], ...]:
-    """Each figure column of ``method`` with the escaped cells around its values: its name, its definition."""
-    return tuple((c, (f'<tr><th scope="row"><code>{escape(c.name)}</code></th>', f"<td>{escape(c.definition)}</td></tr>"))
-                 for c in figures.figure_columns(method))
+def _figure_cells(method: str) -> tuple[tuple[str, str], ...]:
+    """Each figure of ``method`` as a page's row names it (the exact method's without its profile
+    prefix, once for both profiles), with its row's escaped head cell."""
+    names = [c.name for c in figures.figure_columns(method)]
+    if method == figures.EXACT_METHOD:
+        names = [n.removeprefix(EXACT_PROFILES[0]) for n in names if n.startswith(EXACT_PROFILES[0])]
+        assert all(p + n in _FORMATS for n in names for p in EXACT_PROFILES), "an exact figure without its twin"
+    return tuple((n, f"<tr><th>{escape(n)}") for n in names)
 
 
 def _methods(value: Any) -> dict[str, Any]:
@@ -311,21 +343,89 @@ HISTORY_SQL = ("SELECT * FROM history WHERE dataset_id IN (SELECT dataset_id FRO
                "ORDER BY dataset_id, config, label_column NULLS FIRST, measured_at, revision_sha, source")
 
 
-def history_rows(store: Store) -> dict[str, tuple[list[str], list[tuple]]]:
-    """The ``history`` view's rows of the datasets in ``site_ids`` (its columns, its rows), by dataset id."""
-    names, rows = store.query(HISTORY_SQL)
-    at = names.index("dataset_id")
-    out: dict[str, tuple[list[str], list[tuple]]] = {}
+#: The history columns a dataset page shows (every column: ``hubsurvey history <id>``, the export).
+HISTORY_SHOWN = ("config", "label_column", "revision_sha", "measured_at", "run_id", "verdict", "verdict_basis",
+                 "near_contaminated_test_pct", "normalized_contaminated_test_pct", "text_test_biased", "rows_test",
+                 "tool_version")
+
+
+def history_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
+    """The ``history`` view's rows of the datasets in ``site_ids``, by dataset id, each with the
+    columns of :data:`HISTORY_SHOWN` and ``is_current``."""
+    return _grouped(store, HISTORY_SQL.replace("SELECT *", f"SELECT dataset_id, is_current, {', '.join(HISTORY_SHOWN)}"))
+
+
+#: Examples a dataset page shows per (config, kind), the first by rank (every stored example:
+#: ``hubsurvey show <id>``); real datasets store up to 20 per kind, profile and label column.
+PAGE_EXAMPLES = 2
+
+
+def example_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A dataset's stored examples as one table: an example stored under both key profiles (the
+    same kind, config, label column, text and positions) is one row whose ``profiles`` names both;
+    the first :data:`PAGE_EXAMPLES` per (config, kind)."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for e in rows:
+        key = (e["config"], e["kind"], e["label_column"], json_text(_json(e["key"])), json_text(_json(e["positions"])),
+               e.get("rows_train"), e.get("rows_validation"), e.get("rows_test"), json_text(_json(e.get("partner"))))
+        if key in out:
+            out[key]["profiles"].append(e["profile"])
+            continue
+        out[key] = {**e, "profiles": [e["profile"]], "words": KIND_WORDS.get(e["kind"], e["kind"]),
+                    "key": _json(e["key"]), "partner": _json(e.get("partner")), "where": positions_text(e["positions"])}
+    ordered = sorted(out.values(), key=lambda e: (e["config"], e["kind"], e["label_column"] or "", e["rank"]))
+    shown: dict[tuple[str, str], int] = defaultdict(int)
+    kept = []
+    for e in ordered:
+        shown[(e["config"], e["kind"])] += 1
+        if shown[(e["config"], e["kind"])] <= PAGE_EXAMPLES:
+            kept.append(e)
+    return kept
+
+
+def positions_text(value: Any) -> str:
+    """An example's row positions per split as a line of text: ``train 40, 41; test 5``."""
+    positions = _json(value) or {}
+    if not isinstance(positions, dict):
+        return json_text(positions)
+    return "; ".join(f"{split} {', '.join(map(str, rows)) if isinstance(rows, list) else rows}"
+                     for split, rows in positions.items())
+
+
+def cite_text(dataset_id: str, rows: Sequence[Mapping[str, Any]], url: str | None) -> str:
+    """The dataset's citable block: per config and label column, the revision, the split
+    fingerprints and what measured it (tool version, methods, when); the page's URL when known."""
+    lines = [f"dataset: {dataset_id}"]
     for r in rows:
-        out.setdefault(r[at], (names, []))[1].append(r)
-    return out
+        label = f" (label column {r['label_column']})" if r["label_column"] is not None else ""
+        methods = ", ".join(f"{k} v{v}" for k, v in sorted(_methods(r.get("methods")).items())) or \
+            f"{r['method']} v{r['method_version']}"
+        fingerprints = ", ".join(f"{split} {value or figures.NR}" for split, value in fingerprint_values(r).items())
+        lines += [f"config: {r['config']}{label}", f"  revision: {r['revision_sha']}",
+                  f"  fingerprints: {fingerprints}",
+                  f"  measured by: hubsurvey {r['tool_version']} ({methods}), {render_when(r['measured_at'])}"]
+    if url:
+        lines.append(f"page: {url}")
+    return "\n".join(lines)
 
 
-def badge_markdown(site_url: str, dataset_id: str) -> str:
+def cross_measured(store: Store) -> bool:
+    """Whether leaks across datasets were ever computed for this DB: a crossleaks run (alone, or
+    a step of a survey run) is recorded, or its tables hold rows. Otherwise the site says "not
+    measured", never 0."""
+    if store.query("SELECT (SELECT count(*) FROM cross_overlaps) + (SELECT count(*) FROM dataset_families)")[1][0][0]:
+        return True
+    return bool(store.query(
+        "SELECT count(*) FROM runs WHERE status = 'done' AND (command = 'crossleaks' OR "
+        "(command = 'run' AND coalesce(json_exists(counts, '$.crossleaks'), false)))")[1][0][0])
+
+
+def badge_markdown(badges_url: str, dataset_id: str) -> str:
     """The markdown of a dataset's badge for its card: the shields.io endpoint whose ``url`` is the
-    badge file of the site served at ``site_url`` (the file's URL percent-encoded as a query value,
-    so the ``%`` of its name survives both decodings)."""
-    file_url = f"{site_url}/{href(badge_path(dataset_id))}"
+    badge file served at ``badges_url`` (the results dataset ``publish`` writes, which holds
+    ``badges/<safe>.json``), the file's URL percent-encoded as a query value, so the ``%`` of its
+    name survives both decodings."""
+    file_url = f"{badges_url}/{href(badge_path(dataset_id))}"
     return f"![{LABEL}]({SHIELDS_ENDPOINT}{quote(file_url, safe='')})"
 
 
@@ -430,6 +530,14 @@ def curve_chart(points: Sequence[Mapping[str, Any]], rows_test: int | None, *, w
             "top": f"{top:g}", "marks": marks, "points": " ".join(f"{m['x']},{m['y']}" for m in marks)}
 
 
+def curve_points(points: Sequence[Mapping[str, Any]], rows_test: int | None) -> list[dict[str, Any]]:
+    """The near-duplicate curve as a dataset page lists it: each threshold with its test rows near
+    train and their share of the test rows (a line of text: a chart per dataset would not fit a Space)."""
+    pts = sorted((float(p["threshold"]), p.get("test_rows_near_train")) for p in points if p.get("threshold") is not None)
+    return [{"threshold": f"{t:g}", "rows": n, "pct": _pct(None if n is None or not rows_test else 100.0 * n / rows_test)}
+            for t, n in pts]
+
+
 # --- the build -------------------------------------------------------------------------------------------
 
 
@@ -440,8 +548,32 @@ def _environment() -> Any:
 
 
 def _check_out_dir(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
+    """Refuse an ``out`` that is not missing, empty, or a site hubsurvey built and nobody changed
+    since: the marker is a sealed manifest of every file of the site (:mod:`hubsurvey.core.outputs`),
+    so a folder holding a marker of its own making, or any file the build did not write (or that
+    changed since), is refused: the folder is replaced whole, and nothing of someone else's may go."""
+    output_folder(out)
+    if not out.exists() or not any(out.iterdir()):
+        return
+    if not (out / MARKER).is_file():
         raise BadInputError(f"{out}: exists and is not a site hubsurvey built (no {MARKER}); give another --out")
+    sealed = read_sealed(out / MARKER, SITE_FORMAT)
+    if sealed is None:
+        raise BadInputError(f"{out}: its {MARKER} was not written by hubsurvey site (or was changed since); "
+                            "give another --out")
+    written = set(written_files(out, sealed)) | {out / MARKER}
+    others = sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
+                    if (p.is_file() or p.is_symlink()) and p not in written)
+    if others:
+        raise BadInputError(f"{out}: holds {len(others)} file(s) the site build did not write, or changed since "
+                            f"(e.g. {others[0]}); nothing is replaced: give another --out")
+
+
+def seal_site(folder: Path) -> None:
+    """Write the marker: a sealed manifest of every file in ``folder`` (the site just written)."""
+    written = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MARKER]
+    marker = seal({"tool_version": __version__}, folder, written, SITE_FORMAT)
+    (folder / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
 
 
 def _swap_in(tmp: Path, out: Path) -> None:
@@ -456,17 +588,21 @@ def _swap_in(tmp: Path, out: Path) -> None:
 
 
 def build_site(store: Store, out_dir: str | Path = DEFAULT_SITE_DIR, *,
-               progress: Callable[[int, int], None] | None = None, site_url: str | None = None) -> SiteSummary:
+               progress: Callable[[int, int], None] | None = None, site_url: str | None = None,
+               badges_url: str | None = None) -> SiteSummary:
     """Write the static site of the DB's results into ``out_dir``; return what was written.
 
     ``out_dir`` may be missing, empty or a site built before (it is replaced whole); anything else is
     refused with one line. ``progress(done, total)`` is called after each batch of dataset pages.
-    ``site_url``: where the site will be served (http or https); each dataset page then gives the
-    markdown of its badge, whose shields.io endpoint reads the badge file there. Without it the pages
-    link the badge file and say how to get the markdown.
+    ``site_url``: where the site will be served (http or https); each dataset's citable block then
+    gives its page's full URL. ``badges_url``: where the results dataset (``publish``) serves its
+    ``badges/`` files, e.g. ``https://huggingface.co/datasets/OWNER/NAME/resolve/main``; each page
+    then gives the markdown of its badge. The site itself holds no badge file (one per dataset
+    would not fit a Space at Hub scale).
     """
     started = time.perf_counter()
     site_url = check_site_url(site_url)
+    badges_url = check_site_url(badges_url)
     out = Path(out_dir)
     _check_out_dir(out)
     create_views(store)
@@ -475,8 +611,8 @@ def build_site(store: Store, out_dir: str | Path = DEFAULT_SITE_DIR, *,
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
     try:
-        summary = _write_site(store, tmp, progress, site_url)
-        (tmp / MARKER).write_text(f"hubsurvey {__version__}\n", encoding="utf-8")
+        summary = _write_site(store, tmp, progress, site_url, badges_url)
+        seal_site(tmp)
         _swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -495,20 +631,22 @@ def _provenance(store: Store) -> dict[str, Any]:
 
 
 def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] | None,
-                site_url: str | None) -> SiteSummary:
+                site_url: str | None, badges_url: str | None = None) -> SiteSummary:
     env = _environment()
     summary = SiteSummary(root)
     head = headline(store)
+    head["cross_measured"] = cross_measured(store)
     rows = index_rows(store)
     ids = {r["dataset_id"] for r in rows}
     summary.datasets = len(rows)
-    common = {"version": __version__, "provenance": _provenance(store), "site_url": site_url}
+    common = {"version": __version__, "provenance": _provenance(store), "site_url": site_url, "badges_url": badges_url,
+              "glossary": GLOSSARY, "cross_measured": head["cross_measured"], "page_examples": PAGE_EXAMPLES}
     for name in ASSETS:
         (root / name).write_bytes(resources.files(TEMPLATES_PACKAGE).joinpath(name).read_bytes())
-    # the badges, as the results dataset holds them
-    (root / BADGES_DIR).mkdir()
-    for path, data in badge_files(store).items():
-        (root / path).write_bytes(data)
+    (root / GLOSSARY).write_text(env.get_template("site_figures.html.j2").render(
+        **common, up="", rules=verdict_rules(), methods=[
+            {"method": m, "title": t, "columns": figures.figure_columns(m)} for m, t in METHOD_TITLES],
+        per_column=figures.per_column_columns()), encoding="utf-8")
     # the table's data, in chunks
     (root / "data").mkdir()
     chunks = [rows[i:i + CHUNK_ROWS] for i in range(0, len(rows), CHUNK_ROWS)] or [[]]
@@ -519,6 +657,7 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
     summary.index_chunks = len(chunks)
     tasks = sorted({t for r in rows for t in r["tasks"]})
     pages = max(1, math.ceil(len(rows) / LIST_PAGE_ROWS))
+    cross = head["cross"]
     charts = {
         "verdicts": bar_chart([(v["verdict"], v["pct"], f"{v['count']} ({_pct(v['pct'])})") for v in head["verdicts"]]),
         "shares": bar_chart([
@@ -526,19 +665,21 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
             ("duplicates in test", head["pct_with_test_duplicates"],
              f"{head['with_test_duplicates']} of {head['duplicates_denominator']}"),
             ("benchmark contamination", head["contamination"]["pct_datasets_contaminated"],
-             f"{head['contamination']['datasets_contaminated']} of {head['contamination']['datasets_checked']}"),
-            ("leaks across datasets", head["cross"]["pct_leaking"],
-             f"{head['cross']['leaking_test_splits']} of {head['cross']['test_splits']} test splits"),
+             f"{head['contamination']['datasets_contaminated']} of {head['contamination']['datasets_checked']}"
+             if head["contamination"]["datasets_checked"] else "not measured"),
+            ("leaks across datasets", cross["pct_leaking"] if head["cross_measured"] else None,
+             f"{cross['leaking_test_splits']} of {cross['test_splits']} test splits" if head["cross_measured"]
+             else "not measured"),
         ], label_width=180),
     }
     scored = has_scores(store)  # the scores models report (hubsurvey scores): a ranking page, a section per dataset
     if scored:
-        write_scores_page(store, env, root, common, lambda d: href(dataset_page_path(d)) if d in ids else None)
+        write_scores_page(store, env, root, common, lambda d: dataset_href(d) if d in ids else None)
     (root / "index.html").write_text(env.get_template("site_index.html.j2").render(
         scores_page=SCORES_PAGE_PATH if scored else None,
         **common, h=head, charts=charts, chunks=len(chunks), tasks=tasks, verdicts=VERDICTS, list_pages=pages,
         first_list=href(list_page_path(1)), columns=INDEX_COLUMNS, since=since_last_run(store),
-        page=lambda d: href(dataset_page_path(d)) if d in ids else None,
+        page=lambda d: dataset_href(d) if d in ids else None,
         exposure=exposure_by_benchmark(store),
         exposure_overview=store.records("SELECT * FROM findings_model_exposure_overview")[0]), encoding="utf-8")
     # the plain list pages
@@ -565,29 +706,46 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
     return summary
 
 
+def verdict_rules() -> list[dict[str, Any]]:
+    """Every basis with the rule of each verdict (:func:`hubsurvey.analysis.verdicts.rule`), for the glossary."""
+    return [{"basis": basis, "figure": DECIDING[basis][0],
+             "rules": [{"verdict": v, "rule": rule(basis, v)} for v in VERDICTS]} for basis in BASIS_ORDER]
+
+
 #: The TEMP tables the dataset pages read, and the view each is computed from once per build.
-_MATERIALIZED = {"site_current": "current_measurements", "site_verdict": "findings_dataset_verdict",
+_MATERIALIZED = {"site_current": "current_measurements",
                  "site_pairs": "findings_contamination_pairs", "site_lines": "findings_contamination"}
 
 
 def _write_dataset_pages(store: Store, env: Any, root: Path, ordered: Sequence[str], ids: set[str],
                          common: Mapping[str, Any], summary: SiteSummary,
                          progress: Callable[[int, int], None] | None) -> None:
-    template = env.get_template("site_dataset.html.j2")
-    shards: set[str] = set()
-    for start in range(0, len(ordered), BATCH_DATASETS):
-        batch = ordered[start:start + BATCH_DATASETS]
-        for dataset_id, page in _dataset_pages(store, batch, ids, common["site_url"]):
-            path = dataset_page_path(dataset_id)
-            folder = path.rsplit("/", 1)[0]
-            if folder not in shards:
-                (root / folder).mkdir(parents=True, exist_ok=True)
-                shards.add(folder)
-            (root / path).write_text(template.render(**common, **page, scores=common["scores_of"].get(dataset_id, []),
-                                                     up="../../"), encoding="utf-8")
+    """One page per shard (:func:`dataset_page_path`), each with an article per dataset of the
+    shard, by id; the datasets are queried a batch at a time, a batch holding whole shards."""
+    template = env.get_template("site_shard.html.j2")
+    (root / "d").mkdir()
+    by_shard: dict[str, list[str]] = defaultdict(list)
+    for dataset_id in ordered:
+        by_shard[dataset_shard(dataset_id)].append(dataset_id)
+    shards = sorted(by_shard)
+    done = 0
+    batch: list[str] = []
+    for i, shard in enumerate(shards):
+        batch.append(shard)
+        if sum(len(by_shard[b]) for b in batch) < BATCH_DATASETS and i + 1 < len(shards):
+            continue
+        datasets = [d for b in batch for d in by_shard[b]]
+        pages = dict(_dataset_pages(store, datasets, ids, common["site_url"], common["badges_url"]))
+        for b in batch:
+            # the scores models report on each dataset (analysis/site_scores.py), when they were read
+            articles = [{**pages[d], "scores": common["scores_of"].get(d, [])} for d in by_shard[b]]
+            (root / dataset_page_path(by_shard[b][0])).write_text(
+                template.render(**common, shard=b, datasets=articles, up="../"), encoding="utf-8")
             summary.dataset_pages += 1
+        done += len(datasets)
+        batch = []
         if progress is not None:
-            progress(min(start + BATCH_DATASETS, len(ordered)), len(ordered))
+            progress(done, len(ordered))
 
 
 def _js_json(value: Any) -> str:
@@ -618,17 +776,15 @@ def _by_benchmark(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str],
-                   site_url: str | None) -> Iterable[tuple[str, dict[str, Any]]]:
-    """Each dataset page's context, for one batch of dataset ids (a few queries for the whole batch)."""
+def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str], site_url: str | None,
+                   badges_url: str | None = None) -> Iterable[tuple[str, dict[str, Any]]]:
+    """Each dataset's article context, for one batch of dataset ids (a few queries for the whole batch)."""
     import pyarrow as pa
 
     store.con.register("site_ids", pa.table({"dataset_id": pa.array(list(batch), pa.string())}))
     try:
         measured = _grouped(store, "SELECT * FROM site_current JOIN site_ids USING (dataset_id) "
                                    "ORDER BY dataset_id, config, label_column NULLS FIRST")
-        verdict = {r["dataset_id"]: r for r in store.records(
-            "SELECT * FROM site_verdict JOIN site_ids USING (dataset_id)")}
         examples = _grouped(store, f"SELECT e.* FROM examples e JOIN {_CURRENT} USING (dataset_id, revision_sha, config) "
                                    "ORDER BY dataset_id, config, kind, profile, label_column NULLS FIRST, rank")
         pairs = _grouped(store, "SELECT p.* FROM site_pairs p JOIN site_ids USING (dataset_id) "
@@ -642,8 +798,6 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str],
                                    "ORDER BY source_dataset, rows DESC, test_dataset, test_config", "source_dataset")
         family = {r["dataset_id"]: r for r in store.records(
             "SELECT * FROM dataset_families JOIN site_ids USING (dataset_id)")}
-        crawl = {r["dataset_id"]: r for r in store.records(
-            "SELECT dataset_id, sha, parquet_sha, tags, downloads, likes FROM datasets JOIN site_ids USING (dataset_id)")}
         history = history_rows(store)
         exposure = _grouped(store, EXPOSURE_PAGE_SQL)
         cleaned = _grouped(store, CLEAN_PAGE_SQL)
@@ -653,17 +807,17 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str],
         store.con.unregister("site_ids")
 
     def link(other: str) -> dict[str, Any]:
-        return {"id": other, "href": href(dataset_page_path(other)) if other in surveyed else None}
+        return {"id": other, "href": dataset_href(other) if other in surveyed else None}
 
     for dataset_id in batch:
         rows = measured.get(dataset_id, [])
         configs: dict[str, dict[str, Any]] = {}
         for r in rows:
-            c = configs.setdefault(r["config"], {"config": r["config"], "rows": [], "examples": [], "curve": None,
+            c = configs.setdefault(r["config"], {"config": r["config"], "rows": [], "curve": None,
                                                  "reproduce": _reproduce(dataset_id, r["config"], r["source"])})
             c["rows"].append({"measurement": r, "fingerprints": fingerprint_values(r), "methods": _methods(r.get("methods"))})
             if c["curve"] is None and r.get("near_curve"):
-                c["curve"] = curve_chart(_json(r["near_curve"]) or [], r["rows_test"])
+                c["curve"] = curve_points(_json(r["near_curve"]) or [], r["rows_test"])
         columns_of: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in per_column.get(dataset_id, []):
             columns_of[r["config"]].append(r)
@@ -674,28 +828,28 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str],
                 [row["measurement"] for row in c["rows"]],
                 [g for g in group_columns.get(dataset_id, []) if g["config"] == c["config"]],
                 [d for d in date_columns.get(dataset_id, []) if d["config"] == c["config"]])
-        for e in examples.get(dataset_id, []):
-            if e["config"] in configs:
-                configs[e["config"]]["examples"].append({**e, "words": KIND_WORDS.get(e["kind"], e["kind"]),
-                                                         "key": _json(e["key"]), "partner": _json(e.get("partner"))})
         fam = family.get(dataset_id)
+        anchor = dataset_anchor(dataset_id)
         yield dataset_id, {
             "dataset_id": dataset_id,
-            "verdict": verdict.get(dataset_id),
+            "anchor": anchor,
+            "url": f"{site_url}/{dataset_href(dataset_id)}" if site_url else None,
+            "cite": cite_text(dataset_id, rows, f"{site_url}/{dataset_href(dataset_id)}" if site_url else None),
+            "judged": dataset_verdict(rows) if rows else None,
             "configs": list(configs.values()),
+            "examples": example_rows([e for e in examples.get(dataset_id, []) if e["config"] in configs]),
             "hub_url": HUB_DATASETS_URL + quote(dataset_id, safe="/") if rows and rows[0]["source"] == "hub" else None,
-            "crawl": crawl.get(dataset_id),
             "contamination_line": lines.get(dataset_id),
             "contamination": pairs.get(dataset_id, []),
             "cross_out": [{**o, "other": link(o["source_dataset"])} for o in cross_out.get(dataset_id, [])],
             "cross_in": [{**o, "other": link(o["test_dataset"])} for o in cross_in.get(dataset_id, [])],
             "family": {"family_id": fam["family_id"], "members": [link(m) for m in fam["members"] if m != dataset_id]}
                       if fam else None,
-            "history": history.get(dataset_id),
+            "history": history.get(dataset_id, []),
             "exposure": _by_benchmark(exposure.get(dataset_id, [])),
             "clean": [clean_entry(r) for r in cleaned.get(dataset_id, [])],
-            "badge_file": href(badge_path(dataset_id)),
-            "badge_markdown": badge_markdown(site_url, dataset_id) if site_url else None,
+            "badge_markdown": badge_markdown(badges_url, dataset_id) if badges_url else None,
+            "badge_file": badge_path(dataset_id),
         }
 
 
@@ -712,8 +866,9 @@ def _reproduce(dataset_id: str, config: str, source: str) -> str | None:
 SPACE_CARD = "README.md"
 #: Paths of a Space that a site build writes: a remote file among them that the build no longer
 #: produces is deleted by the push; anything else in the Space is its owner's.
-OWNED_SITE_FILES = frozenset({SPACE_CARD, "index.html", MARKER, *ASSETS})
-OWNED_SITE_FOLDERS = ("d/", "list/", "data/", f"{BADGES_DIR}/")
+OWNED_SITE_FILES = frozenset({SPACE_CARD, "index.html", GLOSSARY, MARKER, *ASSETS})
+#: badges/: a site built before held them; a push deletes them now that the site does not
+OWNED_SITE_FOLDERS = ("d/", "list/", "data/", "badges/")
 
 
 def is_site_file(path_in_repo: str) -> bool:
@@ -757,6 +912,7 @@ def publish_site(store: Store, repo_id: str, out_dir: str | Path, *, push: bool 
     summary = build_site(store, out_dir, site_url=space_url(repo_id))
     folder = Path(out_dir)
     (folder / SPACE_CARD).write_text(space_card(repo_id, summary), encoding="utf-8")
+    seal_site(folder)  # the card is the build's too: a later build may replace it
     paths = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     files = [plan_file(folder, p) for p in paths]
     result = SitePublishResult(repo_id, summary, files)

@@ -89,10 +89,15 @@ class DatasetVerdict:
 
     @property
     def reason(self) -> str:
-        """One line naming the config the verdict comes from."""
+        """One line naming the config the verdict comes from: ``unreliable, from config hate: ...``."""
+        return f"{self.verdict}, {self.because}"
+
+    @property
+    def because(self) -> str:
+        """The reason without the verdict: ``from config hate: near_contaminated_test_pct 10.202% (...)``."""
         d = self.decided_by
         label = f", label column {d.label_column}" if d.label_column is not None and self._labels() > 1 else ""
-        return f"{self.verdict}, from config {d.config}{label}: {d.reason.split(': ', 1)[1]}"
+        return f"from config {d.config}{label}: {d.reason.split(': ', 1)[1]}"
 
     def _labels(self) -> int:
         return len({c.label_column for c in self.configs if c.config == self.decided_by.config})

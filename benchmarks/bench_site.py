@@ -15,15 +15,27 @@ data chunk is in (the site). Keystroke: ms from the input event to the next pain
 of the queries below, each typed one character at a time from an empty box; the naive page types
 only the first, as each of its keystrokes can take seconds). Targets: first render <= 2000 ms,
 keystroke <= 100 ms. The system's Chromium is driven by playwright (no browser is downloaded).
+
+Fit for a Space (``--before PYTHON``): the site of the same N datasets built by this checkout and by
+the hubsurvey installed beside PYTHON (the code before the site was sharded), each in a child
+process of its own, printed side by side: build seconds, MB and files, against the target of a
+static Space at 100,000 datasets (under 10,000 files and 500 MB). One way to get that PYTHON::
+
+    pip install --no-deps --target /tmp/before-pkg <checkout of the code before>
+    printf '#!/bin/sh\nPYTHONPATH=/tmp/before-pkg exec %s "$@"\n' "$(which python)" > /tmp/before-python
+
+``--no-browser`` skips the browser's measures (the size comparison alone).
 """
 
 from __future__ import annotations
 
 import argparse
 import html
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -95,17 +107,70 @@ def folder_size(folder: Path) -> tuple[int, int]:
     return len(files), sum(p.stat().st_size for p in files)
 
 
+TARGET_FILES, TARGET_MB = 10_000, 500  # a static Space at 100,000 datasets
+
+
+def child_build(db: Path, out: Path) -> None:
+    """Build the site of ``db`` into ``out`` with the hubsurvey this interpreter imports; print one
+    JSON line (seconds, files, bytes, the module built with)."""
+    import hubsurvey.analysis.site as site_module
+
+    shutil.rmtree(out, ignore_errors=True)
+    with Store(db, read_only=True) as store:
+        t = time.perf_counter()
+        site_module.build_site(store, out)
+        seconds = time.perf_counter() - t
+    files, size = folder_size(out)
+    print(json.dumps({"seconds": seconds, "files": files, "bytes": size, "module": site_module.__file__}))
+
+
+def compare_builds(db: Path, out: Path, before: Path, n: int) -> None:
+    """This checkout's site and the one before, of the same DB, each built in a child process."""
+    rows = {}
+    for label, python in (("before", str(before)), ("now", sys.executable)):
+        folder = out / f"site-{n}-{label}"
+        done = subprocess.run([python, __file__, "--child-build", str(db), str(folder)], capture_output=True,
+                              text=True, check=True)
+        rows[label] = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"{label}: {rows[label]} (load {os.getloadavg()[0]:.1f})", flush=True)
+        shutil.rmtree(folder, ignore_errors=True)
+    if rows["before"]["module"] == rows["now"]["module"]:
+        sys.exit(f"--before {before} imports this checkout's hubsurvey, not the code before")
+    print(f"\nthe site of {n} datasets, built in one run (2 cores, shared):")
+    print(f"{'':10}{'build s':>10}{'MB':>10}{'files':>10}")
+    for label, r in rows.items():
+        print(f"{label:10}{r['seconds']:>10.1f}{r['bytes'] / 1e6:>10.1f}{r['files']:>10}")
+    now = rows["now"]
+    scope = "" if n == 100_000 else f" (judged at {n} datasets: the target is for 100,000)"
+    print(f"target for a Space: < {TARGET_FILES} files ({'met' if now['files'] < TARGET_FILES else 'MISSED'}), "
+          f"< {TARGET_MB} MB ({'met' if now['bytes'] / 1e6 < TARGET_MB else 'MISSED'}){scope}")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--child-build"]:
+        child_build(Path(sys.argv[2]), Path(sys.argv[3]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", type=int, default=100_000)
     parser.add_argument("--small", type=int, default=1_000)
     parser.add_argument("--out", type=Path, default=Path("/tmp/hubsurvey-bench-site"))
     parser.add_argument("--keep", action="store_true", help="keep the DBs and sites (default: remove the sites)")
+    parser.add_argument("--before", type=Path, metavar="PYTHON",
+                        help="an interpreter whose hubsurvey is the code before: its site of the N datasets beside this one's")
+    parser.add_argument("--no-browser", action="store_true", help="only the build, size and files (with --before)")
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
 
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"load average before: {os.getloadavg()}")
+    if args.before:
+        db = args.out / f"r-{args.datasets}.duckdb"
+        if not db.exists():
+            synthetic_db(db, args.datasets)
+        compare_builds(db, args.out, args.before, args.datasets)
+        if args.no_browser:
+            return
+    from playwright.sync_api import sync_playwright
+
     builds = {}
     for label, n in (("site small", args.small), ("site N", args.datasets)):
         db = args.out / f"r-{n}.duckdb"

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hubsurvey.core.options import flag, greater_than_zero, unlimited_if_zero
+from hubsurvey.core.options import MAX_COUNT, flag, more_than_zero, unlimited_if_zero
 from hubsurvey.core.roles import infer_roles
 from hubsurvey.core.splits import canonical_split
 
@@ -43,7 +43,7 @@ def _listed(_name: str, values: list[str] | None) -> list[str]:
 
 
 def _limit(name: str, value: int | None) -> int | None:
-    limit = unlimited_if_zero(name, value)
+    limit = unlimited_if_zero(name, value, MAX_COUNT)
     return None if limit is None else int(limit)
 
 
@@ -64,7 +64,7 @@ class CrawlFilters:
     limit: int | None = field(default=None, metadata=flag(
         "--limit", "List at most N datasets (0: no limit)", parse=_limit))
     max_rows: int = field(default=1_000_000, metadata=flag(  # keep datasets with fewer rows than this, in total
-        "--max-rows", "Keep datasets with fewer rows than this", parse=greater_than_zero))
+        "--max-rows", "Keep datasets with fewer rows than this", parse=more_than_zero(MAX_COUNT)))
     allow_gated: bool = field(default=False, metadata=flag(
         "--allow-gated", "Also keep gated datasets (needs HF_TOKEN)"))
     require_text: bool = True

@@ -640,3 +640,14 @@ def error_classes() -> None:
         doc = " ".join((error.__doc__ or "").split()).split(". ")[0].rstrip(".").replace("``", "`")
         lines.append(f"| `{error.error_class}` | {int(error.exit_code)} | `{error.__name__}` | {doc} |")
     _out("\n".join(lines) + "\n")
+
+
+def verdict_rules() -> None:
+    """The verdict rules per basis, from analysis/verdicts.py (the function every surface judges with)."""
+    from hubsurvey.analysis.verdicts import BASIS_ORDER, DECIDING, rule
+    from hubsurvey.core.history import VERDICTS
+
+    lines = ["| basis | deciding figure | " + " | ".join(VERDICTS) + " |", "|---|---|" + "---|" * len(VERDICTS)]
+    for basis in BASIS_ORDER:
+        lines.append(f"| `{basis}` | `{DECIDING[basis][0]}` | " + " | ".join(rule(basis, v) for v in VERDICTS) + " |")
+    _out("\n".join(lines) + "\n")

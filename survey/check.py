@@ -14,8 +14,10 @@ benchmark       ``--max-benchmark``      ``contaminated_pct`` of each (split, be
                                          ``--benchmarks FILE`` (bench-2026), once per config
 ==============  =======================  ===================================================
 
-A figure is compared as ``audit --json`` prints it (a percentage rounded to 3 decimals), and holds
-when it is at most its limit. A figure that is NR (NULL: a config without a label column has no
+A figure holds when it is at most its limit, compared on its counts (the rows it counts against the
+limit's share of its split's rows), never on a rounded percentage: a limit of 0 means no row. It is
+shown as ``audit --json`` prints it (a percentage rounded to 3 decimals, with more decimals only
+when the rounding would hide that it is above its limit). A figure that is NR (NULL: a config without a label column has no
 conflicting-label figure, near-duplicates not measured) is not tested: its verdict is ``skipped``,
 with the reason. The check's exit code is :data:`~hubsurvey.core.errors.ExitCode.CHECK_FAILED` (6)
 when a condition fails; a config that could not be measured keeps the error's own code.
@@ -24,11 +26,13 @@ when a condition fails; a config that could not be measured keeps the error's ow
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +42,7 @@ from hubsurvey import __version__
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, ExitCode, HubError, UsageError, one_line
 from hubsurvey.core.hub import HubClient, is_transient
-from hubsurvey.core.safety import visible
+from hubsurvey.core.safety import xml_text
 from hubsurvey.core.store import Store
 from hubsurvey.survey import contamination as bench
 from hubsurvey.survey.audit import audit
@@ -207,34 +211,67 @@ def _nr_reason(condition: str, row: dict[str, Any]) -> str:
     return "not measured"
 
 
-def _verdict(config: str, label: str | None, condition: str, figure: str, value: float | None, limit: float,
-             reason: str | None) -> Verdict:
-    if value is None:
+def _above(count: int, rows: int, limit: float) -> bool:
+    """Whether ``count`` rows of ``rows`` are more than ``limit`` percent of them, exactly: counts
+    compared, never a rounded percentage (one row in 250,000 is above a limit of 0)."""
+    return Fraction(int(count)) * 100 > Fraction(limit) * int(rows)
+
+
+def _shown(pct: float, limit: float, above: bool) -> float:
+    """The percentage as ``audit --json`` prints it (3 decimals), with more decimals only when the
+    rounding would hide that it is above its limit (0.0004% above 0%, not 0.0%)."""
+    value = round(pct, 3)
+    digits = 3
+    while above and value <= limit and digits < 15:
+        digits += 1
+        value = round(pct, digits)
+    return value if not above or value > limit else pct
+
+
+def _verdict(config: str, label: str | None, condition: str, figure: str, counted: tuple[Any, Any, Any],
+             limit: float, reason: str | None) -> Verdict:
+    """One verdict from (percentage, count, rows): NR when the percentage is; otherwise failed when
+    the count is above ``limit`` percent of the rows."""
+    pct, count, rows = counted
+    if pct is None:
         return Verdict(config, label, condition, figure, None, limit, SKIPPED, reason)
-    return Verdict(config, label, condition, figure, value, limit, FAIL if value > limit else PASS)
+    above = _above(count, rows, limit) if count is not None and rows else pct > limit
+    return Verdict(config, label, condition, figure, _shown(pct, limit, above), limit, FAIL if above else PASS)
+
+
+def _count_columns(column: str) -> tuple[str, str]:
+    """The count column and the rows column a registry percentage column divides."""
+    columns = figures.figure_columns()
+    (pct,) = [c for c in columns if c.name == column and c.percent_of is not None]
+    (count,) = [c for c in columns if c.figure is pct.figure and c.profile is pct.profile and c.percent_of is None]
+    return count.name, f"rows_{pct.percent_of}"
 
 
 def verdicts_of(rows: Sequence[dict[str, Any]], contamination: Sequence[dict[str, Any]], limits: dict[str, float],
                 profile: str = DEFAULT_PROFILE) -> list[Verdict]:
     """The verdicts on measured rows (``measurements`` rows, as ``audit`` returns them) and their
     contamination rows: per row, each tested figure in ``CONDITIONS`` order; then per config, each
-    (split, benchmark). A pure function of its arguments."""
+    (split, benchmark). A pure function of its arguments. A figure is above its limit when its count
+    is more than the limit's share of its rows (compared exactly); it is shown as ``audit --json``
+    prints it."""
     out: list[Verdict] = []
-    formats = {c.name: c.fmt for c in figures.figure_columns()}
     for row in rows:
         for c in CONDITIONS:
             if c.name == "benchmark" or c.name not in limits:
                 continue
             column = c.column(profile)
-            value = figures.json_value(row.get(column), formats[column])
-            out.append(_verdict(row["config"], row["label_column"], c.name, column, value, limits[c.name],
-                                _nr_reason(c.name, row) if value is None else None))
+            count, of = _count_columns(column)
+            pct = row.get(column)
+            pct = None if pct is None or (isinstance(pct, float) and math.isnan(pct)) else float(pct)
+            out.append(_verdict(row["config"], row["label_column"], c.name, column, (pct, row.get(count), row.get(of)),
+                                limits[c.name], _nr_reason(c.name, row) if pct is None else None))
     if "benchmark" in limits:
         for k in contamination:
             bench = f"{k['benchmark_id']} [{k['benchmark_config']}/{k['benchmark_split']}]"
-            value = None if k["contaminated_pct"] is None else round(k["contaminated_pct"], 3)
+            pct = k["contaminated_pct"]
             out.append(_verdict(k["config"], None, "benchmark", f"contaminated_pct[{k['split_name']}] vs {bench}",
-                                value, limits["benchmark"], f"{k['split_name']} has no rows" if value is None else None))
+                                (pct, k.get("contaminated_rows"), k.get("rows_split")), limits["benchmark"],
+                                f"{k['split_name']} has no rows" if pct is None else None))
     return out
 
 
@@ -329,8 +366,9 @@ def check_property(check: dict[str, Any]) -> str:
 # --- JUnit XML -------------------------------------------------------------------------------------
 
 def _xml_text(value: Any) -> str:
-    """Text XML 1.0 can hold: control characters written out (the serializer escapes < & and quotes)."""
-    return visible(str(value), one_line=True)
+    """Text XML 1.0 can hold: control characters written out, U+FFFE, U+FFFF and lone surrogates
+    escaped (:func:`~hubsurvey.core.safety.xml_text`); the serializer escapes < & and quotes."""
+    return xml_text(str(value))
 
 
 def junit_tree(result: CheckResult) -> ET.ElementTree:

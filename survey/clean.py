@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from contextlib import nullcontext, suppress
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from hubsurvey.core.errors import (
 from hubsurvey.core.figures import EXACT_METHOD, EXACT_METHOD_VERSION, NEAR_METHOD, NEAR_METHOD_VERSION
 from hubsurvey.core.fingerprint import FINGERPRINT_VERSION, split_fingerprint
 from hubsurvey.core.hub import HubClient
+from hubsurvey.core.outputs import output_folder, read_sealed, remove_written, seal, written_files
 from hubsurvey.core.roles import RoleOverrides, check_name, resolve_roles
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import CLEAN_TEST_PARQUET_PATH, DEFAULT_DB, Store, insert, now, safe_name
@@ -66,6 +67,8 @@ DEFAULT_PROFILE = "normalized"
 REASONS = ("train", "validation", "repeated", "near")
 MANIFEST = "manifest.json"
 CLEAN_FILE = "0000.parquet"
+#: the format marker of a clean's sealed manifest (:mod:`hubsurvey.core.outputs`)
+CLEAN_FORMAT = "hubsurvey-clean/1"
 
 
 @dataclass
@@ -94,21 +97,33 @@ def clean_folder(out: Path, config: str) -> Path:
 
 
 def _prepare(out: Path) -> dict[str, Any] | None:
-    """Refuse an output folder holding anything but an earlier clean (its manifest); return that manifest."""
-    if not out.exists():
+    """Refuse an output folder holding anything but an earlier clean; return that clean's manifest.
+
+    An earlier clean is recognised by more than its keys: its manifest is sealed (the format
+    marker, the files it wrote with their sizes and hashes, a checksum over all of it:
+    :mod:`hubsurvey.core.outputs`). Another tool's ``manifest.json``, one written or edited by hand,
+    a link, or one from before the seal, is refused: nothing in the folder is overwritten."""
+    output_folder(out)
+    if not out.exists() or not any(out.iterdir()):
         return None
-    if not out.is_dir():
-        raise OutputExistsError(f"{out}: not a folder")
-    entries = list(out.iterdir())
-    if not entries:
-        return None
-    if not (out / MANIFEST).is_file():
+    path = out / MANIFEST
+    if not path.is_file() and not path.is_symlink():
         raise OutputExistsError(f"{out}: holds files that are not a clean test split; give an empty or new folder")
-    try:
-        earlier = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise OutputExistsError(f"{out}: unreadable {MANIFEST}: {e}") from None
-    return earlier if isinstance(earlier, dict) else None
+    earlier = read_sealed(path, CLEAN_FORMAT)
+    if earlier is None:
+        raise OutputExistsError(f"{out}: its {MANIFEST} was not written by hubsurvey clean (or was changed since); "
+                                "nothing is overwritten: give an empty or new folder")
+    return earlier
+
+
+def _check_targets(out: Path, names: list[str], owned: set[Path]) -> None:
+    """Refuse, before anything is written, a clean file's path that holds something an earlier
+    clean did not write (or that changed since): it would be overwritten."""
+    for name in names:
+        path = clean_folder(out, name) / CLEAN_FILE
+        if (path.exists() or path.is_symlink()) and path not in owned:
+            raise OutputExistsError(f"{out}: {path.relative_to(out).as_posix()} is not a file hubsurvey clean wrote "
+                                    "(or it changed since); nothing is overwritten: give an empty or new folder")
 
 
 def read_test(data: ConfigData) -> pa.Table:
@@ -206,9 +221,11 @@ def clean(
         if config not in configs:
             raise BadInputError(f"{source.dataset_id} [{config}]: no such config (have: {', '.join(configs)})")
     overrides = RoleOverrides.load(roles_file)
+    owned = set(written_files(out, earlier)) if earlier else set()  # the earlier clean's files, still as written
+    _check_targets(out, [config] if config else list(configs), owned)
     if earlier and not _same_clean(earlier, source.dataset_id, source.revision_sha, profile):
-        _remove_files_of(out, earlier)  # another dataset, revision or profile: none of its files may stay
-        earlier = None
+        remove_written(out, earlier, out / MANIFEST)  # another dataset, revision or profile: none of its files may stay
+        earlier, owned = None, set()
     outcome = CleanOutcome(source.dataset_id, out)
     hub = isinstance(source, HubSource)
     store = Store(db) if db is not None else None
@@ -237,7 +254,7 @@ def clean(
         if store is not None:
             store.close()
     if outcome.configs:
-        outcome.manifest = _manifest(source, profile, outcome.configs, earlier)
+        outcome.manifest = _manifest(source, profile, outcome.configs, earlier, owned, out)
         _write_atomic(out / MANIFEST, lambda tmp: tmp.write_text(json.dumps(outcome.manifest, indent=1, ensure_ascii=False)
                                                                  + "\n", encoding="utf-8"))
     return outcome
@@ -247,22 +264,11 @@ def _same_clean(manifest: Mapping[str, Any], dataset_id: str, revision: str, pro
     return (manifest.get("dataset"), manifest.get("revision"), manifest.get("profile")) == (dataset_id, revision, profile)
 
 
-def _remove_files_of(out: Path, manifest: Mapping[str, Any]) -> None:
-    """Remove the clean files an earlier manifest lists (only those, and only inside ``out``), and it."""
-    for entry in (manifest.get("configs") or {}).values():
-        path = out / str((entry or {}).get("path", ""))
-        if path.is_file() and path.resolve().is_relative_to(out.resolve()):
-            path.unlink()
-            for folder in (path.parent, path.parent.parent):  # <config>/test/, <config>/: an empty folder would read as a config
-                with suppress(OSError):
-                    folder.rmdir()
-    (out / MANIFEST).unlink(missing_ok=True)
-
-
 def _manifest(source: FolderSource | HubSource, profile: str, configs: Mapping[str, dict[str, Any]],
-              earlier: dict[str, Any] | None) -> dict[str, Any]:
-    """The manifest: this clean's configs, and an earlier clean's other configs of the same
-    dataset, revision and profile (a clean of one config adds it to the folder's manifest)."""
+              earlier: dict[str, Any] | None, owned: set[Path], out: Path) -> dict[str, Any]:
+    """The sealed manifest: this clean's configs, and an earlier clean's other configs of the same
+    dataset, revision and profile whose files are still as it wrote them (a clean of one config adds
+    it to the folder's manifest); the files listed with their sizes and hashes."""
     head = {
         "dataset": source.dataset_id,
         "revision": source.revision_sha,
@@ -276,8 +282,10 @@ def _manifest(source: FolderSource | HubSource, profile: str, configs: Mapping[s
     }
     kept = {}
     if earlier and _same_clean(earlier, source.dataset_id, source.revision_sha, profile):
-        kept = {k: v for k, v in (earlier.get("configs") or {}).items() if k not in configs}
-    return {**head, "configs": {**kept, **configs}}
+        kept = {k: v for k, v in (earlier.get("configs") or {}).items()
+                if k not in configs and isinstance(v, dict) and out / str(v.get("path")) in owned}
+    every = {**kept, **configs}
+    return seal({**head, "configs": every}, out, [str(entry["path"]) for entry in every.values()], CLEAN_FORMAT)
 
 
 def _record(store: Store, dataset_id: str, revision_sha: str, parquet_sha: str | None, config: str, profile: str,

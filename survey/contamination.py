@@ -55,6 +55,7 @@ import pyarrow.parquet as pq
 
 from hubsurvey.core import duck
 from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.safety import read_text_file
 from hubsurvey.survey import normalize, passages
 
 METHOD = "bench-2026"
@@ -110,9 +111,7 @@ def load_benchmarks(path: str | Path | None = None) -> list[Benchmark]:
     whole file, in one line naming the entry, before anything is read."""
     path = Path(path) if path is not None else DEFAULT_BENCHMARKS_FILE
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise BadInputError(f"{path}: cannot read the benchmarks file: {e.strerror or e}") from None
+        data = tomllib.loads(read_text_file(path, "benchmarks file", BadInputError))
     except tomllib.TOMLDecodeError as e:
         raise BadInputError(f"{path}: not valid TOML: {e}") from None
     entries = data.get("benchmark")

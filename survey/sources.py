@@ -17,7 +17,6 @@ Split names are mapped to the survey's three canonical names (table in the READM
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ import pyarrow.parquet as pq
 
 from hubsurvey.core.errors import BadInputError, DataFileMissingError, SchemaMismatchError, UnreadableDataError
 from hubsurvey.core.roles import check_name, features_from_arrow
+from hubsurvey.core.safety import loads_bounded
 from hubsurvey.core.splits import (
     CANONICAL_SPLITS,
     SHARDED_FILE,
@@ -308,7 +308,11 @@ def _features_from_save_to_disk(folder: Path, splits: Mapping[str, SplitData]) -
     for split in splits.values():
         info = folder / split.source_name / "dataset_info.json"
         if split.table is not None and info.exists():
-            feats = json.loads(info.read_text()).get("features")
+            try:
+                saved = loads_bounded(info.read_bytes())
+            except (OSError, ValueError):  # unreadable, not JSON, or nested deeper than any real features
+                continue
+            feats = saved.get("features") if isinstance(saved, dict) else None
             if isinstance(feats, dict):
                 return feats
     return {}

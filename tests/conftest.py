@@ -64,6 +64,7 @@ E2E_TESTS: dict[str, str] = {
     "tests/test_mixed_revisions.py": "surveys across a branch update between crawl and download",
     "tests/test_analysis_minihub.py": "a whole survey of the mini-hub, then every output",
     "tests/test_cli.py::test_demo_writes_only_into_its_own_folder": "the demo in a subprocess, as a new user runs it",
+    "tests/test_hostile_inputs.py::test_the_demo_runs_with_offline_mode_set": "the demo in a subprocess under HF_HUB_OFFLINE=1",
     "tests/test_standin.py::test_full_listing_of_100k_is_fast": "the 100k-dataset listing, timed",
     "tests/test_publish.py::test_publish_end_to_end_against_the_standin": "build, push and re-push to the stand-in",
     "tests/test_contamination.py::test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees": "a whole run",

@@ -98,8 +98,13 @@ def test_a_folder_can_be_named_by_its_hub_id(planted):
 
 
 def test_a_value_equal_to_its_limit_holds(planted):
-    assert invoke(planted, "--max-contaminated", 83.333).exit_code == 0
-    assert invoke(planted, "--max-contaminated", 83.332).exit_code == 6
+    # 5 of 6 test rows: 83.333...%, above 83.333 (compared on the counts, not the rounded 83.333)
+    assert invoke(planted, "--max-contaminated", 83.334).exit_code == 0
+    assert invoke(planted, "--max-contaminated", 83.333).exit_code == 6
+    row = {"config": "c", "label_column": None, "normalized_contaminated_test_pct": 25.0,
+           "normalized_test_rows_contaminated": 1, "rows_test": 4}
+    assert [v.status for v in gate.verdicts_of([row], [], {"contaminated": 25.0})] == ["pass"]
+    assert [v.status for v in gate.verdicts_of([row], [], {"contaminated": 24.999})] == ["fail"]
 
 
 def test_nothing_is_stored_unless_asked(planted, tmp_path, monkeypatch):
@@ -366,7 +371,7 @@ def test_verdicts_are_a_pure_function_of_the_rows():
            "raw_contaminated_test_pct": 1.0, "near_contaminated_test_pct": None, "near": {"status": "not measured"}}
     got = gate.verdicts_of([row], [], {"contaminated": 12.346, "near": 0.0})
     assert [(v.figure, v.value, v.status, v.reason) for v in got] == [
-        ("normalized_contaminated_test_pct", 12.346, "pass", None),  # compared as published (3 decimals)
+        ("normalized_contaminated_test_pct", 12.346, "pass", None),  # no counts in the row: its percentage
         ("near_contaminated_test_pct", None, "skipped", "near-duplicates not measured")]
     assert gate.verdicts_of([row], [], {"contaminated": 0.5}, profile="raw")[0].status == "fail"
 

@@ -12,7 +12,6 @@ import io
 import json
 import random
 from pathlib import Path
-from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 import pytest
@@ -24,9 +23,9 @@ from hubsurvey.analysis.card import render_card
 from hubsurvey.analysis.export import export_results
 from hubsurvey.analysis.findings import findings
 from hubsurvey.analysis.history import dataset_verdicts, history, since_last_run
-from hubsurvey.analysis.render import num
+from hubsurvey.analysis.render import pct3
 from hubsurvey.analysis.report import render_report
-from hubsurvey.analysis.site import build_site, dataset_page_path
+from hubsurvey.analysis.site import build_site, dataset_href
 from hubsurvey.cli import app
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store
@@ -35,9 +34,11 @@ from hubsurvey_standin import StandinHub, generate_minihub
 from hubsurvey_standin import parquetio as pio
 
 try:
-    from test_site_results import tables_of
+    from test_site import article
+    from test_site_results import Tables, tables_of
 except ImportError:  # tests/ imported as a package
-    from tests.test_site_results import tables_of
+    from tests.test_site import article
+    from tests.test_site_results import Tables, tables_of
 
 pytestmark = pytest.mark.slow
 
@@ -267,19 +268,21 @@ def test_the_site_after_night_two_shows_both_revisions_and_the_worse_verdict(nig
         build_site(store, site)
         names, rows = store.query("SELECT * FROM history WHERE dataset_id = $d ORDER BY measured_at", {"d": CHANGED})
         since = since_last_run(store)
-    # the changed dataset's page: its history table is the view's rows, both revisions
-    page = tables_of(site / dataset_page_path(CHANGED))
+    # the changed dataset's article: its history table is the view's rows, both revisions (the columns that matter)
+    page = Tables(article(site, CHANGED))
     shown = page.rows("history")
-    assert shown == [[num(v) for v in r] for r in rows]
-    at = names.index("revision_sha")
-    assert [r[at] for r in shown] == [nights["sha1"], nights["sha2"]]
-    assert [r[names.index("verdict")] for r in shown] == ["clean", "unreliable"]
+    at = {name: i for i, name in enumerate(names)}
+    assert [(r[0], r[2], r[5], r[8]) for r in shown] == [
+        (v[at["config"]], v[at["revision_sha"]][:12], v[at["verdict"]], pct3(v[at["normalized_contaminated_test_pct"]]))
+        for v in rows]
+    assert [r[2] for r in shown] == [nights["sha1"][:12], nights["sha2"][:12]]
+    assert [r[5] for r in shown] == ["clean", "unreliable"]
     # the index: the worse verdict since the last run, linked to the page; the new contamination and leak
     index = tables_of(site / "index.html")
     assert index.rows("since-verdicts") == [[CHANGED, "clean", "unreliable", "worse", "0.0%", "25.0%", "near-2026",
                                              nights["sha1"][:12], nights["sha2"][:12]]]
     ((link,),) = index.links("since-verdicts")
-    assert (site / unquote(link)).resolve() == (site / dataset_page_path(CHANGED)).resolve()
+    assert link == dataset_href(CHANGED)
     assert [(r[0], r[1]) for r in index.rows("since-contamination")] == [(CHANGED, f"{BENCHMARK} [default/test]")]
     assert [(r[0], r[2], r[4], r[5]) for r in index.rows("since-cross")] == [
         (c["test_dataset"], c["source_dataset"], c["source_split"], str(c["rows"])) for c in since["new_cross_leaks"]]

@@ -23,7 +23,7 @@ except ImportError:  # tests/ imported as a package
     from tests.leaks import db_hits, secret_hits
 
 from hubsurvey.analysis import notify as bot
-from hubsurvey.analysis.site import dataset_page_path, href
+from hubsurvey.analysis.site import dataset_href, dataset_page_path, href
 from hubsurvey.cli import app
 from hubsurvey.core.errors import UsageError
 from hubsurvey.core.hub import HubClient
@@ -84,12 +84,14 @@ def test_lists_site_urls_and_opt_out(tmp_path):
                 "https://someone@s.example"):
         with pytest.raises(UsageError):
             bot.check_site_url(bad)
-    # the link a browser decodes to the file the site writes for the dataset (d/<shard>/<safe name>)
+    # the link to the page the site writes the dataset on (d/<shard>.html) and its anchor there
     from urllib.parse import unquote, urlsplit
+
+    from hubsurvey.analysis.site import dataset_anchor
 
     page = bot.site_page("https://s.example", "acme/x y")
     assert unquote(urlsplit(page).path) == "/" + dataset_page_path("acme/x y")
-    assert page.startswith("https://s.example/d/") and page.endswith("/acme%252Fx%2520y.html")
+    assert urlsplit(page).fragment == dataset_anchor("acme/x y") == "acme:2Fx:20y"
     assert bot.opted_out(["a", "HubSurvey-Opt-Out"]) and bot.opted_out([], {"hubsurvey": "opt-out"})
     assert not bot.opted_out(["hubsurvey"], {"hubsurvey": "yes"})
 
@@ -219,8 +221,8 @@ def test_dry_run_drafts_reviews_and_touches_no_hub(hub_db, monkeypatch):
     text = (db.parent / "msgs" / "acme__leaky.md").read_text()
     assert "50.0% of the test rows" in text and "hubsurvey audit acme/leaky --config default" in text
     assert "hubsurvey clean acme/leaky --config default" in text and "hubsurvey-opt-out" in text
-    page = f"https://survey.example.org/{href(dataset_page_path('acme/leaky'))}"  # the site's page
-    assert page.endswith("/acme%252Fleaky.html") and page in text
+    page = f"https://survey.example.org/{href(dataset_page_path('acme/leaky'))}#acme:2Fleaky"  # the site's link
+    assert page == f"https://survey.example.org/{dataset_href('acme/leaky')}" and page in text
     rendered = COMMONMARK.render(text)
     links = re.findall(r'<a href="([^"]*)"', rendered)
     assert links == [page]  # no link from the data

@@ -247,7 +247,7 @@ def test_verdict_view_applies_the_stated_thresholds(verdict_db):
 
 
 @pytest.mark.slow
-def test_report_has_a_verdict_for_every_dataset_with_the_rule_and_the_csv_link(verdict_db, planted_db, tmp_path):
+def test_report_has_a_verdict_for_every_dataset_with_the_rule_and_no_link_it_does_not_write(verdict_db, planted_db, tmp_path):
     with Store(verdict_db, read_only=True) as store:
         md_path, html_path = render_report(store, tmp_path / "v")
     md, html = md_path.read_text(), html_path.read_text()
@@ -264,8 +264,23 @@ def test_report_has_a_verdict_for_every_dataset_with_the_rule_and_the_csv_link(v
     assert "- **unreliable**: not clean, worst text test_biased ≥ 5%" in fallback_rules
     assert "- **clean**: 0 text leaks from train or validation to test and 0 text duplicates in test" in fallback_rules
     assert "| unreliable | near-2026 | 2 | 7 | 28.57% |" in section  # the verdict counts
-    assert "[results.csv](results.csv)" in section and "Denominator" in section
-    assert '<a href="results.csv">results.csv</a>' in html and "v/almost-five" in html
+    assert "`results.csv`, which `hubsurvey export` and `hubsurvey publish`" in section and "Denominator" in section
+    assert "v/almost-five" in html
+    # every local link of report.html names an anchor of the report itself: it links no file it does not write
+    links = re.findall(r'href="([^"]*)"', html)
+    ids = set(re.findall(r' id="([^"]*)"', html))
+    assert links and all(link.startswith(("http://", "https://")) or link[1:] in ids for link in links), links
+    # the verdicts near the top: at a glance, before the first numbered section, each naming its config
+    from hubsurvey.analysis.verdicts import dataset_verdicts
+
+    assert md.index("## At a glance: a verdict per dataset") < md.index("## 1. ")
+    glance = md.split("## At a glance: a verdict per dataset")[1].split("\n## ")[0]
+    with Store(verdict_db, read_only=True) as store:
+        judged = dataset_verdicts(store.records("SELECT * FROM current_measurements"))
+    for dataset_id, j in judged.items():
+        config = j.decided_by.config if j.verdict != "clean" else "every config clean"
+        assert re.search(rf"^\| {re.escape(dataset_id)} \| {j.verdict} \| {re.escape(config)} \| {j.decided_by.figure} \|",
+                         glance, re.MULTILINE), dataset_id
 
     with Store(planted_db, read_only=True) as store:
         md = render_report(store, tmp_path / "p")[0].read_text()

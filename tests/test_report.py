@@ -194,10 +194,10 @@ def test_report_renders_in_headless_chromium(report_dir, tmp_path):
     # both charts of the first screen are drawn: their series colours fill real areas
     assert _count_colour(image, _rgb(TEXT_COLOR)) > 5000
     assert _count_colour(image, _rgb(TEXT_AND_LABEL_COLOR)) > 2000
-    # the split chart sits below the overview table, in the page body
+    # the split chart sits below the contents, the verdicts at a glance and the overview table, in the page body
     red = _rgb(TEXT_COLOR)
     top_band = image.crop((0, 0, 1200, 500))
-    chart_band = image.crop((0, 500, 1200, 1100))
+    chart_band = image.crop((0, 500, 1200, 2000))
     assert _count_colour(chart_band, red) > 5 * max(1, _count_colour(top_band, red))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -21,14 +22,19 @@ except ImportError:  # tests/ imported as a package
 
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.site import (
+    EXACT_PROFILES,
+    GLOSSARY,
     INDEX_COLUMNS,
     MARKER,
     _js_json,
     build_site,
+    dataset_anchor,
+    dataset_href,
     dataset_page_path,
     href,
     is_site_file,
 )
+from hubsurvey.analysis.verdicts import dataset_verdict
 from hubsurvey.cli import app
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
@@ -98,12 +104,24 @@ def index_data(site: Path) -> list[dict]:
     return rows
 
 
+def article(site: Path, dataset_id: str) -> str:
+    """A dataset's article on its shard page, as HTML."""
+    text = (site / dataset_page_path(dataset_id)).read_text(encoding="utf-8")
+    start = text.index(f'<article class="dataset" id="{escape(dataset_anchor(dataset_id))}"')
+    return text[start:text.index("</article>", start)]
+
+
 def page_of(site: Path, dataset_id: str) -> Page:
-    return read_page(site / dataset_page_path(dataset_id))
+    return Page(article(site, dataset_id))
+
+
+def _ids(path: Path) -> set[str]:
+    return set(re.findall(r' id="([^"]*)"', path.read_text(encoding="utf-8")))
 
 
 def broken_links(site: Path) -> list[str]:
-    """Every local link of every page that names no file of the site (or leaves the site)."""
+    """Every local link of every page that names no file of the site (or leaves the site), or a
+    fragment that names no element of its page."""
     broken = []
     root = site.resolve()
     for page in site.rglob("*.html"):
@@ -112,9 +130,11 @@ def broken_links(site: Path) -> list[str]:
             if url.scheme in ("http", "https"):
                 continue
             assert not url.scheme, f"{page}: {link}"  # no javascript:, data: or file: links
-            target = (page.parent / unquote(url.path)).resolve()
+            target = (page.parent / unquote(url.path)).resolve() if url.path else page.resolve()
             if not target.is_relative_to(root) or not target.is_file():
                 broken.append(f"{page.relative_to(site)} -> {link}")
+            elif url.fragment and str(escape(unquote(url.fragment))) not in _ids(target):
+                broken.append(f"{page.relative_to(site)} -> {link} (no such id)")
     return broken
 
 
@@ -125,12 +145,19 @@ def broken_links(site: Path) -> list[str]:
                                   HOSTILE_ID, "ü/名前", "/abs"])
 def test_a_dataset_page_never_leaves_its_folder_and_its_link_names_it(tmp_path, name):
     path = dataset_page_path(name)
-    assert re.fullmatch(r"d/[0-9a-f]{2}/[^/]+\.html", path)
+    assert re.fullmatch(r"d/[0-9a-f]{3}\.html", path)  # a shard's page: 4,096 at most, whatever the Hub holds
     target = (tmp_path / path).resolve()
-    assert target.is_relative_to((tmp_path / "d").resolve()) and target.parent.parent == (tmp_path / "d").resolve()
-    assert len(target.name.encode()) < 255
-    assert unquote(href(path)) == path  # a browser decodes the link to exactly the file's name
-    assert dataset_page_path(name) != dataset_page_path(name + "x")
+    assert target.parent == (tmp_path / "d").resolve()
+    assert unquote(href(path)) == path
+    link = urlsplit(dataset_href(name))
+    assert unquote(link.path) == path and link.fragment == dataset_anchor(name)
+    assert re.fullmatch(r"[A-Za-z0-9._~:-]+", link.fragment)  # safe in a fragment and an id, as written
+    assert dataset_anchor(name) != dataset_anchor(name + "x") and dataset_anchor(name) == dataset_anchor(name)
+
+
+def test_anchors_are_one_to_one():
+    names = ["a/b", "a:2Fb", "a%2Fb", "a_2Fb", "a.b", "A/b"]
+    assert len({dataset_anchor(n) for n in names}) == len(names)
 
 
 def test_the_data_file_cannot_close_a_tag():
@@ -152,8 +179,8 @@ def test_a_folder_that_is_not_a_site_is_never_overwritten(tmp_path):
 
 
 def test_the_space_owns_only_what_the_site_writes():
-    assert all(is_site_file(p) for p in ("index.html", "README.md", "d/ab/x.html", "list/1.html", "data/index-0.js",
-                                         "site.js", "site.css", MARKER))
+    assert all(is_site_file(p) for p in ("index.html", "README.md", "d/abc.html", "list/1.html", "data/index-0.js",
+                                         "site.js", "site.css", GLOSSARY, MARKER))
     assert not any(is_site_file(p) for p in ("app.py", "notes/d/x.html", "LICENSE", "dx.html"))
 
 
@@ -193,7 +220,7 @@ def test_the_headline_figures_equal_the_db(planted):
     index = read_page(site / "index.html")
     per_dataset = _plain_per_dataset(db)
     n = len(per_dataset)
-    assert summary.datasets == summary.dataset_pages == n == 4
+    assert summary.datasets == n == 4 and summary.dataset_pages == len({dataset_page_path(d) for d in per_dataset})
     assert index.value("data-figure", "datasets") == [str(n)]
     leaks = [d for d in per_dataset.values() if d["leaks"] is not None]
     dups = [d for d in per_dataset.values() if d["dups"] is not None]
@@ -209,42 +236,81 @@ def test_the_headline_figures_equal_the_db(planted):
     rows = index_data(site)
     assert {r["id"]: r["verdict"] for r in rows} == verdicts
     for r in rows:
-        assert (site / unquote(r["href"])).is_file()
+        assert r["href"] == dataset_href(r["id"]) and (site / unquote(urlsplit(r["href"]).path)).is_file()
         assert page_of(site, r["id"]).value("data-verdict", r["verdict"]) == [r["verdict"]]
 
 
+def figure_rows(html: str) -> dict[tuple[str, str], dict[str, list[str]]]:
+    """Per (config, method), each figure row's name and values, as a dataset's article shows them."""
+    out: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for config_html in html.split('<section class="config">')[1:]:
+        config = unescape(re.search(r'<span class="config-name">(.*?)</span>', config_html).group(1))
+        for method, body in re.findall(r'<table class="figures" data-method="([^"]+)">(.*?)</table>', config_html, re.DOTALL):
+            rows = re.findall(r"^<tr><th>([^<]+)((?:<td>[^<\n]*)+)$", body, re.MULTILINE)
+            out[(config, method)] = {name: values.split("<td>")[1:] for name, values in rows}
+    return out
+
+
 def assert_pages_equal_the_db(db: Path, site: Path) -> int:
-    """Every figure of every dataset page is the DB's value, published, beside its definition; every
-    current example is a row of its page. Returns the pages checked."""
+    """Every figure of every dataset's article is the DB's value, published; its definition is on
+    the glossary page; every current example is on the article (or counted in the cap). Returns the
+    datasets checked."""
+    from hubsurvey.analysis.site import PAGE_EXAMPLES
+
     with Store(db, read_only=True) as store:
         measured = store.records("SELECT * FROM current_measurements ORDER BY dataset_id, config, label_column NULLS FIRST")
-        examples = dict(store.query(
-            "SELECT dataset_id, count(*) FROM examples e JOIN (SELECT DISTINCT dataset_id, revision_sha, config "
-            "FROM current_measurements) USING (dataset_id, revision_sha, config) GROUP BY ALL")[1])
+        examples = store.records(
+            "SELECT dataset_id, config, kind, count(DISTINCT (key, positions, label_column)) AS n FROM examples e "
+            "JOIN (SELECT DISTINCT dataset_id, revision_sha, config FROM current_measurements) "
+            "USING (dataset_id, revision_sha, config) GROUP BY ALL")
+    shown_examples: dict[str, int] = {}
+    for e in examples:
+        shown_examples[e["dataset_id"]] = shown_examples.get(e["dataset_id"], 0) + min(e["n"], PAGE_EXAMPLES)
     by_dataset: dict[str, list[dict]] = {}
     for row in measured:
         by_dataset.setdefault(row["dataset_id"], []).append(row)
-    definitions = {c.name: c.definition for c in figures.figure_columns()}
+    glossary = "".join(read_page(site / GLOSSARY).text)
+    for column in figures.figure_columns():
+        assert column.definition in glossary
     for dataset_id, rows in by_dataset.items():
-        page = page_of(site, dataset_id)
-        text = "".join(page.text)
+        html = article(site, dataset_id)
+        text = "".join(Page(html).text)
+        shown = figure_rows(html)
         configs: dict[str, list[dict]] = {}
         for r in rows:
             configs.setdefault(r["config"], []).append(r)
-        for column in figures.figure_columns():
-            expected = []  # a config's table shows a method measured in each of its label columns' rows
-            for config_rows in configs.values():
-                measured_by = set.intersection(*(set(json.loads(r["methods"] or "{}")) for r in config_rows))
-                if column.method == figures.LLE_METHOD or column.method in measured_by:
-                    expected += [figures.published(r[column.name], column.fmt) for r in config_rows]
-            assert page.value("data-column", column.name) == expected, (dataset_id, column.name)
-            if expected:
-                assert definitions[column.name] in text
+        for config, config_rows in configs.items():
+            measured_by = set.intersection(*(set(json.loads(r["methods"] or "{}")) for r in config_rows))
+            for method in (figures.LLE_METHOD, figures.EXACT_METHOD, figures.NEAR_METHOD):
+                if method != figures.LLE_METHOD and method not in measured_by:
+                    assert (config, method) not in shown  # not measured: not shown as NR
+                    continue
+                expected: dict[str, list[str]] = {}
+                for column in figures.figure_columns(method):
+                    if method == figures.EXACT_METHOD:
+                        base = column.name.split("_", 1)[1]
+                        expected.setdefault(base, [])
+                        continue
+                    expected[column.name] = [figures.published(r[column.name], column.fmt) for r in config_rows]
+                if method == figures.EXACT_METHOD:
+                    fmt = {c.name: c.fmt for c in figures.figure_columns(method)}
+                    expected = {base: [figures.published(r[p + base], fmt[p + base]) for r in config_rows
+                                       for p in EXACT_PROFILES] for base in expected}
+                assert shown[(config, method)] == expected, (dataset_id, config, method)
         for r in rows:
             assert r["revision_sha"] in text and (r["parquet_sha"] is None or r["parquet_sha"] in text)
-        # every stored example of the current revision is a row of the page's examples tables
-        html = (site / dataset_page_path(dataset_id)).read_text()
-        assert html.count('<td class="example-key">') == examples.get(dataset_id, 0)
+        # the answer first: the verdict naming its config, and a verdict per config and label column
+        judged = dataset_verdict(rows)
+        page = Page(html)
+        assert page.value("data-verdict", judged.verdict) == [judged.verdict]
+        assert page.value("data-field", "verdict_reason") == [judged.because]
+        assert f"from config {judged.decided_by.config}" in judged.because
+        assert page.value("data-field", "config_value") == [figures.published(c.value, figures.Format.PERCENT)
+                                                            for c in judged.configs]
+        assert html.index('class="config-verdicts"') < html.index('class="toc"') < html.index('class="figures"') \
+            < html.index('class="history"') < html.index('class="cite"') < html.index('<h2>Examples behind the counts')
+        # the stored examples of the current revision: one row each (both profiles on one), the first few per kind
+        assert html.count('<td class="example-key">') == shown_examples.get(dataset_id, 0), dataset_id
     return len(by_dataset)
 
 
@@ -261,9 +327,11 @@ def test_every_local_link_resolves_and_every_page_is_reachable_without_script(pl
     # the plain list pages link every dataset page (the way in without JavaScript)
     listed = set()
     for page in (site / "list").glob("*.html"):
-        listed |= {(page.parent / unquote(link)).resolve() for link in read_page(page).links if "/d/" in f"/{link}"}
-    pages = {p.resolve() for p in (site / "d").rglob("*.html")}
-    assert listed == pages and len(pages) == 4
+        listed |= {unquote(urlsplit(link).fragment) for link in read_page(page).links if "/d/" in f"/{link}"}
+    with Store(planted[0], read_only=True) as store:
+        surveyed = {r[0] for r in store.query("SELECT DISTINCT dataset_id FROM current_measurements")[1]}
+    assert listed == {dataset_anchor(d) for d in surveyed} and len(listed) == 4
+    assert {p.name for p in (site / "d").iterdir()} == {dataset_page_path(d).split("/")[1] for d in surveyed}
     index = (site / "index.html").read_text()
     assert 'href="list/1.html"' in index and "<noscript>" in index
     # no external script, style or font: nothing but the site's own files is loaded
@@ -277,7 +345,13 @@ def test_a_rebuild_replaces_the_site_whole_and_a_failed_one_keeps_it(planted, tm
     out = tmp_path / "site"
     with Store(db, read_only=True) as store:
         build_site(store, out)
+        # a page an earlier build wrote (its sealed marker lists it) that this build does not write
         (out / "d" / "stale.html").write_text("old")
+        from hubsurvey.analysis.site import SITE_FORMAT
+        from hubsurvey.core.outputs import seal
+
+        files = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != MARKER]
+        (out / MARKER).write_text(json.dumps(seal({"tool_version": "older"}, out, files, SITE_FORMAT)))
         build_site(store, out)
         assert not (out / "d" / "stale.html").exists()
         before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
@@ -319,8 +393,8 @@ def test_hostile_names_stay_text(hostile, tmp_path):
     out = tmp_path / "site"
     result = runner.invoke(app, ["site", "--db", str(hostile), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "2 dataset(s), 2 dataset page(s)" in result.stdout
-    for path in [out / "index.html", *out.glob("list/*.html"), *out.glob("d/*/*.html")]:
+    assert "2 dataset(s) on 2 page(s)" in result.stdout
+    for path in [out / "index.html", *out.glob("list/*.html"), *out.glob("d/*.html")]:
         html = path.read_text()
         page = read_page(path)
         assert all(s.get("src") for s in page.scripts), path  # only the site's own script files
@@ -347,13 +421,22 @@ def test_history_and_fingerprints_are_on_every_page_of_a_db_of_audits(hostile, t
     assert len(rows) == 2
     for row in rows:
         page = page_of(tmp_path / "site", row["dataset_id"])
-        for split in ("train", "validation", "test"):
-            assert page.value("data-fingerprint", split) == [row[f"fingerprint_{split}"] or "NR"]
+        (cite,) = page.value("data-field", "cite")
+        assert f"  revision: {row['revision_sha']}\n  fingerprints: " + ", ".join(
+            f"{split} {row[f'fingerprint_{split}'] or 'NR'}" for split in ("train", "validation", "test")) in cite
         assert row["fingerprint_train"].startswith("hs1:") and row["fingerprint_validation"] is None
-        history = (tmp_path / "site" / dataset_page_path(row["dataset_id"])).read_text().split('id="history"')[1]
-        assert history.count("<tr><td>") == 1 and row["revision_sha"] in history
-    index = "".join(read_page(tmp_path / "site" / "index.html").text)
+        history = article(tmp_path / "site", row["dataset_id"]).split('<table class="history">')[1].split("</table>")[0]
+        assert history.count('<tr class="current"><td>') == 1 and row["revision_sha"][:12] in history
+    index_page = read_page(tmp_path / "site" / "index.html")
+    index = "".join(index_page.text)
     assert "No survey run is recorded in this DB (one-off audits only)" in index
+    # audits only: leaks across datasets and benchmarks were never measured, and say so (never 0.00%)
+    assert index_page.value("data-figure", "pct_leaking") == ["not measured"]
+    assert index_page.value("data-figure", "pct_datasets_contaminated") == ["not measured"]
+    assert "0.00%" not in index.split("leaks across datasets")[-1]
+    for row in rows:
+        page = page_of(tmp_path / "site", row["dataset_id"])
+        assert page.value("data-field", "cross")[0].startswith("Not measured: leaks across datasets were never computed")
 
 
 # --- publish --site: a static Space on the stand-in -------------------------------------------------------
@@ -396,7 +479,7 @@ def test_publish_site_is_a_dry_run_first_then_one_commit_to_a_static_space(plant
         assert hub.commits(repo) == [] and api.list_datasets(search="survey-site") is not None
         assert not [d.id for d in api.list_datasets() if d.id == repo]  # a space is not listed as a dataset
         # the Space serves the files as built: the index, and a page whose file name holds a %
-        page = dataset_page_path("acme/alpha")
+        page = dataset_page_path("acme/alpha")  # its shard's page
         assert Path(api.hf_hub_download(repo, page, repo_type="space", cache_dir=tmp_path / "dl")).read_bytes() == \
             (out / page).read_bytes()
 
@@ -441,14 +524,16 @@ def test_the_demo_db_builds_a_site_whose_figures_equal_the_db(surveyed, tmp_path
     rows = {r["id"]: r for r in index_data(site)}
     for dataset_id, row in rows.items():
         assert row["family"] == plain["families"].get(dataset_id)
-        html = (site / dataset_page_path(dataset_id)).read_text()
-        contamination = html.split('id="contamination"')[1].split("</section>")[0]
+        html = article(site, dataset_id)
+        contamination = html.split('<table class="contamination">')[1].split("</table>")[0] \
+            if '<table class="contamination">' in html else ""
         assert contamination.count("<tr><td>") == plain["contamination"].get(dataset_id, 0)
-        cross = html.split('id="cross"')[1].split("</section>")[0]
+        cross = html.split('<table class="cross">')[1].split("</table>")[0] if '<table class="cross">' in html else ""
         assert cross.count("<tr><td>this dataset [") == plain["out"].get(dataset_id, 0)
-        assert ("on the Hub</a>" in html) and "hubsurvey audit " in html  # Hub datasets: a link and a command
+        assert ("On the Hub</a>" in html) and "hubsurvey audit " in html  # Hub datasets: a link and a command
     index = read_page(site / "index.html")
     assert index.value("data-figure", "datasets") == [str(plain["surveyed"])]
+    assert re.fullmatch(r"\d+\.\d\d%", index.value("data-figure", "pct_leaking")[0])  # the demo ran crossleaks
     assert int(re.search(r"(\d+) of (\d+) datasets checked", "".join(index.text)).group(2)) == plain["tested"]
     # the models the mini-hub's cards declare: the index's rows per benchmark are findings_model_exposure's
     with Store(surveyed, read_only=True) as store:
@@ -478,12 +563,15 @@ def test_a_multi_column_config_shows_each_text_column_alone_as_the_db_holds_it(s
         rows = store.records("SELECT * FROM column_measurements ORDER BY config, list_position(text_columns, text_column), "
                              "label_column NULLS FIRST, profile = 'normalized', profile")
     assert {r["text_column"] for r in rows} >= {"sentence", "pronoun"}  # two text columns at least
-    html = (tmp_path / "site" / dataset_page_path("community-datasets/definite_pronoun_resolution")).read_text()
+    html = article(tmp_path / "site", "community-datasets/definite_pronoun_resolution")
+    glossary = (tmp_path / "site" / GLOSSARY).read_text()
     for text_column in dict.fromkeys(r["text_column"] for r in rows):
         section = html.split(f'data-text-column="{text_column}"')[1].split("</table>")[0]
         mine = [r for r in rows if r["text_column"] == text_column]
-        cells = re.findall(r'<td data-column="([^"]+)" data-profile="([^"]+)">([^<]*)</td>', section)
-        assert cells == [(c.name, r["profile"], figures.published(r[c.name], c.fmt))
-                         for c in figures.per_column_columns() for r in mine]
+        heads = re.findall(r"<th>([^<]*)</th>", section.split("</thead>")[0])[1:]
+        assert heads == [f"{r['profile']}, {r['label_column']}" if r["label_column"] else r["profile"] for r in mine]
+        cells = re.findall(r"^<tr><th>([^<]+)((?:<td>[^<\n]*)+)$", section, re.MULTILINE)
+        assert cells == [(c.published_name, "".join(f"<td>{figures.published(r[c.name], c.fmt)}" for r in mine))
+                         for c in figures.per_column_columns()]
         for c in figures.per_column_columns():
-            assert str(escape(c.definition)) in section
+            assert str(escape(c.definition)) in glossary

@@ -109,15 +109,17 @@ def test_a_dataset_page_opens_from_the_index_and_hostile_names_stay_text(browser
     assert w.page.eval_on_selector_all("#rows script, #rows td td", "es => es.length") == 0
     w.page.click("#rows th a")
     w.page.wait_for_load_state()
-    assert w.page.text_content("h1") == HOSTILE_ID
+    assert w.page.text_content("article:target h1") == HOSTILE_ID
     assert w.page.eval_on_selector_all("script", "es => es.length") == 0  # a dataset page has no script at all
-    assert HOSTILE_CONFIG in w.page.text_content(".config-name")
-    assert w.page.text_content("[data-verdict]").strip() in ("clean", "minor", "caution", "unreliable")
+    assert HOSTILE_CONFIG in w.page.text_content("article:target .config-name")
+    assert w.page.text_content("article:target [data-verdict]").strip() in ("clean", "minor", "caution", "unreliable")
+    # its shard's other datasets are hidden while its anchor is the target (CSS, no script)
+    assert [a.is_visible() for a in w.page.query_selector_all("article.dataset")].count(True) == 1
     # back to the index, then a plain list page and another dataset's page from there
     w.page.click("nav a[href$='list/1.html']")
     w.page.click("text=acme/gamma")
-    assert w.page.text_content("h1") == "acme/gamma"
-    assert w.page.locator("svg.chart title").count() >= 1 or w.page.locator("table.figures").count() >= 1
+    assert w.page.text_content("article:target h1") == "acme/gamma"
+    assert w.page.locator("article:target table.figures").count() >= 1
     assert w.problems == []
 
 
@@ -153,3 +155,53 @@ def test_only_the_rows_in_view_are_drawn_and_every_chunk_loads(browser, tmp_path
     w.page.fill("#search", "dataset-00200")
     assert w.drawn() == [i for i in ids if "dataset-00200" in i]
     assert w.problems == []
+
+
+# --- screenshots: the answer in the first screen ------------------------------------------------------
+
+#: Where a run also copies its screenshots (e.g. for a review), besides the test's tmp folder.
+SCREENSHOTS_ENV = "HUBSURVEY_SCREENSHOTS"
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def first_screen(browser, url: str, selector: str, shot: Path) -> dict:
+    """Open ``url`` in a 1280x800 viewport without script, save the first screen to ``shot`` and
+    return the bounding box of ``selector`` (the verdict table) as laid out there."""
+    page = browser.new_page(viewport=VIEWPORT, java_script_enabled=False)
+    page.goto(url)
+    box = page.eval_on_selector(selector, "e => { const r = e.getBoundingClientRect(); "
+                                          "return {top: r.top, bottom: r.bottom, width: r.width, visible: r.height > 0}; }")
+    page.screenshot(path=str(shot))
+    page.close()
+    return box
+
+
+def test_the_verdict_table_is_in_the_first_screen_of_the_index_a_dataset_and_the_report(browser, site, tmp_path):
+    """Rendered in headless Chromium at 1280x800: the index's verdict table, a dataset's verdict per
+    config (opened from its stable link) and the report's verdicts each start in the first screen,
+    above the fold; the screenshots are saved (and copied to $HUBSURVEY_SCREENSHOTS when set)."""
+    import os
+    import shutil
+
+    from hubsurvey.analysis.report import render_report
+    from hubsurvey.analysis.site import dataset_href
+
+    db = site.parent / "db" / "results.duckdb"
+    with Store(db, read_only=True) as store:
+        _, report_html = render_report(store, tmp_path / "report")
+    shots = {
+        "index.png": ((site / "index.html").resolve().as_uri(), "table.verdicts"),
+        "dataset.png": ((site / "index.html").resolve().as_uri().rsplit("/", 1)[0] + "/" + dataset_href("acme/alpha"),
+                        "article:target table.config-verdicts"),
+        "report.png": (report_html.resolve().as_uri(), "#at_a_glance table"),
+    }
+    for name, (url, selector) in shots.items():
+        box = first_screen(browser, url, selector, tmp_path / name)
+        assert box["visible"] and 0 <= box["top"] < VIEWPORT["height"], (name, box)
+        assert box["width"] <= VIEWPORT["width"], (name, box)  # it fits the page: no sideways overflow
+        assert (tmp_path / name).stat().st_size > 10_000  # a picture with content
+    if os.environ.get(SCREENSHOTS_ENV):
+        out = Path(os.environ[SCREENSHOTS_ENV])
+        out.mkdir(parents=True, exist_ok=True)
+        for name in shots:
+            shutil.copy(tmp_path / name, out / name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
@@ -19,17 +20,17 @@ from typer.testing import CliRunner
 try:
     from test_analysis_fixtures import write_folder
     from test_history import _night
-    from test_site import HOSTILE_ID, broken_links
+    from test_site import HOSTILE_ID, article, broken_links
 except ImportError:  # tests/ imported as a package
     from tests.test_analysis_fixtures import write_folder
     from tests.test_history import _night
-    from tests.test_site import HOSTILE_ID, broken_links
+    from tests.test_site import HOSTILE_ID, article, broken_links
 
-from hubsurvey.analysis.badges import badge_files, badge_path, read_badges
+from hubsurvey.analysis.badges import badge_path, read_badges
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.history import since_last_run
-from hubsurvey.analysis.render import num
-from hubsurvey.analysis.site import SHIELDS_ENDPOINT, build_site, dataset_page_path, space_url
+from hubsurvey.analysis.render import num, pct3, when
+from hubsurvey.analysis.site import SHIELDS_ENDPOINT, build_site, dataset_href, space_url
 from hubsurvey.cli import app
 from hubsurvey.core.store import Store, insert, insert_many
 from hubsurvey.survey.clean import clean
@@ -38,6 +39,7 @@ from hubsurvey.survey.clean import clean
 pytestmark = pytest.mark.slow
 
 SITE_URL = "https://example.org/survey"
+RESULTS_URL = "https://example.org/results/resolve/main"
 HOSTILE_MODEL = "m/<b>one</b>\"</td>"
 BENCHMARK = "bench/<i>x</i>"
 T1 = datetime(2026, 11, 30, 1, 2, 3, tzinfo=UTC)
@@ -92,8 +94,17 @@ def tables_of(path: Path) -> Tables:
     return Tables(path.read_text(encoding="utf-8"))
 
 
+def article_tables(site: Path, dataset_id: str) -> Tables:
+    return Tables(article(site, dataset_id))
+
+
 def section(path: Path, name: str) -> str:
     return path.read_text(encoding="utf-8").split(f'id="{name}"')[1].split("</section>")[0]
+
+
+def part(site: Path, dataset_id: str, name: str) -> str:
+    """One part of a dataset's article: its ``<section id="<anchor>-<name>">``."""
+    return re.split(rf'<section id="[^"]*-{name}">', article(site, dataset_id))[1].split("</section>")[0]
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +140,7 @@ def two_nights(tmp_path_factory):
             "tool_version": "0.1.0", "looked_up_at": T1, "run_id": second})
     with Store(db, read_only=True) as store:
         build_site(store, root / "site")
-        build_site(store, root / "served", site_url=SITE_URL + "/")
+        build_site(store, root / "served", site_url=SITE_URL + "/", badges_url=RESULTS_URL)
     return {"db": db, "site": root / "site", "served": root / "served", "first": first, "second": second}
 
 
@@ -148,11 +159,11 @@ def test_the_index_shows_what_changed_since_the_last_run(two_nights):
     # each dataset links to its page
     for row, links in zip(changes, index.links("since-verdicts")):
         (link,) = links
-        assert (site / unquote(link)).resolve() == (site / dataset_page_path(row[0])).resolve()
+        assert link == dataset_href(row[0])
     # the new dataset, its hostile id as text, linked to its page
     assert [r[0] for r in index.rows("since-new")] == [HOSTILE_ID] == [d["dataset_id"] for d in since["new_datasets"]]
     ((link,),) = index.links("since-new")
-    assert (site / unquote(link)).resolve() == (site / dataset_page_path(HOSTILE_ID)).resolve()
+    assert link == dataset_href(HOSTILE_ID)
     html = (site / "index.html").read_text()
     assert "<script>alert" not in html
     # readable without JavaScript: the section is static HTML, before the script tag
@@ -160,27 +171,28 @@ def test_the_index_shows_what_changed_since_the_last_run(two_nights):
     assert f"when run <code>{since['previous_run']['run_id']}</code> ended" in section(site / "index.html", "since")
 
 
-def test_the_site_writes_the_badges_of_the_results_dataset_and_each_page_its_markdown(two_nights):
+def test_each_page_shows_its_badge_and_with_the_badges_url_its_markdown(two_nights):
+    """The site holds no badge file (one per dataset would not fit a Space); each dataset shows its
+    badge, and with --badges-url the markdown of the results dataset's badge file."""
     site, served = two_nights["site"], two_nights["served"]
     with Store(two_nights["db"], read_only=True) as store:
-        files = badge_files(store)
         badges = read_badges(store)
-    assert len(files) == 3
+    assert len(badges) == 3
     for folder in (site, served):
-        assert {p.relative_to(folder).as_posix(): p.read_bytes() for p in (folder / "badges").iterdir()} == files
+        assert not (folder / "badges").exists()
         assert broken_links(folder) == []
     for dataset_id, badge in badges.items():
-        page = section(site / dataset_page_path(dataset_id), "badge")
+        page = article(site, dataset_id)
         assert f"{badge['label']}</span> {badge['message']}" in page.replace("&#34;", '"')
-        assert "--site-url" in page and "img.shields.io" not in page  # no markdown without the site's URL
-        markdown = html.unescape(section(served / dataset_page_path(dataset_id), "badge")
-                                 .split('class="badge-markdown">')[1].split("</code>")[0])
+        assert "img.shields.io" not in page  # no markdown without where the badges are served
+        markdown = html.unescape(article(served, dataset_id).split('class="badge-markdown">')[1].split("</code>")[0])
         assert markdown.startswith(f"![{badge['label']}]({SHIELDS_ENDPOINT}") and markdown.endswith(")")
         endpoint = markdown[len(f"![{badge['label']}]("):-1]
         (file_url,) = parse_qs(urlsplit(endpoint).query)["url"]  # what shields.io fetches
-        assert file_url.startswith(SITE_URL + "/badges/")
-        assert unquote(file_url[len(SITE_URL) + 1:]) == badge_path(dataset_id)  # the file's name, % and all
-        assert (served / unquote(file_url[len(SITE_URL) + 1:])).read_bytes() == files[badge_path(dataset_id)]
+        assert file_url.startswith(RESULTS_URL + "/badges/")
+        assert unquote(file_url[len(RESULTS_URL) + 1:]) == badge_path(dataset_id)  # the file's name, % and all
+        # the page's own URL, in its citable block
+        assert f"page: {SITE_URL}/{dataset_href(dataset_id)}" in html.unescape(article(served, dataset_id))
     assert badges["o/worse"]["message"] == "50%" and badges["o/fixed"]["message"] == "0%"
 
 
@@ -195,30 +207,33 @@ def test_models_that_declare_contaminated_data_on_the_index_and_the_dataset_page
     assert [(r[0], r[1], r[3]) for r in index.rows("exposure")] == [
         (e["model_id"], e["declared_by"], str(e["contaminated_rows"])) for e in exposed]
     assert [r[0] for r in index.rows("exposure")] == [HOSTILE_MODEL, "m/two"]  # hostile text, exactly
-    for path in (site / "index.html", site / dataset_page_path("o/worse")):
-        text = section(path, "exposure")
-        assert "is a declaration" in text and f"{BENCHMARK.replace('<', '&lt;').replace('>', '&gt;')} [default/test]" in text
+    for text in (section(site / "index.html", "exposure"), part(site, "o/worse", "facts")):
+        assert "a declaration" in " ".join(text.split()) and f"{BENCHMARK.replace('<', '&lt;').replace('>', '&gt;')} [default/test]" in text
         assert "<b>" not in text and "<i>" not in text
-    page = tables_of(site / dataset_page_path("o/worse"))
+    page = article_tables(site, "o/worse")
     assert [(r[0], r[3]) for r in page.rows("exposure")] == [(r["model_id"], str(r["n"])) for r in plain]
-    assert 'id="exposure"' not in (site / dataset_page_path("o/fixed")).read_text()  # no model declares it
+    assert 'class="exposure"' not in article(site, "o/fixed")  # no model declares it
 
 
 def test_history_and_fingerprints_are_the_db_rows(two_nights):
     site = two_nights["site"]
     with Store(two_nights["db"], read_only=True) as store:
         for dataset_id in ("o/worse", "o/fixed", HOSTILE_ID):
-            names, rows = store.query("SELECT * FROM history WHERE dataset_id = $d ORDER BY measured_at", {"d": dataset_id})
+            rows = store.records("SELECT * FROM history WHERE dataset_id = $d ORDER BY measured_at", {"d": dataset_id})
             fingerprints = store.records("SELECT fingerprint_train, fingerprint_validation, fingerprint_test "
                                          "FROM current_measurements WHERE dataset_id = $d", {"d": dataset_id})
-            page = tables_of(site / dataset_page_path(dataset_id))
-            assert page.rows("history") == [[num(v) for v in r] for r in rows]
+            page = article_tables(site, dataset_id)
+            assert page.rows("history") == [
+                [r["config"], num(r["label_column"]), r["revision_sha"][:12], when(r["measured_at"]), num(r["run_id"]),
+                 r["verdict"], r["verdict_basis"], pct3(r["near_contaminated_test_pct"]),
+                 pct3(r["normalized_contaminated_test_pct"]), pct3(r["text_test_biased"]), num(r["rows_test"]),
+                 r["tool_version"]] for r in rows]
             assert len(rows) == (1 if dataset_id == HOSTILE_ID else 2)
             (fp,) = fingerprints
             assert fp["fingerprint_train"].startswith("hs1:") and fp["fingerprint_validation"] is None
-            assert page.rows("fingerprints") == [[split, num(fp[f"fingerprint_{split}"])]
-                                                 for split in ("train", "validation", "test")]
-        assert names[:4] == ["dataset_id", "config", "label_column", "revision_sha"]
+            cite = html.unescape(part(site, dataset_id, "cite"))
+            assert "fingerprints: " + ", ".join(f"{s} {num(fp[f'fingerprint_{s}'])}"
+                                                for s in ("train", "validation", "test")) in cite
 
 
 def test_the_clean_split_on_the_dataset_page(two_nights):
@@ -227,24 +242,24 @@ def test_the_clean_split_on_the_dataset_page(two_nights):
         (row,) = store.records("SELECT * FROM clean_test")
     dropped = json.loads(row["dropped"])
     assert (row["rows_test"], row["rows_kept"], dropped["train"], dropped["repeated"]) == (4, 2, 1, 1)
-    page = tables_of(site / dataset_page_path("o/worse"))
+    page = article_tables(site, "o/worse")
     (shown,) = page.rows("clean")
     assert shown[:2] == ["default", "normalized"]
     assert shown[3:9] == [str(row["rows_kept"]), str(row["rows_test"]), *(str(dropped[k]) for k in
                                                                           ("train", "validation", "repeated", "near"))]
     assert shown[9] == row["clean_fingerprint"]
-    text = section(site / dataset_page_path("o/worse"), "clean")
+    text = part(site, "o/worse", "clean")
     assert "hubsurvey clean o/worse --config default --out clean-test" in text
     assert "load_clean_test" not in text  # cleaned from a folder: no pinned Hub revision to load
-    assert 'id="clean"' not in (site / dataset_page_path("o/fixed")).read_text()
+    assert '<table class="clean">' not in article(site, "o/fixed")  # no clean split, no section
 
 
 def test_the_command_takes_the_site_url_and_refuses_a_bad_one(two_nights, tmp_path):
     runner = CliRunner()
     ok = runner.invoke(app, ["site", "--db", str(two_nights["db"]), "--out", str(tmp_path / "s"),
-                             "--site-url", SITE_URL])
+                             "--site-url", SITE_URL, "--badges-url", RESULTS_URL])
     assert ok.exit_code == 0, ok.output
-    assert "img.shields.io/endpoint?url=https%3A%2F%2Fexample.org" in (tmp_path / "s" / dataset_page_path("o/worse")).read_text()
+    assert "img.shields.io/endpoint?url=https%3A%2F%2Fexample.org%2Fresults" in article(tmp_path / "s", "o/worse")
     bad = runner.invoke(app, ["site", "--db", str(two_nights["db"]), "--out", str(tmp_path / "t"),
                               "--site-url", "javascript:alert(1)"])
     assert bad.exit_code == 2 and "--site-url must be an http(s) URL" in bad.output

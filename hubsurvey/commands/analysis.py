@@ -19,7 +19,7 @@ from hubsurvey.analysis.crossleaks import find_cross_rows, pair_overlaps, render
 from hubsurvey.analysis.examples import find_examples, render_examples, resolve_dataset
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.commands.common import open_results, write_records, write_rows
-from hubsurvey.commands.options import Format, ReadDb, at_least, output_format
+from hubsurvey.commands.options import MAX_COUNT, Format, ReadDb, at_least, output_format
 from hubsurvey.core.errors import BadInputError, UsageError
 from hubsurvey.core.store import DEFAULT_DB, Store
 
@@ -70,7 +70,7 @@ def show(
     split, its first row positions and, for conflicts, the labels.
     """
     fmt = output_format(fmt)
-    at_least("--limit", limit, 0)
+    at_least("--limit", limit, 0, MAX_COUNT)
     shown = limit or None  # 0: every stored example
     with open_results(db) as store:
         if source is not None:

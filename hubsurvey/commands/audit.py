@@ -29,7 +29,18 @@ from huggingface_hub.errors import HfHubHTTPError
 from hubsurvey.analysis.verdicts import ConfigVerdict, dataset_verdict
 from hubsurvey.commands.beside import beside_json, render_beside
 from hubsurvey.commands.common import format_csv
-from hubsurvey.commands.options import Benchmarks, Db, Examples, Format, Json, NoNear, Roles, at_least, output_format
+from hubsurvey.commands.options import (
+    MAX_COUNT,
+    Benchmarks,
+    Db,
+    Examples,
+    Format,
+    Json,
+    NoNear,
+    Roles,
+    at_least,
+    output_format,
+)
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, HubError, HubsurveyError, one_line
 from hubsurvey.core.hub import HubClient, is_transient
@@ -67,7 +78,7 @@ def audit(
     one line per split and benchmark).
     """
     fmt = output_format(fmt, as_json)
-    at_least("--examples", examples, 0)
+    at_least("--examples", examples, 0, MAX_COUNT)
     if target is None:
         target = str(write_sample(Path(tempfile.gettempdir()) / "hubsurvey-sample" / "hubsurvey__sample-reviews"))
         if fmt == "table":

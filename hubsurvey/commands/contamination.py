@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from hubsurvey.commands.common import hub_client
-from hubsurvey.commands.options import HUB, Benchmarks, Db, takes
+from hubsurvey.commands.options import HUB, MAX_WORKERS, Benchmarks, Db, at_least, takes
 from hubsurvey.core.errors import ExitCode, StoreError
 from hubsurvey.core.options import HubOptions
 from hubsurvey.core.store import DEFAULT_DB
@@ -16,7 +16,7 @@ from hubsurvey.core.store import DEFAULT_DB
 Recheck = Annotated[bool, typer.Option(
     "--recheck", help="Check every surveyed config again, also those already checked against these benchmarks")]
 ConfigWorkers = Annotated[int | None, typer.Option(
-    "--workers", help="Configs downloaded and checked at a time (default: one per core)", min=1)]
+    "--workers", help="Configs downloaded and checked at a time (default: one per core)")]
 
 
 @takes(hub=HUB)
@@ -35,6 +35,7 @@ def contamination(
     """
     from hubsurvey.survey.contamination_check import run_contamination  # lazy: keeps `hubsurvey --help` fast
 
+    at_least("--workers", workers, 1, MAX_WORKERS)  # before the DB: a bad option is refused first
     if not Path(db).is_file():  # nothing surveyed: never create an empty DB
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
     client = hub_client(hub)

@@ -10,7 +10,7 @@ import typer
 
 from hubsurvey.commands.common import hub_client
 from hubsurvey.commands.options import FILTERS, HUB, Db, takes
-from hubsurvey.core.options import HubOptions, unlimited_if_zero
+from hubsurvey.core.options import MAX_HOURS, HubOptions, unlimited_if_zero
 from hubsurvey.core.store import DEFAULT_DB, Store
 from hubsurvey.crawler.rules import CrawlFilters
 
@@ -40,7 +40,7 @@ def crawl(
     from hubsurvey.crawler.crawl import crawl as run_crawl
     from hubsurvey.progress import CrawlProgress, quiet_hub_bars
 
-    max_hours = unlimited_if_zero("--max-hours", max_hours)
+    max_hours = unlimited_if_zero("--max-hours", max_hours, MAX_HOURS)
     client = hub_client(hub)
     with Store(db) as store, quiet_hub_bars(), CrawlProgress() as bar:
         summary = run_crawl(store, client, filters, progress=bar,  # records its own runs row

@@ -9,7 +9,7 @@ import typer
 
 from hubsurvey.analysis.crossleaks import crossleaks as run_crossleaks
 from hubsurvey.commands.common import format_table
-from hubsurvey.commands.options import CopyThreshold, Db, at_least, positive
+from hubsurvey.commands.options import MAX_COUNT, MAX_MB, CopyThreshold, Db, at_least, positive
 from hubsurvey.core.errors import StoreError
 from hubsurvey.core.options import share
 from hubsurvey.core.runs import Runs
@@ -29,8 +29,8 @@ def crossleaks(
     dataset_families tables. `run` does this at its end unless --no-crossleaks.
     """
     share("--copy-threshold", copy_threshold)
-    positive("--memory-mb", memory_mb)
-    at_least("--top", top, 0)
+    positive("--memory-mb", memory_mb, MAX_MB)
+    at_least("--top", top, 0, MAX_COUNT)
     if not Path(db).is_file():
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
     with Store(db) as store:

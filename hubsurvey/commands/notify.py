@@ -9,9 +9,10 @@ import typer
 
 from hubsurvey.analysis.notify import notify as run_notify
 from hubsurvey.analysis.notify import read_list
-from hubsurvey.commands.options import Db, at_least
+from hubsurvey.commands.options import MAX_COUNT, Db, at_least, percentage
 from hubsurvey.core.errors import StoreError
 from hubsurvey.core.hub import HubClient
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.runs import Runs
 from hubsurvey.core.store import DEFAULT_DB, Store
 
@@ -41,8 +42,9 @@ def notify(
     Never posts twice for one revision (the notifications table and the Hub's own discussions list),
     nor on gated, private, denied or opted-out datasets (card tag hubsurvey-opt-out).
     """
-    at_least("--max", max_posts, 0)
-    at_least("--min-contaminated", min_contaminated, 0)
+    at_least("--max", max_posts, 0, MAX_COUNT)
+    percentage("--min-contaminated", min_contaminated)
+    output_folder(out)
     allowed, denied = read_list(allow), read_list(deny) or []
     if not Path(db).is_file():
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")

@@ -29,7 +29,10 @@ from hubsurvey.core.options import (
     COPY_THRESHOLD_HELP,
     DEFAULT_REPORT_DIR,
     EXAMPLES_HELP,
+    MAX_COUNT,
+    MAX_MB,
     MAX_MODELS_HELP,
+    MAX_WORKERS,
     NO_NEAR_HELP,
     ROLES_HELP,
     Flag,
@@ -37,12 +40,14 @@ from hubsurvey.core.options import (
     at_least,
     command_line_default,
     field_value,
+    percentage,
     positive,
     unlimited_if_zero,
 )
 from hubsurvey.crawler.rules import CrawlFilters
 
-__all__ = ["DEFAULT_REPORT_DIR", "FILTERS", "HUB", "HUB_API", "OptionGroup", "at_least", "positive", "takes", "unlimited_if_zero"]
+__all__ = ["DEFAULT_REPORT_DIR", "FILTERS", "HUB", "HUB_API", "MAX_COUNT", "MAX_MB", "MAX_WORKERS", "OptionGroup", "at_least",
+           "percentage", "positive", "takes", "unlimited_if_zero"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=Callable[..., Any])
@@ -60,7 +65,7 @@ CopyThreshold = Annotated[float, typer.Option("--copy-threshold", help=COPY_THRE
 NoNear = Annotated[bool, typer.Option("--no-near", help=NO_NEAR_HELP)]
 Roles = Annotated[Path | None, typer.Option("--roles", help=ROLES_HELP)]
 Benchmarks = Annotated[str | None, typer.Option("--benchmarks", metavar="FILE", help=BENCHMARKS_HELP)]
-MaxModels = Annotated[int, typer.Option("--max-models", min=1, help=MAX_MODELS_HELP)]
+MaxModels = Annotated[int, typer.Option("--max-models", help=MAX_MODELS_HELP)]
 
 
 # --- options declared on dataclass fields, as groups ---------------------------------------------------

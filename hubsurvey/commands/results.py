@@ -20,9 +20,10 @@ from hubsurvey.analysis.publish import publish as run_publish
 from hubsurvey.analysis.report import render_report
 from hubsurvey.analysis.site import publish_site as run_publish_site
 from hubsurvey.commands.common import open_results
-from hubsurvey.commands.options import DEFAULT_REPORT_DIR, ReadDb, at_least
+from hubsurvey.commands.options import DEFAULT_REPORT_DIR, MAX_COUNT, ReadDb, at_least
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.hub import HubClient
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.store import DEFAULT_DB
 
 
@@ -32,7 +33,8 @@ def report(
     top: Annotated[int, typer.Option("--top", help="How many rows the 'top test bias' table lists")] = 20,
 ) -> None:
     """Render the findings as REPORT.md and a self-contained report.html."""
-    at_least("--top", top, 1)
+    at_least("--top", top, 1, MAX_COUNT)
+    output_folder(out)  # before the DB: a file named as the folder is refused first
     with open_results(db) as store:
         try:
             paths = render_report(store, out, top_n=top)
@@ -50,6 +52,7 @@ def export(
         "--overwrite", help="Use a non-empty folder: first remove the files hubsurvey wrote there")] = False,
 ) -> None:
     """Export the results as Parquet (NULL stays null) and CSV (NULL written NR)."""
+    output_folder(out)  # before the DB: a file named as the folder is refused first
     with open_results(db) as store:
         try:
             paths = export_results(store, out, lle_compat=lle_compat, overwrite=overwrite)
@@ -72,6 +75,8 @@ def publish(
         "--site", help="Publish the static site (`hubsurvey site`) to the static Space --repo instead")] = False,
 ) -> None:
     """Build the results dataset (Parquet, CSV, card) and, with --push, upload it in one commit."""
+    if out is not None:
+        output_folder(out)  # before the DB: a file named as the folder is refused first
     if site:
         publish_site(repo, push=push, private=private, db=db, out=out)
         return

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from hubsurvey.commands.common import hub_client
-from hubsurvey.commands.options import HUB_API, Db, MaxModels, takes
+from hubsurvey.commands.options import HUB_API, MAX_COUNT, Db, MaxModels, at_least, takes
 from hubsurvey.core.errors import ExitCode, StoreError
 from hubsurvey.core.options import HubOptions
 from hubsurvey.core.steps import RunOptions
@@ -35,6 +35,7 @@ def scores(
     """
     from hubsurvey.survey.scores import run_scores  # lazy: keeps `hubsurvey --help` fast
 
+    at_least("--max-models", max_models, 1, MAX_COUNT)  # before the DB: a bad option is refused first
     if not Path(db).is_file():  # nothing surveyed: never create an empty DB
         raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
     client = hub_client(hub)

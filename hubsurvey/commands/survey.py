@@ -28,7 +28,9 @@ from hubsurvey.commands.options import (
 from hubsurvey.core.errors import ExitCode, UsageError
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.options import HubOptions
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.safety import json_text
+from hubsurvey.core.settings import online_on_loopback
 from hubsurvey.core.status import status as db_status
 from hubsurvey.core.steps import RunOptions
 from hubsurvey.core.store import DEFAULT_DB
@@ -178,6 +180,11 @@ def demo(
 
     db = db or DEMO_DIR / "results.duckdb"
     report_dir = report_dir or DEMO_DIR / "report"
+    # every option is checked before anything is generated, served or written
+    output_folder(db.parent, "--db")
+    if hub_dir is not None:
+        output_folder(hub_dir, "--hub-dir")
+    RUN.value({"workers": workers, "report_dir": report_dir})
     db.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hubsurvey-demo-") as tmp:
         root = generate_minihub((hub_dir or Path(tmp)) / "hub", seed=0, score_models=True)
@@ -189,7 +196,8 @@ def demo(
             f"[[benchmark]]\nid = {json.dumps(b['id'])}\nconfig = {json.dumps(b['config'])}\n"
             f"split = {json.dumps(b['split'])}\ntext_columns = {json.dumps(b['text_columns'])}\n\n" for b in BENCHMARKS))
         options = RUN.value({"workers": workers, "report_dir": report_dir, "benchmarks": str(bench_file)})
-        with StandinHub(root) as hub:
+        # HF_HUB_OFFLINE forbids the network; the stand-in is served on loopback, which is none
+        with StandinHub(root) as hub, online_on_loopback(hub.url):
             typer.echo(f"mini-hub generated at {root} and served at {hub.url}")
             # The stand-in is local: no pacing needed. Its files go to a cache of their own, removed at the end.
             client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=Path(tmp) / "hf-cache")

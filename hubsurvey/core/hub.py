@@ -144,6 +144,8 @@ def _as_hub_fault(exc: BaseException, what: str) -> HubFaultError | None:
     """A Hub fault for an answer that is no valid answer (raised inside a call), else None."""
     if isinstance(exc, json.JSONDecodeError):
         return HubFaultError(f"{what}: the Hub's answer is not valid JSON ({exc.msg} at char {exc.pos})")
+    if isinstance(exc, RecursionError):  # the transport bounds JSON's nesting; whatever else nests without end is the answer's
+        return HubFaultError(f"{what}: the Hub's answer nests without end ({(str(exc).splitlines() or [''])[0]})")
     if isinstance(exc, httpx2.TooManyRedirects):
         return HubFaultError(f"{what}: the Hub's answers redirect in a loop (more than {MAX_REDIRECTS} redirects)")
     if isinstance(exc, httpx2.DecodingError):

@@ -12,6 +12,7 @@ overrides of :class:`~hubsurvey.core.settings.Settings`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from pathlib import Path
@@ -90,39 +91,88 @@ def field_value(how: Flag, value: Any) -> Any:
 
 
 # --- checks: one line and exit 2 --------------------------------------------------------------------
+# Every number a command takes goes through these: NaN and the infinities are refused everywhere (a
+# comparison with NaN is always false, so a range check alone would let it through), and each option
+# has a largest value beyond which it means nothing (or breaks the arithmetic of time, processes and SQL).
 
-def at_least(name: str, value: float | int | None, minimum: float | int) -> None:
-    """Refuse ``value`` below ``minimum`` (None means: not given)."""
+#: the largest count an option takes (rows, examples, messages, models, datasets listed): SQL's BIGINT holds it
+MAX_COUNT = 2**53
+#: the largest number of local processes or threads
+MAX_WORKERS = 1024
+#: the largest time limit in seconds (a year) or hours (ten years): a sleep or a clock cannot go further
+MAX_SECONDS, MAX_HOURS = 365 * 86_400.0, 10 * 365 * 24.0
+#: the largest memory or cache size, in MB or GB (a petabyte, an exabyte)
+MAX_MB = 2**30
+#: the largest fixed pace, in requests a second
+MAX_RATE = 1e6
+
+
+def finite(name: str, value: float | int | None, maximum: float | int | None = None) -> None:
+    """Refuse NaN, the infinities and (given ``maximum``) a value above it; None means: not given."""
+    if value is None:
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(f"{name} must be a finite number, not {value}")
+    if maximum is not None and value > maximum:
+        raise UsageError(f"{name} must be at most {maximum:g}, not {value:g}")
+
+
+def at_least(name: str, value: float | int | None, minimum: float | int, maximum: float | int | None = None) -> None:
+    """Refuse ``value`` below ``minimum``, above ``maximum``, or not finite (None means: not given)."""
+    finite(name, value, maximum)
     if value is not None and value < minimum:
         raise UsageError(f"{name} must be at least {minimum}, not {value}")
 
 
-def positive(name: str, value: float | int | None) -> None:
+def positive(name: str, value: float | int | None, maximum: float | int | None = None) -> None:
+    finite(name, value, maximum)
     if value is not None and value <= 0:
         raise UsageError(f"{name} must be greater than 0, not {value}")
 
 
-def unlimited_if_zero(name: str, value: float | int | None) -> float | int | None:
-    """``0`` means no limit (None); a negative value is refused."""
-    at_least(name, value, 0)
+def percentage(name: str, value: float | None) -> None:
+    """A percentage: between 0 and 100."""
+    finite(name, value)
+    if value is not None and not 0 <= value <= 100:
+        raise UsageError(f"{name} is a percentage: between 0 and 100, not {value:g}")
+
+
+def unlimited_if_zero(name: str, value: float | int | None, maximum: float | int | None = None) -> float | int | None:
+    """``0`` means no limit (None); a negative or non-finite value is refused."""
+    at_least(name, value, 0, maximum)
     return value or None
 
 
-def minimum(low: float | int) -> Parse:
-    """A check: at least ``low``."""
+def minimum(low: float | int, high: float | int | None = None) -> Parse:
+    """A check: at least ``low`` (and at most ``high``), finite."""
     def check(name: str, value: Any) -> Any:
-        at_least(name, value, low)
+        at_least(name, value, low, high)
         return value
     return check
 
 
-def greater_than_zero(name: str, value: Any) -> Any:
-    positive(name, value)
+def greater_than_zero(name: str, value: Any, maximum: float | int | None = None) -> Any:
+    positive(name, value, maximum)
     return value
+
+
+def more_than_zero(high: float | int) -> Parse:
+    """A check: greater than 0 and at most ``high``, finite."""
+    def check(name: str, value: Any) -> Any:
+        return greater_than_zero(name, value, high)
+    return check
+
+
+def zero_or_up_to(high: float | int) -> Parse:
+    """A check for a limit where 0 means none: at least 0, at most ``high``, finite; 0 becomes None."""
+    def check(name: str, value: Any) -> Any:
+        return unlimited_if_zero(name, value, high)
+    return check
 
 
 def share(name: str, value: float | None) -> float | None:
     """A share of rows: in (0, 1]."""
+    finite(name, value)
     if value is not None and not 0 < value <= 1:
         raise UsageError(f"{name} must be greater than 0 and at most 1, not {value}")
     return value
@@ -149,16 +199,16 @@ class HubOptions:
 
     rate: float | None = field(default=None, metadata=flag(
         "--rate", f"A fixed pace of API requests per second instead of the quota (0: unpaced) {_QUOTA}",
-        parse=minimum(0)))
+        parse=minimum(0, MAX_RATE)))
     file_rate: float | None = field(default=None, metadata=flag(
         "--file-rate", f"A fixed pace of file requests per second instead of the quota (0: unpaced) {_QUOTA}",
-        parse=minimum(0)))
+        parse=minimum(0, MAX_RATE)))
     plan: str | None = field(default=None, metadata=flag(
         "--plan", "The Hub plan whose quota pacing starts from: anonymous, free or pro "
         "[default: $HUBSURVEY_PLAN, else free with a token, anonymous without]", parse=one_of(PLANS)))
     deadline: float | None = field(default=None, metadata=flag(
         "--deadline", "Seconds one Hub request may take, over its connect, reads and retries "
-        "[default: $HUBSURVEY_DEADLINE or 60]", parse=greater_than_zero))
+        "[default: $HUBSURVEY_DEADLINE or 60]", parse=more_than_zero(MAX_SECONDS)))
 
     def overrides(self) -> dict[str, Any]:
         """The keyword arguments of :meth:`Settings.from_env`."""

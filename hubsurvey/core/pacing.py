@@ -40,6 +40,21 @@ class QuotaState:
     window: float | None = None
 
 
+#: the largest value each quota parameter may take to be used: a count is a float's whole numbers,
+#: a wait no longer than a day (the Hub's window is 5 minutes; a sleep far longer cannot even be asked for)
+_COUNT_MAX, _SECONDS_MAX = float(2**53), 86_400.0
+
+
+def _header_number(text: str, maximum: float) -> float | None:
+    """A parameter's value, or None when it is no usable number (malformed, NaN, infinite, negative,
+    above ``maximum``): ignored, as if not sent."""
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if 0.0 <= number <= maximum else None  # False for NaN
+
+
 def parse_ratelimit(headers: Mapping[str, str]) -> dict[str, QuotaState]:
     """The buckets named in ``RateLimit`` and ``RateLimit-Policy``, by bucket name.
 
@@ -48,8 +63,8 @@ def parse_ratelimit(headers: Mapping[str, str]) -> dict[str, QuotaState]:
     ``"fixed window"`` names the kind of window, not a bucket).
     """
     found: dict[str, dict[str, float]] = {}
-    for header, keys in (("RateLimit", {"r": "remaining", "t": "reset_in"}),
-                         ("RateLimit-Policy", {"q": "quota", "w": "window"})):
+    for header, keys in (("RateLimit", {"r": ("remaining", _COUNT_MAX), "t": ("reset_in", _SECONDS_MAX)}),
+                         ("RateLimit-Policy", {"q": ("quota", _COUNT_MAX), "w": ("window", _SECONDS_MAX)})):
         for item in (headers.get(header) or "").split(","):
             tokens = [t.strip() for t in item.split(";")]
             names = [t.strip('"') for t in tokens if t.startswith('"') and t.strip('"') != "fixed window"]
@@ -58,11 +73,8 @@ def parse_ratelimit(headers: Mapping[str, str]) -> dict[str, QuotaState]:
             entry = found.setdefault(names[-1], {})
             for token in tokens:
                 key, _, value = token.partition("=")
-                if key in keys:
-                    try:
-                        entry[keys[key]] = float(value)
-                    except ValueError:  # a malformed parameter is ignored, as if not sent
-                        continue
+                if key in keys and (number := _header_number(value, keys[key][1])) is not None:
+                    entry[keys[key][0]] = number
     return {
         name: QuotaState(
             name,

@@ -34,7 +34,6 @@ An override file (TOML) takes precedence over inference, per dataset and config:
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import tomllib
@@ -46,6 +45,7 @@ from typing import Any
 import pyarrow as pa
 
 from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.safety import loads_bounded, read_text_file
 
 ID_NAMES = {"id", "idx", "index", "guid", "uuid", "key", "__index_level_0__"}
 ID_SUFFIXES = ("_id", "_idx", "_uuid", "_guid")
@@ -147,8 +147,8 @@ def features_from_arrow(schema: pa.Schema) -> dict[str, Any]:
     meta = schema.metadata or {}
     if b"huggingface" in meta:
         try:
-            info = json.loads(meta[b"huggingface"])
-        except (ValueError, UnicodeDecodeError):
+            info = loads_bounded(meta[b"huggingface"])
+        except (ValueError, UnicodeDecodeError):  # not JSON, or nested deeper than any real features
             info = None
         feats = info.get("info", {}).get("features") if isinstance(info, dict) and isinstance(info.get("info"), dict) else None
         if isinstance(feats, dict):
@@ -230,8 +230,8 @@ class RoleOverrides:
         if path is None:
             return cls()
         try:
-            return cls(tomllib.loads(Path(path).read_text(encoding="utf-8")))
-        except (OSError, tomllib.TOMLDecodeError) as e:
+            return cls(tomllib.loads(read_text_file(path, "roles file", BadInputError)))
+        except tomllib.TOMLDecodeError as e:
             raise BadInputError(f"roles file {path}: {e}") from None
 
     def _entry(self, dataset_id: str, config: str) -> Mapping[str, Any] | None:

@@ -16,6 +16,7 @@ Three rules, each applied in one place:
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import dataclasses
 import json
@@ -23,7 +24,10 @@ import math
 import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from hubsurvey.core import errors
 
@@ -43,6 +47,18 @@ def visible(text: str, *, one_line: bool = False) -> str:
     """``text`` with its control characters written out (``\\x1b``, ``\\u202e``); tab and newline kept
     unless ``one_line``."""
     return (_CONTROL_ONE_LINE if one_line else _CONTROL).sub(_escape, text)
+
+
+# What XML 1.0 forbids in a document (its Char production), lone surrogates and U+FFFE/U+FFFF
+# included; visible() leaves most of these as they are, and a strict parser rejects the whole file.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` as one line an XML 1.0 document can hold: control characters written out as by
+    :func:`visible`, and every other character XML forbids (U+FFFE, U+FFFF, a lone surrogate) as a
+    ``\\u`` escape. The serializer then escapes ``<``, ``&`` and quotes."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", visible(text, one_line=True))
 
 
 def has_control(text: str) -> bool:
@@ -95,6 +111,39 @@ class VisibleStream:
 def unfiltered(stream: Any) -> Any:
     """The stream below a :class:`VisibleStream` (any other stream as it is)."""
     return getattr(stream, "unfiltered", stream)
+
+
+# --- small text files: lists and settings an operator gives ---------------------------------------
+
+#: the most a list or settings file may hold: far more than any real one (a list of every Hub
+#: dataset is about 30 MB), and a bound on ``--allow /dev/zero``
+MAX_TEXT_FILE_BYTES = 64 * 2**20
+
+
+def read_text_file(path: str | Path, what: str, error: type[errors.HubsurveyError] = errors.UsageError,
+                   limit: int | None = None) -> str:
+    """A list or settings file as text, read as an editor may have saved it: UTF-8 with or without
+    a byte order mark (or UTF-16 with one), any line ends. ``error`` (exit 2) names the file when it
+    cannot be read, is larger than ``limit`` (``/dev/zero`` is refused, not read forever), or holds
+    NUL bytes (not a text file). ``limit`` defaults to :data:`MAX_TEXT_FILE_BYTES`."""
+    limit = MAX_TEXT_FILE_BYTES if limit is None else limit
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+    except OSError as e:
+        raise error(f"{path}: cannot read the {what}: {e.strerror or e}") from None
+    if len(raw) > limit:
+        raise error(f"{path}: the {what} is larger than {limit // 2**20} MB: not a {what}")
+    try:
+        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            text = raw.decode("utf-16")
+        else:
+            text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: the {what} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    if "\x00" in text:
+        raise error(f"{path}: the {what} holds NUL bytes: not a text file")
+    return text
 
 
 # --- secrets ------------------------------------------------------------------------------------
@@ -176,6 +225,36 @@ def json_text(value: Any, **options: Any) -> str:
     text = json.dumps(finite(value), allow_nan=False, **options)
     # json escapes C0 itself; C1 and the bidi controls are valid raw in JSON strings but not on a terminal
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+#: the deepest nesting of lists and objects a JSON answer (or metadata) may have: real ones (the Hub's
+#: listings, dataset infos, trees, HF features) nest a few levels; Python's parser fails past ~1000
+MAX_JSON_DEPTH = 100
+# a JSON string (its escapes included) and every byte that is not a bracket: what depth does not see
+_JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+
+
+def json_depth(text: bytes) -> int:
+    """The deepest nesting of lists and objects in a JSON text, without parsing it (strings and
+    their escapes skipped), in a few passes at C speed: a streamed answer is checked whole."""
+    brackets = _JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    steps = np.frombuffer(brackets.translate(_BRACKET_STEPS), dtype=np.int8).astype(np.int64)
+    return int(np.cumsum(steps).max())
+
+
+def loads_bounded(text: str | bytes, limit: int | None = None) -> Any:
+    """``json.loads`` of a text from outside (a Hub answer, file metadata), refused with
+    ``ValueError`` when it nests deeper than ``limit`` (:data:`MAX_JSON_DEPTH`) levels: parsing it
+    (or walking it) would end in a RecursionError."""
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    limit = MAX_JSON_DEPTH if limit is None else limit
+    if json_depth(raw) > limit:
+        raise ValueError(f"JSON nested deeper than {limit} levels")
+    return json.loads(text)
 
 
 @contextlib.contextmanager

@@ -25,11 +25,15 @@ The environment variables (the command line wins over each):
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from hubsurvey.core.errors import UsageError, register_secret
 
@@ -67,6 +71,8 @@ def _positive_float(environ: Mapping[str, str], name: str, default: float) -> fl
         number = float(value)
     except ValueError:
         raise SettingsError(f"{name}={value!r}: not a number") from None
+    if not math.isfinite(number):
+        raise SettingsError(f"{name}={value!r}: must be a finite number")
     if number <= 0:
         raise SettingsError(f"{name}={value!r}: must be more than 0")
     return number
@@ -86,6 +92,45 @@ def register_token(environ: Mapping[str, str] | None = None) -> None:
     every command does this first, so even one that never talks to the Hub scrubs it."""
     env = os.environ if environ is None else environ
     register_secret(env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN"))
+
+
+#: the variables that put huggingface_hub (and datasets) in offline mode: no request at all
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
+def is_loopback(endpoint: str) -> bool:
+    """Whether ``endpoint``'s host is this machine: ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    host = urlsplit(endpoint).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: only localhost is known to be this machine
+        return False
+
+
+@contextlib.contextmanager
+def online_on_loopback(endpoint: str) -> Iterator[None]:
+    """Inside the block, offline mode is lifted for this process and the processes it starts, for a
+    Hub served on this machine (``endpoint`` on loopback): offline mode means no network, and a Hub
+    on loopback is none. The demo's Hub is the stand-in it serves itself. Another endpoint is
+    refused (:class:`SettingsError`, exit 2) before anything is done."""
+    if not is_loopback(endpoint):
+        raise SettingsError(f"{endpoint}: not on loopback; offline mode cannot be lifted for it")
+    # lazy: reading the settings never imports huggingface_hub; only the demo lifts offline mode
+    from huggingface_hub import constants
+
+    saved, offline = {name: os.environ.get(name) for name in OFFLINE_VARIABLES}, constants.HF_HUB_OFFLINE
+    for name in OFFLINE_VARIABLES:
+        os.environ.pop(name, None)  # worker processes read it when they import huggingface_hub
+    constants.HF_HUB_OFFLINE = False  # this process read it when it imported huggingface_hub
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = offline
+        for name, value in saved.items():
+            if value is not None:
+                os.environ[name] = value
 
 
 def default_cache_dir(environ: Mapping[str, str]) -> Path:

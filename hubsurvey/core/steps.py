@@ -25,15 +25,21 @@ from hubsurvey.core.options import (
     COPY_THRESHOLD_HELP,
     DEFAULT_REPORT_DIR,
     EXAMPLES_HELP,
+    MAX_COUNT,
+    MAX_HOURS,
+    MAX_MB,
     MAX_MODELS_HELP,
+    MAX_SECONDS,
+    MAX_WORKERS,
     NO_NEAR_HELP,
     ROLES_HELP,
     flag,
-    greater_than_zero,
     minimum,
+    more_than_zero,
     share,
-    unlimited_if_zero,
+    zero_or_up_to,
 )
+from hubsurvey.core.outputs import output_folder
 from hubsurvey.core.runs import RunStatus
 from hubsurvey.core.settings import Settings
 from hubsurvey.core.store import Store
@@ -55,6 +61,11 @@ def _error_classes(_name: str, values: list[str] | None) -> tuple[str, ...] | No
     return () if "all" in values else tuple(values)
 
 
+def _output_folder(name: str, value: Path | None) -> Path | None:
+    """A folder the run writes into: checked when the command line is read, not after the whole crawl."""
+    return None if value is None else output_folder(value, name)
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """A run's options (``hubsurvey run``), one field each; recorded with the run (:meth:`as_json`).
@@ -65,9 +76,9 @@ class RunOptions:
     """
 
     workers: int | None = field(default=None, metadata=flag(
-        "--workers", "Local worker processes (default: one per core)", parse=minimum(1)))
+        "--workers", "Local worker processes (default: one per core)", parse=minimum(1, MAX_WORKERS)))
     max_hours: float | None = field(default=None, metadata=flag(
-        "--max-hours", "Stop taking new jobs after this long (0: no limit)", parse=unlimited_if_zero))
+        "--max-hours", "Stop taking new jobs after this long (0: no limit)", parse=zero_or_up_to(MAX_HOURS)))
     # where jobs run: a name of hubsurvey.survey.executors.EXECUTORS (the command line's default:
     # the executor whose option is given, else local; checked there)
     executor: str = field(default="local", metadata=flag(
@@ -76,12 +87,12 @@ class RunOptions:
     # the chosen executor's options, by name (``--dask ADDR``: {"dask": ADDR}); declared by each executor
     executor_options: Mapping[str, Any] = field(default_factory=dict)
     job_timeout: float = field(default=1800.0, metadata=flag(
-        "--job-timeout", "Seconds one job may take (local workers)", parse=greater_than_zero))
+        "--job-timeout", "Seconds one job may take (local workers)", parse=more_than_zero(MAX_SECONDS)))
     memory_mb: int = field(default=4096, metadata=flag(
-        "--memory-mb", "Memory ceiling of one local worker, MB", parse=greater_than_zero))
+        "--memory-mb", "Memory ceiling of one local worker, MB", parse=more_than_zero(MAX_MB)))
     max_attempts: int = 3  # attempts of one job in one run (not on the command line)
     report_dir: Path | None = field(default=None, metadata=flag(
-        "--report-dir", "Where the refreshed report goes", type=Path, default=DEFAULT_REPORT_DIR))
+        "--report-dir", "Where the refreshed report goes", type=Path, default=DEFAULT_REPORT_DIR, parse=_output_folder))
     roles_file: str | None = field(default=None, metadata=flag(
         "--roles", ROLES_HELP, type=Path | None, parse=_text))
     crawl: bool = True  # list the Hub first (False: measure what is queued; not on the command line)
@@ -94,10 +105,10 @@ class RunOptions:
         "--cache-dir", "The survey's download cache [default: $HUBSURVEY_CACHE_DIR or ~/.cache/hubsurvey/hub]"))
     max_cache_gb: float = field(default=20.0, metadata=flag(
         "--max-cache-gb", "The cache never holds more than this many GB; a larger job fails (too_large_for_cache)",
-        parse=greater_than_zero))
+        parse=more_than_zero(MAX_MB)))
     keep_cache: bool = field(default=False, metadata=flag(
         "--keep-cache", "Keep each job's downloaded files after measuring"))
-    examples: int = field(default=DEFAULT_EXAMPLES, metadata=flag("--examples", EXAMPLES_HELP, parse=minimum(0)))
+    examples: int = field(default=DEFAULT_EXAMPLES, metadata=flag("--examples", EXAMPLES_HELP, parse=minimum(0, MAX_COUNT)))
     near: bool = field(default=True, metadata=flag("--no-near", NO_NEAR_HELP, negated=True))
     crossleaks: bool = field(default=True, metadata=flag(
         "--no-crossleaks", "Skip the leaks-across-datasets step at the end (`hubsurvey crossleaks` runs it alone)",
@@ -108,7 +119,7 @@ class RunOptions:
     exposure: bool = field(default=True, metadata=flag(
         "--no-exposure", "Skip listing the models that declare the contaminated datasets (`hubsurvey exposure` runs it alone)",
         negated=True))
-    max_models: int = field(default=100, metadata=flag("--max-models", MAX_MODELS_HELP, min=1))
+    max_models: int = field(default=100, metadata=flag("--max-models", MAX_MODELS_HELP, parse=minimum(1, MAX_COUNT)))
     scores: bool = field(default=True, metadata=flag(
         "--no-scores", "Skip reading the scores the surveyed datasets' models report (`hubsurvey scores` runs it alone)",
         negated=True))

@@ -36,6 +36,7 @@ from typing import Any
 import httpx2
 
 from hubsurvey.core.errors import HubFaultError, HubUnreachableError
+from hubsurvey.core.safety import MAX_JSON_DEPTH, json_depth
 
 MAX_REDIRECTS = 10
 INFLATE_STEP = 1 << 20  # bytes inflated at a time: a bomb is caught after at most this much more
@@ -125,6 +126,11 @@ class _GuardedStream(httpx2.SyncByteStream):
         started = self._limits.clock()
         arrivals: deque[tuple[float, int]] = deque()
         decoded = 0
+        # An API answer that is JSON is held whole (huggingface_hub parses it whole anyway) to check
+        # its nesting before it is given: one deeper than any real answer is a Hub fault, not a
+        # RecursionError in the parser. Anything else (a file, an HTML page) flows as it arrives.
+        held: list[bytes] | None = [] if self._cap is not None else None
+        is_json: bool | None = None
         for chunk in self._raw:
             arrivals.append((self._limits.clock(), len(chunk)))
             for out in self._inflate(chunk):
@@ -133,15 +139,33 @@ class _GuardedStream(httpx2.SyncByteStream):
                     raise HubFaultError(
                         f"{self._request.url.copy_with(query=None)}: the answer is larger than "
                         f"{self._cap / 2**20:.0f} MB{' once decompressed' if self._decoder else ''} (a Hub fault)")
-                yield out
+                if held is None:
+                    yield out
+                    continue
+                held.append(out)
+                if is_json is None and (head := out.lstrip()[:1]):
+                    is_json = head in (b"[", b"{")
+                if is_json is False:
+                    yield b"".join(held)
+                    held = None
             self._check_time(started, arrivals)
         if self._decoder is not None:
             tail = self._decoder.flush()
             if self._cap is not None and decoded + len(tail) > self._cap:
                 raise HubFaultError(f"{self._request.url.copy_with(query=None)}: the answer is larger than "
                                     f"{self._cap / 2**20:.0f} MB once decompressed (a Hub fault)")
-            if tail:
+            if tail and held is not None:
+                held.append(tail)
+            elif tail:
                 yield tail
+        if held:
+            body = b"".join(held)
+            if is_json is None:
+                is_json = body.lstrip()[:1] in (b"[", b"{")
+            if is_json and json_depth(body) > MAX_JSON_DEPTH:
+                raise HubFaultError(f"{self._request.url.copy_with(query=None)}: the answer nests lists or objects "
+                                    f"deeper than {MAX_JSON_DEPTH} levels (a Hub fault)")
+            yield body
 
     def close(self) -> None:
         self._raw.close()
