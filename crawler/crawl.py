@@ -358,7 +358,8 @@ def crawl(
     filters = filters or CrawlFilters()
     args = {"filters": filters.as_json(), "recheck_listing": recheck_listing, "since_last": since_last,
             "max_hours": max_hours}
-    client.stop_after(max_hours * 3600 if max_hours else None)  # every request, retry and wait for the quota
+    if max_hours:
+        client.stop_after(max_hours * 3600)  # every request, retry and wait for the quota
     try:
         with Runs(store).recording("crawl", args) as recording:
             summary = _crawl(store, client, filters, run_id=recording.run_id, **options)
@@ -366,7 +367,8 @@ def crawl(
             if summary.out_of_time:
                 recording.status = RunStatus.TIMED_OUT
     finally:
-        client.stop_after(None)
+        if max_hours:
+            client.stop_after(None)
     return summary
 
 
