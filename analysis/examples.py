@@ -139,9 +139,23 @@ def render_examples(rows: Sequence[dict[str, Any]], width: int = 160) -> str:
         where = "  ".join(f"{s}@{','.join(map(str, p))}" for s, p in row["positions"].items())
         lines.append(f"       positions {where}")
         if row["labels"] is not None:
-            labels = "  ".join(f"{s}: {json.dumps(v, ensure_ascii=False)[:60]}" for s, v in row["labels"].items() if v)
+            labels = "  ".join(f"{s}: {short_list(v)}" for s, v in row["labels"].items() if v)
             lines.append(f"       labels {labels}")
     return "\n".join(lines)
+
+
+def short_list(value: Any, width: int = 60) -> str:
+    """``value`` as JSON in about ``width`` characters: a list keeps whole items and says how many
+    it leaves out (``[[7, 8], [1], … 5 more]``), never a cut item; any other value is shown whole."""
+    if not isinstance(value, list):
+        return json.dumps(value, ensure_ascii=False)
+    shown: list[str] = []
+    for i, item in enumerate(value):
+        text = json.dumps(item, ensure_ascii=False)
+        if shown and len(", ".join([*shown, text])) + 2 > width:
+            return "[" + ", ".join(shown) + f", … {len(value) - i} more]"
+        shown.append(text)
+    return "[" + ", ".join(shown) + "]"
 
 
 def _render_pair(row: dict[str, Any], width: int) -> list[str]:
@@ -155,6 +169,6 @@ def _render_pair(row: dict[str, Any], width: int) -> list[str]:
         shown = json.dumps(text, ensure_ascii=False)
         if len(shown) > width:
             shown = shown[: width - 1] + "…"
-        label = f"  labels {json.dumps(labels, ensure_ascii=False)[:60]}" if labels else ""
+        label = f"  labels {short_list(labels)}" if labels else ""
         lines.append(f"       {where:<16}{shown}{label}")
     return lines

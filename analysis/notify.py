@@ -389,19 +389,24 @@ def parse_title(text: str) -> dict[str, str] | None:
     return m.groupdict() if m else None
 
 
+def clean_command(dataset_id: str, config: str) -> str:
+    """The command that writes a config's test split without its contaminated rows, as an author
+    runs it (``clean`` needs the folder it writes into)."""
+    return f"hubsurvey clean {shell_word(dataset_id)} --config {shell_word(config)} --out clean/"
+
+
 def render_message(c: Candidate, *, site_url: str | None = None) -> str:
     """One candidate's discussion, in Markdown (``templates/notify.md.j2``)."""
     env = environment()
     env.filters.update(code=inline_code, shell=shell_word)
-    clean = "\n".join(f"hubsurvey clean {shell_word(c.dataset_id)} --config {shell_word(cfg['config'])}"
-                      for cfg in c.configs if cfg["contaminated"])
+    clean = "\n".join(clean_command(c.dataset_id, cfg["config"]) for cfg in c.configs if cfg["contaminated"])
     reproduce = "\n".join(f"hubsurvey audit {shell_word(c.dataset_id)} --config {shell_word(cfg['config'])}"
                           for cfg in c.configs)
     examples = [{**e, "values": [(inline_code(k, 40), inline_code(v)) for k, v in (e["key"] or {}).items()]}
                 for e in c.examples]
     return env.get_template(TEMPLATE).render(
         c=c, pct=pct3(c.contaminated_pct), page=site_page(site_url, c.dataset_id) if site_url else None,
-        clean=code_block(clean or f"hubsurvey clean {shell_word(c.dataset_id)} --config {shell_word(c.worst_config)}"),
+        clean=code_block(clean or clean_command(c.dataset_id, c.worst_config)),
         reproduce=code_block(reproduce), examples=examples, opt_out_tag=OPT_OUT_TAG,
         has_nr=any(cfg[k] is None for cfg in c.configs for k in ("rows_test", "in_train", "in_validation", "repeated",
                                                                      "contaminated", "pct")),

@@ -619,7 +619,7 @@ def exit_codes() -> None:
     from hubsurvey.core.errors import ExitCode
 
     block = HELP.split("Exit codes:", 1)[1]
-    codes = [(int(m[1]), m[2]) for m in re.finditer(r"^\s+(\d)\s+(.+)$", block, re.MULTILINE)]
+    codes = [(int(m[1]), m[2]) for m in re.finditer(r"^\s+(\d+)\s+(.+)$", block, re.MULTILINE)]
     if sorted(c for c, _ in codes) != sorted(int(e) for e in ExitCode):
         raise ValueError(f"hubsurvey --help's exit codes {codes} do not match ExitCode {list(ExitCode)}")
     names = {int(e): e.name for e in ExitCode}

@@ -8,11 +8,15 @@ saying so, exit 5, the traceback logged at debug level (``-v``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
+import shlex
+import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import click
@@ -36,10 +40,10 @@ from hubsurvey.commands import (
     survey,
 )
 from hubsurvey.core.errors import ExitCode, HubsurveyError, one_line
-from hubsurvey.core.runs import STOP_REQUESTED
+from hubsurvey.core.runs import STOP_REQUESTED, Interrupted
 from hubsurvey.core.safety import visible, visible_output
 from hubsurvey.core.settings import register_token
-from hubsurvey.core.signals import sigterm_as_ctrl_c
+from hubsurvey.core.signals import sigterm_as_ctrl_c, stop_signal
 from hubsurvey.logs import setup_logging
 
 log = logging.getLogger("hubsurvey.cli")
@@ -65,6 +69,8 @@ Exit codes:
   4  the Hub cannot be used (unreachable, listing refused, authentication)
   5  internal error: a bug in hubsurvey (-v shows the traceback)
   6  check failed: a limit of `hubsurvey check` does not hold (all was measured)
+  130  interrupted by Ctrl-C: a run keeps its pending jobs for the next one
+  143  stopped by SIGTERM, as Ctrl-C stops it
 """
 
 app = typer.Typer(
@@ -95,17 +101,43 @@ def handled(command: Callable[..., Any]) -> Callable[..., Any]:
             os.dup2(devnull, sys.stdout.fileno())
             raise typer.Exit(int(ExitCode.OK)) from None
         except HubsurveyError as e:
+            if STOP_REQUESTED.is_set():  # a query or a download the stop cut short
+                raise _stopped(e) from None
             log.debug("%s failed", command.__name__, exc_info=True)
             typer.echo(f"error: {visible(one_line(e), one_line=True)}", err=True)
             raise typer.Exit(int(e.exit_code)) from None
+        except KeyboardInterrupt as e:
+            raise _stopped(e) from None
         except Exception as e:
             if STOP_REQUESTED.is_set():  # the stop's doing (an interrupted DuckDB query): as Ctrl-C ends
-                raise KeyboardInterrupt(str(e)) from e
+                raise _stopped(e) from None
             log.debug("internal error in %s", command.__name__, exc_info=True)
             typer.echo(f"internal error (a bug in hubsurvey): {visible(one_line(e), one_line=True)}", err=True)
             raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
     return run
+
+
+def interrupted_line(error: BaseException) -> str:
+    """The one line a command stopped by Ctrl-C or SIGTERM ends with: what it left behind (a run's
+    pending jobs) and the command line that resumes it."""
+    if Path(sys.argv[0]).name == "hubsurvey" or sys.argv[0].endswith(os.path.join("hubsurvey", "cli.py")):
+        again = shlex.join(["hubsurvey", *sys.argv[1:]])
+    else:  # called from Python (tests): the command's name is what is known
+        context = click.get_current_context(silent=True)
+        again = context.command_path if context is not None else "the same command"
+    if isinstance(error, Interrupted):
+        return f"interrupted: {error.detail}, resume with `{again}`"
+    return f"interrupted: run again with `{again}`"
+
+
+def _stopped(error: BaseException) -> typer.Exit:
+    """Ctrl-C or SIGTERM: one line on stderr, and exit 130 (SIGINT) or 143 (SIGTERM), as a shell
+    reports a command its signal ended."""
+    log.debug("interrupted", exc_info=error)
+    with contextlib.suppress(Exception):  # a closed stderr: the exit code still says it
+        typer.echo(visible(interrupted_line(error), one_line=True), err=True)
+    return typer.Exit(int(ExitCode.TERMINATED if stop_signal() == signal.SIGTERM else ExitCode.INTERRUPTED))
 
 
 def _show_version(value: bool) -> None:

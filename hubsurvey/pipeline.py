@@ -41,7 +41,7 @@ from hubsurvey.core import livestate
 from hubsurvey.core.errors import DbLockedError
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobQueue
-from hubsurvey.core.runs import Runs, RunStatus, is_interruption, new_run_id
+from hubsurvey.core.runs import Interrupted, Runs, RunStatus, is_interruption, new_run_id
 from hubsurvey.core.settings import Settings
 from hubsurvey.core.steps import Counts, RunContext, RunOptions, Step
 from hubsurvey.core.store import Store, StoreError
@@ -172,6 +172,14 @@ def _open_writer(db: str | Path, wait_s: float = 30.0) -> Store:
             time.sleep(0.2)
 
 
+def _left_behind(store: Store, step: str | None) -> str:
+    """What an interrupted run leaves: its pending jobs, which the next run takes (its jobs in
+    flight were put back in the queue when its row was finished)."""
+    pending = JobQueue(store).counts().get("pending", 0)
+    where = f" (stopped in the {step} step)" if step and step != "measure" else ""
+    return f"{pending} job{'' if pending == 1 else 's'} left pending{where}"
+
+
 def run_survey(
     db: str | Path,
     client: HubClient,
@@ -204,21 +212,28 @@ def run_survey(
         with _open_writer(db) as store, tempfile.TemporaryDirectory(prefix="hubsurvey-run-") as scratch:
             runs = Runs(store)
             runs.mark_interrupted()  # runs that were killed: their process is gone
-            # when the run ends, however: jobs still in flight go back to pending, with the run's row
-            with runs.recording("run", args or {}, run_id=run_id, finishing=JobQueue(store).requeue_stale) as recording:
-                recording.counts = counts
-                live.snapshot(store.con, force=True)  # readers can read the DB at once
-                ctx = RunContext(store, client, settings or client.settings, options, run_id, live=live,
-                                 progress=progress, scratch=Path(scratch), started=started, counts=summary.steps)
-                try:
-                    for step in run_steps(filters) if steps is None else steps:
-                        summary.steps[step.name] = step.run(ctx)
-                except BaseException as e:
-                    summary.status = (RunStatus.INTERRUPTED if is_interruption(e) else RunStatus.FAILED).value
-                    raise
-                recording.status = ctx.status
-                summary.status = ctx.status.value
-                summary.report = [str(p) for p in ctx.files]
+            step_name = None
+            try:
+                # when the run ends, however: jobs still in flight go back to pending, with the run's row
+                with runs.recording("run", args or {}, run_id=run_id, finishing=JobQueue(store).requeue_stale) as recording:
+                    recording.counts = counts
+                    live.snapshot(store.con, force=True)  # readers can read the DB at once
+                    ctx = RunContext(store, client, settings or client.settings, options, run_id, live=live,
+                                     progress=progress, scratch=Path(scratch), started=started, counts=summary.steps)
+                    try:
+                        for step in run_steps(filters) if steps is None else steps:
+                            step_name = step.name
+                            summary.steps[step.name] = step.run(ctx)
+                    except BaseException as e:
+                        summary.status = (RunStatus.INTERRUPTED if is_interruption(e) else RunStatus.FAILED).value
+                        raise
+                    recording.status = ctx.status
+                    summary.status = ctx.status.value
+                    summary.report = [str(p) for p in ctx.files]
+            except BaseException as e:
+                if is_interruption(e) and not isinstance(e, Interrupted):
+                    raise Interrupted(_left_behind(store, step_name)) from e
+                raise
     finally:
         if live is not None:
             live.close()  # after the DB is closed: a reader that finds no snapshot then opens the DB

@@ -92,7 +92,8 @@ class SurveyProgress(Progress):
         failed = int(counts.get("failed", 0))
         total = counts.get("total")
         pending = max(0, total - finished) if total is not None else None
-        elapsed = time.monotonic() - self._started
+        # since the jobs began (the run says; a one-time compile before them is not in it)
+        elapsed = counts.get("elapsed_s", time.monotonic() - self._started)
         eta = elapsed / finished * pending if finished and pending is not None else None
         return {"done": finished - failed, "failed": failed, "pending": pending,
                 "rows/s": counts.get("rows_per_s", 0), "eta": _eta(eta)}

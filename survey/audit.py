@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import logging
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +26,14 @@ from hubsurvey.core.hub import is_transient
 from hubsurvey.core.roles import RoleOverrides, check_name
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import Store
+from hubsurvey.survey import kernels
 from hubsurvey.survey.measure import ConfigResult, measure_config, with_contamination_check
 from hubsurvey.survey.sources import FolderSource, open_source
 
 if TYPE_CHECKING:
     from hubsurvey.survey.contamination import BenchmarkIndex
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -134,6 +138,8 @@ def audit(
                 recording.counts = lambda: {"configs": len(outcome.results), "rows": len(outcome.rows),
                                             "errors": len(outcome.errors)}
             index = benchmarks if benchmarks is not None else _benchmark_index(store, client, benchmarks_file, recording, outcome)
+            # a fresh install's one-time compile, said in one line, in child processes side by side
+            kernels.compile_groups(kernels.groups_for(near=near, benchmarks=index is not None), say=log.info)
             for name in [config] if config else configs:
                 try:
                     data = source.load(name)

@@ -345,10 +345,10 @@ def _clean_row(dataset_id: str, config: str, profile: str, *, results: str | Non
              "ORDER BY cleaned_at DESC, revision_sha LIMIT 1")
     params = {"d": dataset_id, "c": config, "p": profile}
     if results is not None:
-        import duckdb
+        from hubsurvey.core import duck
 
         path = client.download(results, CLEAN_TEST_PARQUET_PATH, "main")
-        con = duckdb.connect(":memory:")
+        con = duck.connect()
         try:
             con.read_parquet(str(path)).create_view("clean_test")
             result = con.execute(query, params)

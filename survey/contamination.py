@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -54,6 +53,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
+from hubsurvey.core import duck
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.safety import read_text_file
 from hubsurvey.survey import normalize, passages
@@ -453,7 +453,7 @@ class BenchmarkIndex:
         grams = pa.table({"h": h[keep], "bench": bench_of[item_at[keep]], "item": item_of[item_at[keep]],
                           "pos": (keep - starts[item_at[keep]]).astype(np.int32)})
         short, short_h = whole_hashes(values, np.concatenate([[0], ends]))
-        con = duckdb.connect(":memory:")
+        con = duck.connect()
         try:
             con.register("g", grams)
             # one row per (benchmark, hash): the first item holding the passage (verification

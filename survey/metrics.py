@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from duckdb.func import FunctionNullHandling, PythonUDFType
 
+from hubsurvey.core import duck
 from hubsurvey.core import figures as registry
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.fingerprint import SplitFingerprint, parquet_batches
@@ -316,7 +317,7 @@ class Engine:
 
     def __init__(self, data: ConfigData, *, threads: int | None = None, memory_limit: str | None = None):
         self.data = data
-        self.con = duckdb.connect(":memory:")
+        self.con = duck.connect()
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         self._memory_limit = memory_limit

@@ -888,13 +888,16 @@ def warm_up() -> None:
     if _warming is not None:
         return
 
-    def run() -> None:
-        texts = pa.array(["the first text to warm up with", "the first text to warm up with!", "Ünïcödé text"])
-        find_pairs(normalize_column(pa.chunked_array([texts])).combine_chunks(), np.array([True, False, True]),
-                   NearParams(), threads=1)
-
-    _warming = threading.Thread(target=run, name="near-warm-up", daemon=True)
+    _warming = threading.Thread(target=compile_passes, name="near-warm-up", daemon=True)
     _warming.start()
+
+
+def compile_passes() -> None:
+    """Run the stage's compiled passes on three texts, two of them near-duplicates (so that every
+    pass runs): each is loaded from numba's cache, or compiled and cached."""
+    texts = pa.array(["the first text to warm up with", "the first text to warm up with!", "Ünïcödé text"])
+    find_pairs(normalize_column(pa.chunked_array([texts])).combine_chunks(), np.array([True, False, True]),
+               NearParams(), threads=1)
 
 
 def _warmed() -> None:

@@ -3,6 +3,7 @@ the run's executor, and record each outcome as it comes (the coordinator is the 
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import deque
@@ -10,10 +11,14 @@ from dataclasses import asdict, dataclass, replace
 
 from hubsurvey.core.figures import methods_measured
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobSettings, JobStatus
+from hubsurvey.core.runs import is_interruption
 from hubsurvey.core.steps import Counts, RunContext
+from hubsurvey.survey import kernels
 from hubsurvey.survey.contamination_check import saved_index
 from hubsurvey.survey.executors import open_executor
 from hubsurvey.survey.jobs import JobSpec
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -80,6 +85,11 @@ class MeasureStep:
         settings = job_settings(ctx)
         todo = deque(JobSpec(job, settings) for job in queue.enqueue(ctx.run_id, o.retry_failed))
         counts = MeasureCounts(queued=len(todo))
+        if todo and o.executor == "local":  # a cluster's workers compile on their own hosts
+            ctx.phase("compiling", pending=len(todo))
+            # before the first job, and before the ETA's clock starts (the phase "measuring")
+            kernels.compile_groups(kernels.groups_for(near=o.near, benchmarks=settings.benchmarks_index is not None),
+                                   say=log.info)
         ctx.phase("measuring", pending=len(todo))
         ctx.snapshot()
         if todo:
@@ -89,6 +99,8 @@ class MeasureStep:
     @staticmethod
     def _execute(ctx: RunContext, queue: JobQueue, todo: deque[JobSpec], counts: MeasureCounts) -> None:
         executor = open_executor(ctx)
+        measuring_since = time.perf_counter()  # the rates and the ETA count from here
+        interrupted = False
         with ctx.bounded():  # --max-hours stops the downloads in flight too, not only the taking of new jobs
             try:
                 while todo or executor.inflight:
@@ -110,16 +122,19 @@ class MeasureStep:
                         else:
                             counts.failed += 1
                         if ctx.progress:
-                            elapsed = time.perf_counter() - ctx.started
+                            elapsed = time.perf_counter() - measuring_since
                             ctx.progress({"done": counts.done + counts.failed, "ok": counts.done, "failed": counts.failed,
-                                          "total": counts.queued,
+                                          "total": counts.queued, "elapsed_s": elapsed,
                                           "rows_per_s": round(counts.data_rows / elapsed, 2) if elapsed else 0})
                     ctx.client.breaker.check()  # the Hub stopped answering: end the run (exit 4), the rest stays pending
                     if ctx.live:  # between transactions: at most once a second (progress), every few (snapshot)
                         ctx.live.tick(ctx.store.con, done=counts.done, failed=counts.failed, rows=counts.data_rows,
                                       pending=len(todo) + executor.inflight)
+            except BaseException as e:
+                interrupted = is_interruption(e)
+                raise
             finally:
-                executor.close()
+                executor.close(cancel=interrupted)  # interrupted: the jobs in flight are ended, not waited for
         counts.left_pending = len(todo)
         if ctx.live:  # the last job's results, for readers while the report renders
             ctx.live.progress(done=counts.done, failed=counts.failed, rows=counts.data_rows, pending=len(todo),

@@ -70,6 +70,7 @@ E2E_TESTS: dict[str, str] = {
     "tests/test_contamination.py::test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees": "a whole run",
     "tests/test_contamination.py::test_the_13gram_scan_runs_as_dask_tasks": "a Dask LocalCluster",
     "tests/test_local_benchmarks.py::test_a_run_and_the_command_keep_the_private_items_on_the_machine": "a whole run (105 s)",
+    "tests/test_signals.py": "a demo and a run stopped by real signals in subprocesses, then resumed (60 s)",
     "tests/test_hostile_runs.py": "whole surveys against hostile stand-ins: shared files, removed configs, SIGTERM (60 s)",
     "tests/test_site.py::test_the_demo_db_builds_a_site_whose_figures_equal_the_db": "the demo's whole survey, then its site",
     "tests/test_exposure.py::test_runs_list_the_models_once_and_again_when_a_revision_changes": "three whole runs",

@@ -279,7 +279,8 @@ def test_audit_json_keys_and_types(tmp_path, good):
     assert result.exit_code == 0
     (obj,) = json.loads(result.stdout)
     assert list(obj) == [*list(LLE_JSON_KEYS), "dataset_id", "config", "label_column", "text_columns", "exact", "near",
-                         "fingerprints", "rows", "groups", "dates", "checks"]
+                         "fingerprints", "rows", "groups", "dates", "checks", "verdict"]
+    assert obj["verdict"]["config"] == obj["config"] and obj["verdict"]["label_column"] == obj["label_column"]
     assert obj["rows"]["test_rows_blank_text"] == 0 and obj["groups"] == [] and obj["dates"] == []
     assert [c["check"] for c in obj["checks"] if c["ran"]] == ["lle", "exact_raw", "exact_normalized", "near", "blank_rows"]
     assert obj["text_leaks_train_wrt_test"] == 1 and isinstance(obj["text_duplication_train"], int)

@@ -271,8 +271,6 @@ def test_an_empty_or_missing_db_is_one_line_exit_3(tmp_path, monkeypatch, comman
         db.touch()
     elif kind == "empty duckdb":
         duckdb.connect(str(db)).close()
-    if command == ["status"] and kind != "missing":
-        pytest.skip("status on an existing file is the pipeline's")
     result = runner.invoke(app, [*command, "--db", str(db)])
     assert one_error_line(result, 3).startswith("error: ")
     assert "Traceback" not in result.output

@@ -427,9 +427,10 @@ def test_the_draft_commands_name_the_real_config_quoted_for_the_shell_and_ping_n
         # what bash gives the program: the words after `hubsurvey`, as it parses them (nothing runs)
         words = subprocess.run([bash, "-c", f'set -f; f() {{ printf "%s\\0" "$@"; }}; f {command.removeprefix("hubsurvey ")}'],
                                capture_output=True, check=True).stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
-        assert words[0] in ("clean", "audit") and words[1:3] == ["acme/x", "--config"] and len(words) == 4, words
+        assert words[0] in ("clean", "audit") and words[1:3] == ["acme/x", "--config"], words
+        assert words[4:] == (["--out", "clean/"] if words[0] == "clean" else []), words  # clean's folder, after the config
         assert words[3] in HOSTILE_CONFIGS, words
-    named = {subprocess.run([bash, "-c", f'set -f; printf "%s" {command.split(" --config ", 1)[1]}'],
+    named = {subprocess.run([bash, "-c", f'set -f; printf "%s" {command.split(" --config ", 1)[1].removesuffix(" --out clean/")}'],
                             capture_output=True, check=True).stdout.decode() for command in commands}
     assert named == set(HOSTILE_CONFIGS)
     assert not __import__("os").path.exists("/tmp/pwned")

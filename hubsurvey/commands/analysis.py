@@ -23,6 +23,9 @@ from hubsurvey.commands.options import MAX_COUNT, Format, ReadDb, at_least, outp
 from hubsurvey.core.errors import BadInputError, UsageError
 from hubsurvey.core.store import DEFAULT_DB, Store
 
+#: ``show``'s examples of each kind unless --limit says otherwise: a screen, not every stored one
+SHOW_LIMIT = 3
+
 
 def sql(
     query: Annotated[str, typer.Argument(help="SQL to run ('-': read it from stdin); the findings_* views are available")],
@@ -55,7 +58,8 @@ def show(
     kind: Annotated[str | None, typer.Option("--kind", help="leaks, duplicates, conflicts or near (or one kind, e.g. duplicate_test)")] = None,
     profile: Annotated[str | None, typer.Option("--profile", help="raw or normalized [default: both]")] = None,
     label: Annotated[str | None, typer.Option("--label", help="Only this label column (text-key examples are kept)")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="At most N examples of each kind")] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", help=f"At most N examples of each kind (0: all stored) [default: {SHOW_LIMIT}; with --source, 20 rows]")] = None,
     fmt: Format = None,
     db: ReadDb = Path(DEFAULT_DB),
 ) -> None:
@@ -66,14 +70,22 @@ def show(
     split, its first row positions and, for conflicts, the labels.
     """
     fmt = output_format(fmt)
-    at_least("--limit", limit, 1, MAX_COUNT)
+    at_least("--limit", limit, 0, MAX_COUNT)
+    shown = limit or None  # 0: every stored example
     with open_results(db) as store:
         if source is not None:
-            _show_pair(store, dataset, source, config, source_config, limit, fmt)
+            _show_pair(store, dataset, source, config, source_config, 20 if limit is None else shown, fmt)
             return
-        rows = find_examples(store, dataset, config=config, kind=kind, profile=profile, label_column=label, limit=limit)
+        shown = SHOW_LIMIT if limit is None else shown
+        # one more than shown, to tell whether more are stored
+        rows = find_examples(store, dataset, config=config, kind=kind, profile=profile, label_column=label,
+                             limit=shown + 1 if shown else None)
+    more = shown is not None and any(r["rank"] > shown for r in rows)
+    rows = [r for r in rows if shown is None or r["rank"] <= shown]
     if fmt == "table":
         typer.echo(render_examples(rows))
+        if more:
+            typer.echo(f"(at most {shown} of each kind shown, and more are stored: --limit N shows N, --limit 0 all)")
         return
     write_records(fmt, rows)
 
@@ -82,7 +94,8 @@ def _show_pair(store: Store, dataset: str, source: str, config: str | None, sour
                limit: int | None, fmt: str) -> None:
     """``show A --source B``: A's test rows whose normalized text is in B, with their positions in both."""
     a, b = resolve_dataset(store, dataset), resolve_dataset(store, source)
-    rows = find_cross_rows(store, a, b, test_config=config, source_config=source_config, limit=limit or 20)
+    rows = find_cross_rows(store, a, b, test_config=config, source_config=source_config,
+                           limit=2**62 if limit is None else limit)  # None: every row (--limit 0)
     if fmt == "table":
         typer.echo(render_cross_rows(a, b, rows, pair_overlaps(store, a, b)))
         return

@@ -3,7 +3,9 @@
 The command opens the target (a Hub id, a local folder, or the generated sample) and the Hub
 client, calls :func:`~hubsurvey.survey.audit.audit`, and renders the outcome: :func:`render_table`
 (a block per measured row, :func:`render_row`, then the contamination lines and where it was
-stored), :func:`render_json` or :func:`render_csv`. Each block of a row has a renderer of its own
+stored), :func:`render_json` or :func:`render_csv`. Each config and label column's block ends with
+its verdict (:func:`verdict_line`, judged by :func:`row_verdicts` as every other surface judges it);
+``--json`` carries it under ``"verdict"``. Each block of a row has a renderer of its own
 (``render_exact``, ``render_per_column``, ``render_near``, ``render_fingerprints``) and, for
 ``--json``, its object (``exact_json``, ``per_column_json``, ``near_json``, ``fingerprints_json``).
 
@@ -24,6 +26,7 @@ from typing import Annotated, Any
 import typer
 from huggingface_hub.errors import HfHubHTTPError
 
+from hubsurvey.analysis.verdicts import ConfigVerdict, dataset_verdict
 from hubsurvey.commands.beside import beside_json, render_beside
 from hubsurvey.commands.common import format_csv
 from hubsurvey.commands.options import (
@@ -66,10 +69,11 @@ def audit(
     """Measure a dataset's leaks and duplicates (LLE, exact and near-duplicate methods), store and print them.
 
     Prints the LLE figures, then the exact figures (raw and normalized profiles), then the
-    near-duplicate figures (--no-near skips them). --format json (or --json) prints only a JSON
+    near-duplicate figures (--no-near skips them), and ends each config and label column with one
+    line: its verdict and the figure that decided it. --format json (or --json) prints only a JSON
     array, one object per row: the LLE keys, the exact figures under "exact", the near ones under
-    "near" and each split's content fingerprint under "fingerprints". The examples behind the counts
-    are stored; `hubsurvey show` prints them. --benchmarks FILE also checks each config for
+    "near", each split's content fingerprint under "fingerprints" and the verdict under "verdict".
+    The examples behind the counts are stored; `hubsurvey show` prints them. --benchmarks FILE also checks each config for
     contamination with those benchmarks (stored in the contamination table; the table format prints
     one line per split and benchmark).
     """
@@ -110,9 +114,11 @@ def hub_refusal(target: str, exc: BaseException) -> HubsurveyError:
 
 def render_table(outcome: AuditOutcome, db: Path, examples: int) -> None:
     """Print each measured row's block, the contamination lines, and where the rows were stored."""
+    verdicts = row_verdicts(outcome.rows)
     for result in outcome.results:
         for row in result.rows:
             typer.echo(render_row(row))
+            typer.echo(verdict_line(verdicts[row["config"], row["label_column"]]))
         typer.echo("")
     for found in outcome.contamination:
         typer.echo(render_contamination(found))
@@ -217,13 +223,33 @@ def render_fingerprints(row: dict[str, Any]) -> str:
     return f"  {'fingerprints':26}" + "  ".join(shown) if shown else ""
 
 
+# --- the verdict ---------------------------------------------------------------------------------------
+
+
+def row_verdicts(rows: list[dict[str, Any]]) -> dict[tuple[str, str | None], ConfigVerdict]:
+    """Each measured (config, label column)'s verdict, judged on the dataset's basis as every
+    other surface judges it (:func:`hubsurvey.analysis.verdicts.dataset_verdict`)."""
+    if not rows:
+        return {}
+    return {(v.config, v.label_column): v for v in dataset_verdict(rows).configs}
+
+
+def verdict_line(verdict: ConfigVerdict) -> str:
+    """The line that ends a config's block: config, label column, verdict and the figure that
+    decided it, e.g. ``verdict hate [label]: unreliable: normalized_contaminated_test_pct 8.047%
+    (not clean, normalized_contaminated_test_pct ≥ 5%; exact-2026)``."""
+    return visible(f"verdict {verdict.config} [{verdict.label_column or '(no label)'}]: {verdict.reason}", one_line=True)
+
+
 # --- JSON and CSV -----------------------------------------------------------------------------------
 
 
 def render_json(rows: list[dict[str, Any]]) -> str:
-    """The --json array: one object per row, the LLE keys, then "exact", "near" and "fingerprints"."""
+    """The --json array: one object per row, the LLE keys, then "exact", "near", "fingerprints" and
+    "verdict" (:func:`row_verdicts`)."""
+    verdicts = row_verdicts(rows)
     objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r), "fingerprints": fingerprints_json(r),
-             **beside_json(r)}
+             **beside_json(r), "verdict": verdicts[r["config"], r["label_column"]].as_dict()}
             for r in rows]
     return json_text(objs, indent=1, default=str)
 

@@ -17,16 +17,29 @@ from hubsurvey.survey import check as gate
 CHECK_FORMATS = ("text", "json")
 
 Percent = float | None
+
+
+def percent(value: str | float | None) -> float | None:
+    """A percentage limit as written: ``5``, ``0.5`` or ``5%`` (a trailing % is what it means anyway)."""
+    if value is None or isinstance(value, float):
+        return value
+    text = value.strip().removesuffix("%").strip()
+    try:
+        return float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a percentage (5, 0.5 or 5%)") from None
+
+
 MaxContaminated = Annotated[Percent, typer.Option(
-    "--max-contaminated", metavar="PCT",
+    "--max-contaminated", metavar="PCT", parser=percent,
     help="Fail when a config's <profile>_contaminated_test_pct (test rows in train or validation, or repeated) is above PCT")]
 MaxNear = Annotated[Percent, typer.Option(
-    "--max-near", metavar="PCT", help="Fail when a config's near_contaminated_test_pct is above PCT")]
+    "--max-near", metavar="PCT", parser=percent, help="Fail when a config's near_contaminated_test_pct is above PCT")]
 MaxConflicting = Annotated[Percent, typer.Option(
-    "--max-conflicting", metavar="PCT",
+    "--max-conflicting", metavar="PCT", parser=percent,
     help="Fail when a label column's <profile>_test_rows_in_train_conflicting_label_pct is above PCT")]
 MaxBenchmark = Annotated[Percent, typer.Option(
-    "--max-benchmark", metavar="PCT",
+    "--max-benchmark", metavar="PCT", parser=percent,
     help="With --benchmarks: fail when a split's rows holding a benchmark's items are above PCT % [default: 0]")]
 Profile = Annotated[str, typer.Option("--profile", help="Key profile of the exact figures: raw or normalized")]
 Junit = Annotated[Path | None, typer.Option("--junit", metavar="FILE", help="Also write the verdicts as JUnit XML")]

@@ -30,6 +30,17 @@ SAFE_CONFIG = {
 }
 
 
+def results_file(db: Path) -> Path:
+    """``db`` when it is a file a read command can open: a missing or empty file is one line and
+    exit 3, the same for every command (DuckDB's own error names neither the DB nor what to do)."""
+    path = Path(db)
+    if not path.is_file():
+        raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
+    if path.stat().st_size == 0:
+        raise StoreError(f"{db}: empty file, not a results DB (run `hubsurvey run` or `hubsurvey audit` first)")
+    return path
+
+
 def open_results(db: Path, *, safe: bool = False) -> Store:
     """The results DB, read-only; a missing, empty or foreign file is one line and exit 3.
 
@@ -37,11 +48,7 @@ def open_results(db: Path, *, safe: bool = False) -> Store:
     a survey run holds the DB, its read snapshot is opened instead, and one stderr line says so
     (:meth:`Store.open_for_reading`). The store is a context manager: ``with open_results(db) as store``.
     """
-    path = Path(db)
-    if not path.is_file():
-        raise StoreError(f"{db}: no such results DB (run `hubsurvey run` or `hubsurvey audit` first)")
-    if path.stat().st_size == 0:
-        raise StoreError(f"{db}: empty file, not a results DB (run `hubsurvey run` or `hubsurvey audit` first)")
+    path = results_file(db)
     store = Store.open_for_reading(path, config=dict(SAFE_CONFIG) if safe else None)
     version = store._check_version()
     if version == 0:

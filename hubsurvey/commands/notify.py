@@ -33,7 +33,8 @@ def notify(
     post: Annotated[bool, typer.Option(
         "--post", help="Post the messages as Hub discussions (needs HF_TOKEN; default: dry run, nothing touches the Hub)")] = False,
     site_url: Annotated[str | None, typer.Option(
-        "--site-url", help="The survey site: each message links <URL>/d/<dataset>.html")] = None,
+        "--site-url", help="Where the survey's site (`hubsurvey site`) is served: each message links the dataset's page "
+        "there")] = None,
 ) -> None:
     """Draft (and with --post, open) one Hub discussion per dataset at or above the threshold.
 

@@ -90,7 +90,8 @@ def publish(
         except OSError as e:
             raise BadInputError(f"{type(e).__name__}: {e}") from None
     typer.echo(f"target: dataset {result.repo_id}{' (private)' if private else ''}")
-    typer.echo(f"folder: {result.folder}")
+    # a folder of its own (no --out) is removed when publish returns: never print it as if it were there
+    typer.echo("folder: temporary, removed (--out DIR keeps it)" if result.folder_removed else f"folder: {result.folder}")
     for f in result.files:
         typer.echo(f"  {f.path_in_repo:40} {f.size:>10} bytes")
     typer.echo(f"  {'total':40} {result.total_size:>10} bytes in {len(result.files)} files")
@@ -122,7 +123,7 @@ def publish_site(repo: str, *, push: bool, private: bool, db: Path, out: Path | 
             shutil.rmtree(folder.parent, ignore_errors=True)
     size = sum(f.size for f in result.files)
     typer.echo(f"target: static space {result.repo_id}{' (private)' if private else ''}")
-    typer.echo(f"folder: {folder}{' (temporary, removed)' if out is None else ''}")
+    typer.echo("folder: temporary, removed (--out DIR keeps it)" if out is None else f"folder: {folder}")
     typer.echo(f"  {result.summary.datasets} dataset(s): {len(result.files)} files, {size} bytes")
     if not push:
         typer.echo("dry run: nothing uploaded; add --push to create the space and upload these files in one commit")

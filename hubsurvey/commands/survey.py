@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from hubsurvey.analysis.crossleaks import CrossSummary
-from hubsurvey.commands.common import hub_client
+from hubsurvey.commands.common import hub_client, results_file
 from hubsurvey.commands.options import (
     FILTERS,
     HUB,
@@ -86,7 +86,8 @@ def run_options(values: dict[str, Any]) -> RunOptions:
 RUN = OptionGroup(RunOptions, run_options, insert={"executor_options": option_classes})
 
 
-def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]) -> None:
+def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]):
+    """Run the survey with its progress on stderr and print its summary; return the summary."""
     # lazy: keeps `hubsurvey --help` fast (the runner and every step; the progress bars)
     from hubsurvey.pipeline import run_survey
     from hubsurvey.progress import SurveyProgress, quiet_hub_bars
@@ -95,7 +96,12 @@ def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]
         summary = run_survey(db, client, filters, options, progress=bar, args=args)
     for line in _summary_lines(summary):
         typer.echo(line)
-    if summary.failed or summary.of("benchmarks"):  # a job, or a benchmark that could not be indexed
+    return summary
+
+
+def _exit_code(summary) -> None:
+    """Exit 1 (partial) when a job failed, or a benchmark could not be indexed."""
+    if summary.failed or summary.of("benchmarks"):
         raise typer.Exit(ExitCode.PARTIAL)
 
 
@@ -109,7 +115,7 @@ def run(
     """Crawl, measure every eligible config not measured at its current sha, refresh the report."""
     client = hub_client(hub)
     args = {"filters": filters.as_json(), "db": str(db), **hub.overrides(), **options.as_json()}
-    _survey(db, client, filters, options, args)
+    _exit_code(_survey(db, client, filters, options, args))
 
 
 def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = False) -> None:
@@ -117,10 +123,8 @@ def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = Fa
     fmt = output_format(fmt, as_json)
     if fmt == "csv":
         raise UsageError("status prints --format table or json (its summary is not one table)")
-    info = db_status(db)
+    info = db_status(results_file(db))
     last = info["last_run"]
-    if last and isinstance(last.get("counts"), str):
-        last["counts"] = json.loads(last["counts"])  # a JSON column: print it as an object, not a string
     if info["snapshot"]:
         say_snapshot(info["snapshot"]["run_id"], info["snapshot"]["taken_at"])
     if fmt == "json":
@@ -139,6 +143,8 @@ def status(db: ReadDb = Path(DEFAULT_DB), fmt: Format = None, as_json: Json = Fa
         typer.echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items() if not isinstance(v, dict)))
     else:
         typer.echo("last run: none")
+    if later := info["latest_command"]:
+        typer.echo(f"latest command: {later['command']} {later['run_id']} {later['status']}, started {later['started_at']}")
     typer.echo("datasets: " + (", ".join(f"{k} {v}" for k, v in sorted(info["datasets"].items())) or "none crawled"))
     typer.echo("queue: " + (", ".join(f"{k} {v}" for k, v in sorted(info["queue"].items())) or "empty"))
     typer.echo(f"measurements: {info['measurements']['rows']} row(s) over {info['measurements']['datasets']} dataset(s)")
@@ -196,10 +202,8 @@ def demo(
             # The stand-in is local: no pacing needed. Its files go to a cache of their own, removed at the end.
             client = HubClient(endpoint=hub.url, token=False, rate=0, file_rate=0, cache_dir=Path(tmp) / "hf-cache")
             args = {"demo": True, "db": str(db), "report_dir": str(report_dir), "workers": workers}
-            try:
-                _survey(db, client, None, options, args)
-            except typer.Exit:  # partial: what was stored is there to look at (an error says only its line)
-                typer.echo(f"demo results: {db}  report: {report_dir}/")
-                raise
-    typer.echo(f"demo results: {db}  report: {report_dir}/")
+            summary = _survey(db, client, None, options, args)
+    # only what this run wrote: an interrupted or failed demo ends before this line
+    typer.echo(f"demo results: {db}" + (f"  report: {report_dir}/" if summary.report else ""))
     typer.echo(f"try: hubsurvey sql \"SELECT * FROM lle\" --db {db}")
+    _exit_code(summary)

@@ -33,6 +33,8 @@ class ExitCode(IntEnum):
     HUB = 4
     INTERNAL = 5
     CHECK_FAILED = 6
+    INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
+    TERMINATED = 143  # 128 + SIGTERM
 
 
 class HubsurveyError(Exception):

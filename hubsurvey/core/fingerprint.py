@@ -50,6 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hubsurvey.core import duck
 from hubsurvey.core.compiled import compiled
 
 #: The fingerprint's version, its prefix: a changed definition gets a new one.
@@ -104,7 +105,7 @@ def parquet_batches(path: str, batch_rows: int = _BATCH_ROWS) -> Iterator[pa.Rec
                     for i in range(meta.num_columns)]
     done = 0  # the rows DuckDB gave
     if all(_flat_type(f.type) for f in schema) and max(column_bytes, default=0) < 2**31:
-        con = duckdb.connect(config={"threads": 1})
+        con = duck.connect(config={"threads": 1})
         try:
             relation = con.read_parquet(path)
             with contextlib.suppress(duckdb.Error):  # a DuckDB without the setting prefetches

@@ -31,6 +31,15 @@ from hubsurvey.core.store import Store, insert, now
 STOP_REQUESTED = threading.Event()
 
 
+class Interrupted(KeyboardInterrupt):
+    """A command stopped by Ctrl-C or SIGTERM, saying what it left behind (``detail``: "3 jobs left
+    pending"), which the command's one closing line repeats."""
+
+    def __init__(self, detail: str):
+        super().__init__(detail)
+        self.detail = detail
+
+
 def is_interruption(error: BaseException) -> bool:
     """Whether ``error`` ends a command because it was asked to stop (the run is ``interrupted``)."""
     return isinstance(error, KeyboardInterrupt) or STOP_REQUESTED.is_set()

@@ -14,10 +14,20 @@ from typing import Any
 
 from hubsurvey.core.runs import STOP_REQUESTED
 
+#: the signal that asked the running command to stop (its exit code is 128 + its number)
+_stop_signal = signal.SIGINT
+
+
+def stop_signal() -> signal.Signals:
+    """The signal that stopped the command: SIGTERM when a handled SIGTERM did, else SIGINT (Ctrl-C)."""
+    return _stop_signal
+
 
 def interrupt(signum: int, _frame: Any) -> None:
     """The handler of SIGTERM and SIGINT: ask the command to stop, then stop it as Ctrl-C does."""
+    global _stop_signal
     STOP_REQUESTED.set()
+    _stop_signal = signal.Signals(signum)
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
@@ -28,7 +38,9 @@ def sigterm_as_ctrl_c() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    global _stop_signal
     STOP_REQUESTED.clear()  # a command of its own (the tests run several in one process)
+    _stop_signal = signal.SIGINT  # Ctrl-C, unless a handled signal says otherwise
     previous = {number: signal.signal(number, interrupt) for number in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hubsurvey.core import figures, history, livestate
+from hubsurvey.core import duck, figures, history, livestate
 from hubsurvey.core.errors import DbLockedError, OutdatedSchemaError, StoreError
 from hubsurvey.core.safety import holds_secret, scrub_value, secrets
 
@@ -857,7 +857,7 @@ class Store:
         try:
             # Never load or install an extension to read a file: a SQLite file passed as --db would
             # otherwise make DuckDB download the sqlite scanner.
-            self.con = duckdb.connect(self.path, read_only=read_only, config={**_OPEN_CONFIG, **(config or {})})
+            self.con = duck.quiet(duckdb.connect(self.path, read_only=read_only, config={**_OPEN_CONFIG, **(config or {})}))
         except duckdb.IOException as e:
             if _LOCKED in str(e):
                 raise _locked_error(self.path) from None

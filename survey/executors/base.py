@@ -54,7 +54,10 @@ class Executor(Protocol):
         """The jobs that completed, waiting up to ``timeout`` seconds for the first one."""
         ...
 
-    def close(self) -> None: ...
+    def close(self, *, cancel: bool = False) -> None:
+        """Release the executor once its jobs are taken; with ``cancel`` (the run was interrupted)
+        without waiting for the jobs in flight, which stay pending."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -111,12 +114,15 @@ def settle(outer: Future[JobOutcome], result: JobOutcome) -> None:
 def measured_outcome(inner: Future[JobOutcome], where: str, job_timeout: float | None, memory_mb: int | None) -> JobOutcome:
     """The outcome of a job measured in a child process (a pebble pool's future): its own, or the
     child's end as an outcome, with the same error class whichever executor ran it."""
+    from concurrent.futures import CancelledError
     from concurrent.futures import TimeoutError as FutureTimeout
 
     from pebble import ProcessExpired
 
     try:
         return inner.result()
+    except CancelledError:  # the pool was stopped (an interrupted run): the job stays pending
+        return JobOutcome.failure("interrupted", f"{where}: the run was interrupted", transient=True)
     except FutureTimeout:
         return JobOutcome.failure("timeout", f"{where}: took longer than {job_timeout:g} s")
     except ProcessExpired as e:

@@ -124,7 +124,9 @@ class DaskExecutor(Inflight):
         self._client.submit(run_on_worker, spec, self.limits, self._worker_cache_bytes, pure=False).add_done_callback(done)
         return outer
 
-    def close(self) -> None:
+    def close(self, *, cancel: bool = False) -> None:
+        # interrupted or not, the jobs in flight are let go (their results are not taken: they stay
+        # pending in the queue)
         if self._hub is not None and self.limits is not None:
             try:  # the steps after the jobs pace on what the cluster left of the windows
                 self._hub.own_limits.seed(self.limits.snapshot().result())

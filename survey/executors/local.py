@@ -49,7 +49,9 @@ class LocalExecutor(Inflight):
         # The server preloads the job module once, so workers start without re-importing DuckDB.
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["hubsurvey.survey.jobs"])
+        _start_forkserver_deaf_to_ctrl_c()
         self._pool = ProcessPool(max_workers=self.workers, context=context)
+        self._stopping = False  # close(cancel=True) began: jobs still arriving are not started
         # Downloads are I/O: a few threads keep the workers fed; the client paces them.
         self._downloads = ThreadPoolExecutor(max_workers=max(2, self.workers), thread_name_prefix="prefetch")
 
@@ -95,12 +97,53 @@ class LocalExecutor(Inflight):
             except Exception as e:
                 settle(outer, error_outcome(e, where))
                 return
-            self._pool.schedule(run_job, args=(local, self.memory_mb), timeout=self.job_timeout).add_done_callback(measured)
+            if self._stopping:
+                settle(outer, JobOutcome.failure("interrupted", f"{where}: the run was interrupted", transient=True))
+                return
+            try:
+                inner = self._pool.schedule(run_job, args=(local, self.memory_mb), timeout=self.job_timeout)
+            except Exception as e:  # a pool stopped or broken under this callback (its thread has no one to tell)
+                settle(outer, error_outcome(e, where))
+                return
+            inner.add_done_callback(measured)
 
         self._downloads.submit(fetch, spec).add_done_callback(downloaded)
         return outer
 
-    def close(self) -> None:
+    def close(self, *, cancel: bool = False) -> None:
+        """Wait for the jobs in flight, or with ``cancel`` (an interrupted run) end them now: the
+        downloads in flight stop, the workers are terminated (they are pure: nothing of theirs is
+        half-written), and their jobs stay pending for the next run."""
+        if not cancel:
+            self._downloads.shutdown(wait=True, cancel_futures=True)
+            self._pool.close()
+            self._pool.join()
+            return
+        self._stopping = True
+        self.client.stop_after(1e-3)  # a download in flight ends as a timeout, at its next read
+        self._pool.stop()
         self._downloads.shutdown(wait=True, cancel_futures=True)
-        self._pool.close()
         self._pool.join()
+        self.client.stop_after(None)  # the client may serve again (the run's bound, if any, is the run's to set)
+
+
+def _start_forkserver_deaf_to_ctrl_c() -> None:
+    """Start the workers' fork server with SIGINT ignored, a disposition its workers inherit.
+
+    Ctrl-C reaches every process of the terminal's process group: workers that took it would each
+    print a KeyboardInterrupt traceback (and the fork server one of its own while it imports the job
+    module) before the coordinator ends the run. Ignored there, it is the coordinator alone that
+    stops: it records the run interrupted and terminates the workers (``close(cancel=True)``). An
+    ignored signal is kept across exec, and Python installs its Ctrl-C handler only over the default
+    disposition. Off the main thread, or once the server runs, nothing changes."""
+    import multiprocessing.forkserver
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
