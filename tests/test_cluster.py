@@ -163,8 +163,11 @@ def test_file_rate_is_one_pace_for_the_whole_cluster(cluster, tmp_path):
         paced = client_for(hub, tmp_path / "cache", rate=0, file_rate=3)
         summary = run_survey(tmp_path / "r.duckdb", paced, None, on_cluster(cluster, near=False, crawl=False))
     assert summary.done == 12, jobs(tmp_path / "r.duckdb")
-    per_second = [served for index, served, _ in windows(quota, "resolvers") if index > crawled]
-    assert sum(per_second) == 36 and max(per_second) <= 3 + 1, per_second  # +1: a window's edge
+    log = [(index, served) for index, served, _ in windows(quota, "resolvers") if index > crawled]
+    assert sum(served for _, served in log) == 36, log
+    # one pace of 3 a second for the cluster: 36 files span at least 11 seconds (three workers pacing
+    # alone would take 4); a second may hold a request or two more when a worker's turn comes late
+    assert log[-1][0] - log[0][0] >= 11 and max(served for _, served in log) <= 3 + 2, log
 
 
 @pytest.mark.slow
