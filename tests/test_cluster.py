@@ -91,6 +91,7 @@ def test_settings_cross_the_wire_without_the_token():
     assert back.with_worker_token({"HF_TOKEN": "hf_TheWorkersOwn_0123456789"}).token == "hf_TheWorkersOwn_0123456789"
 
 
+@pytest.mark.slow
 def test_a_malformed_or_silent_scheduler_is_one_line_before_anything_runs(tmp_path):
     from hubsurvey.survey.executors.dask import connect
 

@@ -59,8 +59,8 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT) -> Any:
         return Client(address, timeout=timeout)
     except ValueError as e:  # distributed's own reading of the address
         raise UsageError(f"--dask {address!r}: not a scheduler address (tcp://host:8786): {e}") from None
-    except (OSError, TimeoutError) as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    except Exception as e:  # refused, timed out, or the client's own start failing: no cluster to run on
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0] or type(e).__name__
         raise ClusterUnreachableError(
             f"cannot reach the Dask scheduler at {address} within {timeout:g} s: {first}") from None
 
