@@ -24,6 +24,9 @@ from hubsurvey_standin.catalog import write_hub_root
 
 distributed = pytest.importorskip("distributed")
 
+# a cluster test that hangs fails alone instead of holding the whole tier
+pytestmark = pytest.mark.timeout(600)
+
 WORKERS = 3
 
 
@@ -209,7 +212,7 @@ def test_a_job_past_its_timeout_is_stopped_and_the_worker_takes_the_next(cluster
     """One dataset takes far longer to measure than --job-timeout allows: its child is stopped and the
     job recorded as timeout (as locally); the small datasets are measured on the same workers. A first
     run without a limit starts the workers' child processes, so that the limit times measurements only."""
-    rows = 880_000  # with its test split, under the survey's 1M rows
+    rows = 2_400_000  # long to measure on any machine; the crawl below admits it (--max-rows)
     words = [f"word{i}" for i in range(5000)]
     big = pa.table({"text": [f"{words[i % 5000]} {words[(i * 7) % 5000]} {i} and more words {i % 97}" for i in range(rows)],
                     "label": [i % 5 for i in range(rows)]})
@@ -223,7 +226,8 @@ def test_a_job_past_its_timeout_is_stopped_and_the_worker_takes_the_next(cluster
         warm = run_survey(tmp_path / "warm.duckdb", client, CrawlFilters(search="quick"), on_cluster(cluster))
         assert warm.done == 4
         started = time.monotonic()
-        summary = run_survey(tmp_path / "r.duckdb", client, None, on_cluster(cluster, job_timeout=5, max_attempts=1))
+        summary = run_survey(tmp_path / "r.duckdb", client, CrawlFilters(max_rows=10_000_000),
+                             on_cluster(cluster, job_timeout=5, max_attempts=1))
         took = time.monotonic() - started
     recorded = {j["dataset_id"]: j for j in jobs(tmp_path / "r.duckdb")}
     assert recorded["slow/big"]["status"] == "failed" and recorded["slow/big"]["error_class"] == "timeout"
