@@ -35,8 +35,8 @@ def minihub(tmp_path_factory) -> Path:
     return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@pytest.fixture
+def cluster():  # one per test: a test's hung downloads or stopped children never reach the next
     with distributed.LocalCluster(n_workers=WORKERS, threads_per_worker=2, processes=True,
                                   dashboard_address=None) as cluster:
         yield cluster
