@@ -59,7 +59,13 @@ from hubsurvey.analysis.history import since_last_run
 from hubsurvey.analysis.notify import check_site_url
 from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
 from hubsurvey.analysis.render import when as render_when
-from hubsurvey.analysis.site_scores import SCORES_PAGE_PATH, has_scores, scores_by_dataset, write_scores_page
+from hubsurvey.analysis.site_scores import (
+    SCORES_PAGE_PATH,
+    SCORES_SCRIPT,
+    has_scores,
+    scores_by_dataset,
+    write_scores_page,
+)
 from hubsurvey.analysis.verdicts import BASIS_ORDER, DECIDING, dataset_verdict, rule
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError
@@ -866,7 +872,7 @@ def _reproduce(dataset_id: str, config: str, source: str) -> str | None:
 SPACE_CARD = "README.md"
 #: Paths of a Space that a site build writes: a remote file among them that the build no longer
 #: produces is deleted by the push; anything else in the Space is its owner's.
-OWNED_SITE_FILES = frozenset({SPACE_CARD, "index.html", GLOSSARY, MARKER, *ASSETS})
+OWNED_SITE_FILES = frozenset({SPACE_CARD, "index.html", GLOSSARY, MARKER, SCORES_PAGE_PATH, SCORES_SCRIPT, *ASSETS})
 #: badges/: a site built before held them; a push deletes them now that the site does not
 OWNED_SITE_FOLDERS = ("d/", "list/", "data/", "badges/")
 

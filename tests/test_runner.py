@@ -25,6 +25,7 @@ from hubsurvey.cli import app
 from hubsurvey.core.figures import figure_names
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store
+from hubsurvey.crawler.crawl import crawl
 from hubsurvey_standin import Faults, Scope, StandinHub
 
 FIGURE_COLUMNS = figure_names()
@@ -208,9 +209,15 @@ def test_a_second_run_on_the_same_db_is_refused(minihub, tmp_path):
 
 @pytest.mark.slow
 def test_max_hours_stops_taking_jobs_and_the_queue_resumes(minihub, clean_run, tmp_path):
+    """A run out of time in its crawl ends timed_out, not failed; one out of time after its crawl
+    takes no job and leaves them all pending; the next run takes them."""
     db = tmp_path / "m.duckdb"
     with StandinHub(minihub) as hub:
-        stopped = survey(hub, db, tmp_path, max_hours=1e-9)
+        in_crawl = survey(hub, tmp_path / "c.duckdb", tmp_path, max_hours=1e-9)
+        assert in_crawl.status == "timed_out" and in_crawl.steps["crawl"]["out_of_time"] is True
+        with Store(db) as store:
+            crawl(store, standin_client(hub, tmp_path / "cache"))
+        stopped = survey(hub, db, tmp_path, max_hours=1e-9, crawl=False)
         assert stopped.status == "timed_out" and stopped.done == 0 and stopped.left_pending == stopped.queued > 0
         with Store(db) as store:
             assert store.query("SELECT count(*) FROM jobs WHERE status = 'pending'")[1][0][0] == stopped.queued

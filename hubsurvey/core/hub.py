@@ -349,6 +349,9 @@ class HubClient:
                 result = retrying(attempt)
             except Exception as e:
                 error = _hub_error(e, what, self._token, s.deadline)
+                if type(error) is HubTimeoutError and time.monotonic() >= self._stop_at:
+                    # the run's --max-hours ended the request, not the Hub: the step keeps what it has
+                    error = OutOfTimeError(f"{what}: the run's --max-hours ended the request")
                 self._account(error, what, active)
                 if error is e:
                     raise
