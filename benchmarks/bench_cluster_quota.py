@@ -24,29 +24,17 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import pyarrow as pa
-
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store
 from hubsurvey.crawler.crawl import crawl
 from hubsurvey.pipeline import RunOptions, run_survey
 from hubsurvey.survey.executors.dask import DaskExecutor
 from hubsurvey_standin import Quota, StandinHub, generate_minihub
-from hubsurvey_standin.catalog import write_hub_root
+from hubsurvey_standin.catalog import write_tiny_hub
 
 
 def windows(quota: Quota, bucket: str) -> list[tuple[int, int, int]]:
     return sorted((index, served, refused) for (b, index), (served, refused) in quota.log.items() if b == bucket)
-
-
-def tiny_hub(root: Path, datasets: int) -> Path:
-    """Datasets of three tiny splits each: jobs that are mostly their downloads."""
-    files = {}
-    for n in range(datasets):
-        split = {s: pa.table({"text": [f"{s} row {i} of {n}" for i in range(20)], "label": [i % 2 for i in range(20)]})
-                 for s in ("train", "validation", "test")}
-        files[f"tiny/ds{n:02d}"] = {f"default/{s}/0000.parquet": t for s, t in split.items()}
-    return write_hub_root(root, files)
 
 
 def report(name: str, quota: Quota, bucket: str, per_window: int, after: int, seconds: float) -> None:
@@ -91,7 +79,7 @@ def main() -> None:
     import distributed
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-cluster-quota-"))
-    hubroot = tiny_hub(tmp / "hub", args.datasets)
+    hubroot = write_tiny_hub(tmp / "hub", args.datasets)
     print(f"{args.datasets * 3} downloads under {args.resolvers} file requests per {args.window / 100:g} s window; "
           f"{args.workers} Dask worker processes of 2 threads")
     with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=2, processes=True,

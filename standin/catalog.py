@@ -245,3 +245,16 @@ def write_hub_root(root: Path, datasets: dict[str, dict[str, Any]], entries: dic
     root.mkdir(parents=True, exist_ok=True)
     (root / "index.json").write_text(json.dumps(index, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return root
+
+
+def write_tiny_hub(root: Path, datasets: int) -> Path:
+    """``datasets`` datasets (``tiny/ds00``...) of three 20-row splits each: jobs that are mostly
+    their downloads, for the quota and cluster tests and benchmarks."""
+    import pyarrow as pa
+
+    files = {}
+    for n in range(datasets):
+        split = {s: pa.table({"text": [f"{s} row {i} of {n}" for i in range(20)], "label": [i % 2 for i in range(20)]})
+                 for s in ("train", "validation", "test")}
+        files[f"tiny/ds{n:02d}"] = {f"default/{s}/0000.parquet": t for s, t in split.items()}
+    return write_hub_root(root, files)

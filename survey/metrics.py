@@ -23,7 +23,7 @@ import re
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -797,14 +797,19 @@ class Engine:
         empty ones left out, with the rows of each split holding them), and what decides its role:
         ``repeats`` (a value holds two rows or more in some split: a group, not a row id) and
         ``numbering_reused`` (:func:`numbering_reused` over each split's integer values)."""
+        return self._each_column(columns, self._measure_group, "group_column")
+
+    def _each_column(self, columns: Sequence[str], measure: Callable[[str, Mapping[str, Any]], dict[str, Any]],
+                     key: str) -> list[dict[str, Any]]:
+        """``measure`` over each column; a column DuckDB cannot measure (or a name two columns share)
+        gets its error under ``key``, and the rest are measured."""
         out = []
         rows = {f"rows_{s}": self.rows.get(s) for s in CANONICAL_SPLITS}
         for column in columns:
             try:
-                out.append(self._measure_group(column, rows))
-            # a column DuckDB cannot group, or a name two columns share: that column is not measured, the rest is
+                out.append(measure(column, rows))
             except (duckdb.Error, BadInputError) as e:
-                out.append({"group_column": column, "error": _first_line(e)})
+                out.append({key: column, "error": _first_line(e)})
         return out
 
     def _measure_group(self, column: str, rows: Mapping[str, Any]) -> dict[str, Any]:
@@ -833,14 +838,7 @@ class Engine:
     def measure_dates(self, columns: Sequence[str]) -> list[dict[str, Any]]:
         """Per date column: the registry's ``TIME_FIGURES`` over ``dated`` (its values read as
         timestamps; a value that does not read as one is left out, as NULL is)."""
-        out = []
-        rows = {f"rows_{s}": self.rows.get(s) for s in CANONICAL_SPLITS}
-        for column in columns:
-            try:
-                out.append(self._measure_date(column, rows))
-            except (duckdb.Error, BadInputError) as e:
-                out.append({"date_column": column, "error": _first_line(e)})
-        return out
+        return self._each_column(columns, self._measure_date, "date_column")
 
     def _measure_date(self, column: str, rows: Mapping[str, Any]) -> dict[str, Any]:
         stacked = self._one_column(column, "v")

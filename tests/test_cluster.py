@@ -20,7 +20,7 @@ from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey.pipeline import RunOptions, run_survey
 from hubsurvey.survey.executors.limits import LimitsService, remote_limits
 from hubsurvey_standin import Faults, Quota, Scope, StandinHub, generate_minihub
-from hubsurvey_standin.catalog import write_hub_root
+from hubsurvey_standin.catalog import write_hub_root, write_tiny_hub
 
 distributed = pytest.importorskip("distributed")
 
@@ -119,16 +119,6 @@ def test_an_unreachable_scheduler_ends_the_run_before_the_crawl(minihub, tmp_pat
     assert not (tmp_path / "r.duckdb").exists() or not jobs(tmp_path / "r.duckdb")
 
 
-def tiny_hub(root: Path, datasets: int) -> Path:
-    """``datasets`` datasets of three tiny splits each: jobs that are mostly their downloads."""
-    files = {}
-    for n in range(datasets):
-        split = {s: pa.table({"text": [f"{s} row {i} of {n}" for i in range(20)], "label": [i % 2 for i in range(20)]})
-                 for s in ("train", "validation", "test")}
-        files[f"tiny/ds{n:02d}"] = {f"default/{s}/0000.parquet": t for s, t in split.items()}
-    return write_hub_root(root, files)
-
-
 @pytest.mark.slow
 def test_three_workers_hold_one_resolver_quota_with_no_429_after_the_first_window(cluster, tmp_path):
     """6 file requests per 1500-second window on a clock 100 times faster (15 s). A crawl, then 36
@@ -136,7 +126,7 @@ def test_three_workers_hold_one_resolver_quota_with_no_429_after_the_first_windo
     the headers any of them sees. After the first window, no 429; every full window of the downloads
     (between their first window and their last) is at least 90% used."""
     quota = Quota(api=0, resolvers=6, window=1500, clock_scale=0.01)
-    with StandinHub(tiny_hub(tmp_path / "hub", 12), quota=quota) as hub:
+    with StandinHub(write_tiny_hub(tmp_path / "hub", 12), quota=quota) as hub:
         client = client_for(hub, tmp_path / "cache", clock_scale=0.01, deadline=30)
         with Store(tmp_path / "r.duckdb") as store:
             crawl(store, client)
@@ -159,7 +149,7 @@ def test_file_rate_is_one_pace_for_the_whole_cluster(cluster, tmp_path):
     """``--file-rate 3``: three workers download 36 files at three a second between them (not three
     each). The stand-in counts file requests per one-second window (a quota it never reaches)."""
     quota = Quota(api=0, resolvers=10**6, window=100, clock_scale=0.01)
-    with StandinHub(tiny_hub(tmp_path / "hub", 12), quota=quota) as hub:
+    with StandinHub(write_tiny_hub(tmp_path / "hub", 12), quota=quota) as hub:
         client = client_for(hub, tmp_path / "cache", rate=0, file_rate=0)
         with Store(tmp_path / "r.duckdb") as store:
             crawl(store, client)

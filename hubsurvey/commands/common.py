@@ -6,17 +6,18 @@ No command imports another command's module: a helper two commands need lives he
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from hubsurvey.commands.options import say_snapshot
-from hubsurvey.core.errors import StoreError
+from hubsurvey.core.errors import BadInputError, StoreError
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.options import HubOptions
 from hubsurvey.core.safety import json_text
@@ -28,6 +29,16 @@ SAFE_CONFIG = {
     "autoload_known_extensions": False,
     "autoinstall_known_extensions": False,
 }
+
+
+@contextlib.contextmanager
+def writing_into(out: Path) -> Iterator[None]:
+    """A folder a command writes that cannot be written (no permission, a full disk): one line naming
+    it, exit 2, rather than a traceback."""
+    try:
+        yield
+    except OSError as e:
+        raise BadInputError(f"{out}: {e}") from None
 
 
 def results_file(db: Path) -> Path:

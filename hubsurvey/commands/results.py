@@ -7,8 +7,10 @@ for ``publish --site``, :func:`hubsurvey.analysis.site.publish_site`. They read 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -19,7 +21,7 @@ from hubsurvey.analysis.publish import PublishError
 from hubsurvey.analysis.publish import publish as run_publish
 from hubsurvey.analysis.report import render_report
 from hubsurvey.analysis.site import publish_site as run_publish_site
-from hubsurvey.commands.common import open_results
+from hubsurvey.commands.common import open_results, writing_into
 from hubsurvey.commands.options import DEFAULT_REPORT_DIR, MAX_COUNT, ReadDb, at_least
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.hub import HubClient
@@ -35,11 +37,8 @@ def report(
     """Render the findings as REPORT.md and a self-contained report.html."""
     at_least("--top", top, 1, MAX_COUNT)
     output_folder(out)  # before the DB: a file named as the folder is refused first
-    with open_results(db) as store:
-        try:
-            paths = render_report(store, out, top_n=top)
-        except OSError as e:
-            raise BadInputError(f"{out}: {e}") from None
+    with open_results(db) as store, writing_into(out):
+        paths = render_report(store, out, top_n=top)
     for path in paths:
         typer.echo(f"wrote {path}")
 
@@ -53,11 +52,8 @@ def export(
 ) -> None:
     """Export the results as Parquet (NULL stays null) and CSV (NULL written NR)."""
     output_folder(out)  # before the DB: a file named as the folder is refused first
-    with open_results(db) as store:
-        try:
-            paths = export_results(store, out, lle_compat=lle_compat, overwrite=overwrite)
-        except OSError as e:
-            raise BadInputError(f"{out}: {e}") from None
+    with open_results(db) as store, writing_into(out):
+        paths = export_results(store, out, lle_compat=lle_compat, overwrite=overwrite)
     for path in paths:
         typer.echo(f"wrote {path} ({path.stat().st_size} bytes)")
 
@@ -81,28 +77,40 @@ def publish(
         publish_site(repo, push=push, private=private, db=db, out=out)
         return
     card = {k: v for k, v in (("license", license), ("pretty_name", pretty_name)) if v is not None}
-    with open_results(db) as store:
-        try:
-            result = run_publish(store, repo, out_dir=out, push=push, private=private, report=with_report,
-                                 client=HubClient() if push else None, **card)
-        except PublishError as e:
-            raise BadInputError(" ".join(str(e).split())) from None
-        except OSError as e:
-            raise BadInputError(f"{type(e).__name__}: {e}") from None
+    with open_results(db) as store, _refused_in_one_line():
+        result = run_publish(store, repo, out_dir=out, push=push, private=private, report=with_report,
+                             client=HubClient() if push else None, **card)
     typer.echo(f"target: dataset {result.repo_id}{' (private)' if private else ''}")
     # a folder of its own (no --out) is removed when publish returns: never print it as if it were there
     typer.echo("folder: temporary, removed (--out DIR keeps it)" if result.folder_removed else f"folder: {result.folder}")
     for f in result.files:
         typer.echo(f"  {f.path_in_repo:40} {f.size:>10} bytes")
     typer.echo(f"  {'total':40} {result.total_size:>10} bytes in {len(result.files)} files")
+    _say_push(push, result.unchanged, result.commit_url, "repo",
+              f"{len(result.files)} files (changed: {', '.join(result.changed)})")
+
+
+@contextlib.contextmanager
+def _refused_in_one_line() -> Iterator[None]:
+    """A publish the Hub or its checks refuse, or a file it cannot write: one line, exit 2."""
+    try:
+        yield
+    except PublishError as e:
+        raise BadInputError(" ".join(str(e).split())) from None
+    except OSError as e:
+        raise BadInputError(f"{type(e).__name__}: {e}") from None
+
+
+def _say_push(push: bool, unchanged: bool, commit_url: str | None, repo_kind: str, pushed: str) -> None:
+    """The last lines of a publish: a dry run, an unchanged repo, or the commit made."""
     if not push:
-        typer.echo("dry run: nothing uploaded; add --push to create the repo and upload these files in one commit")
-    elif result.unchanged:
-        typer.echo("unchanged: the repo already holds exactly these files; no commit made")
+        typer.echo(f"dry run: nothing uploaded; add --push to create the {repo_kind} and upload these files in one commit")
+    elif unchanged:
+        typer.echo(f"unchanged: the {repo_kind} already holds exactly these files; no commit made")
     else:
-        typer.echo(f"pushed: one commit with {len(result.files)} files (changed: {', '.join(result.changed)})")
-        if result.commit_url:
-            typer.echo(f"commit: {result.commit_url}")
+        typer.echo(f"pushed: one commit with {pushed}")
+        if commit_url:
+            typer.echo(f"commit: {commit_url}")
 
 
 def publish_site(repo: str, *, push: bool, private: bool, db: Path, out: Path | None) -> None:
@@ -111,13 +119,9 @@ def publish_site(repo: str, *, push: bool, private: bool, db: Path, out: Path | 
     ``--out`` the folder is a temporary one, removed at the end."""
     folder = Path(tempfile.mkdtemp(prefix="hubsurvey-site-")) / "site" if out is None else out
     try:
-        with open_results(db) as store:
+        with open_results(db) as store, _refused_in_one_line():
             result = run_publish_site(store, repo, folder, push=push, private=private,
                                       client=HubClient() if push else None)
-    except PublishError as e:
-        raise BadInputError(" ".join(str(e).split())) from None
-    except OSError as e:
-        raise BadInputError(f"{type(e).__name__}: {e}") from None
     finally:
         if out is None:
             shutil.rmtree(folder.parent, ignore_errors=True)
@@ -125,12 +129,5 @@ def publish_site(repo: str, *, push: bool, private: bool, db: Path, out: Path | 
     typer.echo(f"target: static space {result.repo_id}{' (private)' if private else ''}")
     typer.echo("folder: temporary, removed (--out DIR keeps it)" if out is None else f"folder: {folder}")
     typer.echo(f"  {result.summary.datasets} dataset(s): {len(result.files)} files, {size} bytes")
-    if not push:
-        typer.echo("dry run: nothing uploaded; add --push to create the space and upload these files in one commit")
-    elif result.unchanged:
-        typer.echo("unchanged: the space already holds exactly these files; no commit made")
-    else:
-        typer.echo(f"pushed: one commit with {len(result.files)} files ({len(result.changed)} changed, "
-                   f"{len(result.deleted)} deleted)")
-        if result.commit_url:
-            typer.echo(f"commit: {result.commit_url}")
+    _say_push(push, result.unchanged, result.commit_url, "space",
+              f"{len(result.files)} files ({len(result.changed)} changed, {len(result.deleted)} deleted)")
