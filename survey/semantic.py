@@ -201,7 +201,7 @@ def _as_text(values: pa.ChunkedArray) -> pa.ChunkedArray:
     t = values.type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return normalize_array(values.cast(pa.string()))
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         joined = [None if v is None else " ".join(str(x) for x in v if x is not None) for v in values.to_pylist()]
         return normalize_array(pa.chunked_array([pa.array(joined, pa.string())]))
     try:
@@ -348,9 +348,11 @@ def _cut(text: str) -> str:
     return text[:PAIR_TEXT_CHARS] + "…" if len(text) > PAIR_TEXT_CHARS else text
 
 
-def candidates(data: ConfigData, text_columns: Sequence[str], request: SemanticRequest) -> SemanticResult:
+def candidates(data: ConfigData, text_columns: Sequence[str], request: SemanticRequest, *,
+               max_stored: int = MAX_STORED) -> SemanticResult:
     """The paraphrase candidates of one config: each distinct test text's nearest train or validation
-    texts at cosine >= the threshold, identical texts left out (the exact figures count them)."""
+    texts at cosine >= the threshold, identical texts left out (the exact figures count them); the
+    ``max_stored`` highest pairs are kept."""
     started = time.perf_counter()
     model = load_model(request.model)
     test = distinct(row_texts(data.splits["test"], text_columns))
@@ -369,7 +371,7 @@ def candidates(data: ConfigData, text_columns: Sequence[str], request: SemanticR
     with_candidate = np.unique(found.query)
     rank = np.arange(len(found.query)) - np.searchsorted(found.query, found.query)
     pairs = []
-    for n in np.argsort(-found.cosine, kind="stable")[:MAX_STORED]:
+    for n in np.argsort(-found.cosine, kind="stable")[:max_stored]:
         qi, rj = int(found.query[n]), int(found.reference[n])
         split, side, i = where[rj]
         pairs.append({"test_position": test.first[qi], "test_rows": test.rows[qi], "test_text": _cut(test.texts[qi]),
