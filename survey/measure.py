@@ -268,6 +268,8 @@ def checks_statement(methods: Collection[str] | None, near: dict[str, Any] | Non
     out.append({"check": "contamination", "ran": False, "why_not": "no benchmarks given"})
     if semantic is None:
         out.append({"check": "semantic", "ran": False, "why_not": "not asked (--semantic)"})
+    elif not semantic.info.get("ran", True):
+        out.append({"check": "semantic", "ran": False, "why_not": semantic.info["why_not"]})
     else:
         info = semantic.info
         out.append({"check": "semantic", "ran": True, "threshold": info["threshold"], "model": info["model"],

@@ -34,7 +34,7 @@ import functools
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,10 @@ PAIR_TEXT_CHARS = 200
 #: rows of test texts and of reference texts per block of the exact search (a block of cosines is
 #: QUERY_BLOCK x REFERENCE_BLOCK float32: 32 MB)
 QUERY_BLOCK, REFERENCE_BLOCK = 512, 16_384
+#: the most (distinct test text, reference text) pairs the exact search computes for one config:
+#: about ten minutes on two shared cores (docs/benchmarks.md), inside a job's default timeout; a
+#: config with more is not searched, and its statement of checks says why
+MAX_PAIRS = 20_000_000_000
 #: texts embedded per call of the model
 EMBED_BATCH = 256
 #: the splits whose rows can be a test row's partner, in the order ties are broken
@@ -87,7 +91,7 @@ class EmbeddingModel:
 def offline() -> Iterator[None]:
     """Hugging Face libraries stay offline inside: a model is read from disk, never downloaded."""
     before = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
-    os.environ.update({k: "1" for k in before})
+    os.environ.update(dict.fromkeys(before, "1"))
     try:
         yield
     finally:
@@ -181,11 +185,14 @@ def _load_model2vec(spec: str) -> EmbeddingModel:
 
 def embed(model: EmbeddingModel, texts: Sequence[str]) -> np.ndarray:
     """Unit vectors of ``texts`` (their first MAX_CHARS characters); a text the model has no token
-    for gets the zero vector, whose cosine with anything is 0."""
+    for gets the zero vector, whose cosine with anything is 0. Texts of like length are embedded
+    together (a batch is padded to its longest)."""
     out = np.zeros((len(texts), model.dim), dtype=np.float32)
+    order = np.argsort(np.fromiter((min(len(t), MAX_CHARS) for t in texts), dtype=np.int64, count=len(texts)),
+                       kind="stable")
     for start in range(0, len(texts), EMBED_BATCH):
-        batch = [t[:MAX_CHARS] for t in texts[start:start + EMBED_BATCH]]
-        out[start:start + len(batch)] = model.encode(batch)
+        picked = order[start:start + EMBED_BATCH]
+        out[picked] = model.encode([texts[i][:MAX_CHARS] for i in picked])
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
     out[~np.isfinite(out).all(axis=1)] = 0
@@ -281,7 +288,7 @@ def _keep_first(q: np.ndarray, r: np.ndarray, s: np.ndarray, k: int) -> tuple[np
 
 
 def nearest(queries: np.ndarray, reference: np.ndarray, *, k: int = NEAREST, threshold: float = DEFAULT_SEMANTIC_THRESHOLD,
-            excluded: dict[int, Sequence[int]] | None = None) -> Nearest:
+            excluded: Mapping[int, Sequence[int]] | None = None) -> Nearest:
     """For each query vector, its ``k`` nearest reference vectors by inner product (cosine, for unit
     vectors) at or above ``threshold``, exactly: every product is computed, a block of queries
     against a block of the reference at a time (one matrix product each), and each block's best
@@ -364,6 +371,16 @@ def candidates(data: ConfigData, text_columns: Sequence[str], request: SemanticR
     for j, text in enumerate(reference_texts):
         at.setdefault(text, []).append(j)
     excluded = {i: at[t] for i, t in enumerate(test.texts) if t in at}
+    info: dict[str, Any] = {
+        "method": SEMANTIC_METHOD, "method_version": SEMANTIC_METHOD_VERSION, "model": model.name,
+        "model_sha256": model.weights_sha256, "dim": model.dim, "threshold": request.threshold,
+        "nearest": NEAREST, "max_chars": MAX_CHARS, "search": "exact", "test_texts": len(test.texts),
+        "reference_texts": len(reference_texts), "identical_left_out": len(excluded)}
+    if len(test.texts) * len(reference_texts) > MAX_PAIRS:
+        info.update(ran=False, why_not=f"{len(test.texts)} test x {len(reference_texts)} train and validation texts: "
+                                       f"more pairs than the exact search's limit ({MAX_PAIRS:.0e})",
+                    seconds=round(time.perf_counter() - started, 3))
+        return SemanticResult(info, [])
     found = Nearest(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
     if test.texts and reference_texts:
         found = nearest(embed(model, test.texts), embed(model, reference_texts), threshold=request.threshold,
@@ -378,13 +395,8 @@ def candidates(data: ConfigData, text_columns: Sequence[str], request: SemanticR
                       "partner_split": split, "partner_position": side.first[i], "partner_rows": side.rows[i],
                       "partner_text": _cut(side.texts[i]), "cosine": round(float(found.cosine[n]), 6),
                       "rank": int(rank[n]) + 1})
-    info = {"method": SEMANTIC_METHOD, "method_version": SEMANTIC_METHOD_VERSION, "model": model.name,
-            "model_sha256": model.weights_sha256, "dim": model.dim, "threshold": request.threshold,
-            "nearest": NEAREST, "max_chars": MAX_CHARS, "search": "exact",
-            "test_texts": len(test.texts), "reference_texts": len(reference_texts),
-            "identical_left_out": len(excluded),
-            "pairs": len(found.query), "pairs_stored": len(pairs),
-            "test_texts_with_candidates": len(with_candidate),
-            "test_rows_with_candidates": int(sum(test.rows[i] for i in with_candidate)),
-            "seconds": round(time.perf_counter() - started, 3)}
+    info.update(ran=True, pairs=len(found.query), pairs_stored=len(pairs),
+                test_texts_with_candidates=len(with_candidate),
+                test_rows_with_candidates=int(sum(test.rows[i] for i in with_candidate)),
+                seconds=round(time.perf_counter() - started, 3))
     return SemanticResult(info, pairs)

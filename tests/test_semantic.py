@@ -28,7 +28,7 @@ from hubsurvey.survey.normalize import normalize_text
 from hubsurvey.survey.sources import ConfigData, FolderSource, SplitData, check_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from semantic_rewrites import KINDS, rewrite  # noqa: E402
+from semantic_rewrites import KINDS, rewrite
 
 DIM = 64
 
@@ -208,7 +208,7 @@ def test_row_texts_blank_rows_lists_and_numbers_as_the_definition():
     split = SplitData("test", "test", table=table)
     assert semantic.row_texts(split, ["a", "b"]) == ["hello world\none two", None, None, "ünï code", "x"]
     assert semantic.row_texts(split, ["n"]) == ["1", "2", None, "4", "5"]
-    found = semantic.distinct(semantic.row_texts(split, ["a"]) + ["hello world"])
+    found = semantic.distinct([*semantic.row_texts(split, ["a"]), "hello world"])
     assert (found.texts, found.first, found.rows) == (["hello world", "ünï code", "x"], [0, 3, 4], [2, 1, 1])
 
 
@@ -222,6 +222,25 @@ def test_an_identical_text_is_never_its_own_candidate_and_each_side_is_counted(h
     assert [(p["test_position"], p["test_rows"], p["partner_position"], p["partner_rows"], p["cosine"]) for p in found.pairs] \
         == [(1, 2, 0, 2, 1.0)]
     assert found.info["identical_left_out"] == 1 and found.info["test_rows_with_candidates"] == 2
+
+
+def test_a_config_past_the_pair_limit_is_not_searched_and_the_statement_says_why(hashed_model, monkeypatch):
+    from hubsurvey.commands.audit import render_semantic
+    from hubsurvey.survey.measure import checks_statement
+
+    monkeypatch.setattr(semantic, "MAX_PAIRS", 5)
+    train = pa.table({"text": ["a b", "c d", "e f"]})
+    test = pa.table({"text": ["a b c", "d e"]})
+    data = check_config(ConfigData("t/d", "default", "r", {"train": SplitData("train", "train", table=train),
+                                                         "test": SplitData("test", "test", table=test)}))
+    found = semantic.candidates(data, ["text"], semantic.SemanticRequest())
+    assert found.pairs == [] and not found.info["ran"]
+    entry = checks_statement(None, None, [], None, {}, None, None, found)[-1]
+    assert entry == {"check": "semantic", "ran": False, "why_not": "2 test x 3 train and validation texts: more pairs "
+                                                                  "than the exact search's limit (5e+00)"}
+    assert render_semantic({"semantic": found.info}) == f"  paraphrase candidates for review: not searched: {entry['why_not']}"
+    monkeypatch.setattr(semantic, "MAX_PAIRS", 6)
+    assert semantic.candidates(data, ["text"], semantic.SemanticRequest()).info["ran"]
 
 
 # --- the command line, the store, the statement of checks ---------------------------------------------
@@ -333,6 +352,24 @@ def test_run_semantic_reaches_the_worker_through_the_job_settings(hashed_model, 
     assert "semantic" not in plain.rows[0] and not json.loads(plain.rows[0]["checks"])[-1]["ran"]
 
 
+def test_the_site_and_junit_words_of_the_semantic_check():
+    from hubsurvey.analysis.beside import beside_section
+    from hubsurvey.survey.check import check_property
+    from hubsurvey.survey.measure import checks_statement
+
+    ran = semantic.SemanticResult({"threshold": 0.8, "model": "wordllama l2_supercat_256", "test_rows_with_candidates": 12,
+                                   "pairs": 30}, [])
+    entry = checks_statement(None, None, [], None, {}, None, None, ran)[-1]
+    assert entry == {"check": "semantic", "ran": True, "threshold": 0.8, "model": "wordllama l2_supercat_256",
+                     "test_rows_with_candidates": 12, "pairs": 30}
+    section = beside_section([{"rows_test": 5, "checks": json.dumps([entry])}], [], [])
+    assert section["checks"] == [{"check": "semantic", "ran": True, "words": "cosine >= 0.8, wordllama l2_supercat_256: "
+                                                                            "12 test rows with candidates for review"}]
+    assert check_property(entry) == "ran: threshold 0.8"
+    not_asked = checks_statement(None, None, [], None, {}, None, None)[-1]
+    assert check_property(not_asked) == "not run: not asked (--semantic)"
+
+
 # --- real models (slow) ---------------------------------------------------------------------------
 
 
@@ -423,3 +460,6 @@ def test_wordllama_candidates_on_a_shared_config_equal_the_reference(shared_data
     found = semantic.candidates(data, ["text"], semantic.SemanticRequest(0.8), max_stored=10**9)
     assert_same_candidates(found, reference_candidates(data, ["text"], semantic.load_model(None), 0.8))
     assert found.info["pairs"] > 0
+    # a bag of words: word order is invisible (docs/method.md says so)
+    swapped = semantic.embed(semantic.load_model(None), ["the dog bit the man", "the man bit the dog"])
+    assert float(swapped[0] @ swapped[1]) == pytest.approx(1.0, abs=1e-6)

@@ -246,6 +246,8 @@ def render_semantic(row: dict[str, Any]) -> str:
     info = row.get("semantic")
     if not info:
         return ""
+    if not info.get("ran", True):
+        return visible(f"  paraphrase candidates for review: not searched: {info['why_not']}", one_line=True)
     rows_test = row.get("rows_test")
     share_of_test = (f" ({figures.published(100 * info['test_rows_with_candidates'] / rows_test, figures.Format.PERCENT)})"
                      if rows_test else "")
