@@ -329,27 +329,62 @@ def test_the_table_shows_one_count_line_and_a_few_pairs_with_control_characters_
     assert "\x1b" not in output and "test #0" in lines[1] and "train #0" in lines[1]
 
 
-@pytest.mark.slow  # a whole audit (the engine, its compiled fingerprint pass)
-def test_run_semantic_reaches_the_worker_through_the_job_settings(hashed_model, shared_datasets):
-    from dataclasses import fields
-
+def _worker_outcomes(shared_datasets: Path):
+    """One shared config measured by the worker function, with --semantic (threshold 0.75) and without."""
     from hubsurvey.core.queue import JobSettings, QueuedJob
-    from hubsurvey.core.steps import RunOptions
     from hubsurvey.survey.jobs import JobSpec, run_job
 
-    declared = {f.name for f in fields(RunOptions)}
-    assert {"semantic", "semantic_threshold", "semantic_model"} <= declared & {f.name for f in fields(JobSettings)}
     folder = shared_datasets / "cardiffnlp__tweet_eval" / "stance_climate"
     files = {split: [str(p) for p in sorted((folder / split).glob("*.parquet"))] for split in ("train", "validation", "test")}
     job = QueuedJob("cardiffnlp/tweet_eval@r/stance_climate", "cardiffnlp/tweet_eval", "r", "stance_climate", 10, files)
     settings = JobSettings(near=False, examples=0, semantic=True, semantic_threshold=0.75)
     outcome = run_job(JobSpec(job, settings, local_files=files))
-    assert outcome.error_class is None, outcome.error_message
+    plain = run_job(JobSpec(job, JobSettings(near=False, examples=0), local_files=files))
+    return job, plain, outcome
+
+
+@pytest.mark.slow  # two jobs measured (the engine, its compiled fingerprint pass)
+def test_run_semantic_reaches_the_worker_through_the_job_settings(hashed_model, shared_datasets):
+    from dataclasses import fields
+
+    from hubsurvey.core.queue import JobSettings
+    from hubsurvey.core.steps import RunOptions
+
+    declared = {f.name for f in fields(RunOptions)}
+    assert {"semantic", "semantic_threshold", "semantic_model"} <= declared & {f.name for f in fields(JobSettings)}
+    _, plain, outcome = _worker_outcomes(shared_datasets)
+    assert outcome.error_class is None, outcome.message
     row = outcome.rows[0]
     assert row["semantic"]["threshold"] == 0.75 and row["semantic"]["model"] == "test hashed words"
     assert row["semantic_candidates"] and json.loads(row["checks"])[-1]["ran"]
-    plain = run_job(JobSpec(job, JobSettings(near=False, examples=0), local_files=files))
     assert "semantic" not in plain.rows[0] and not json.loads(plain.rows[0]["checks"])[-1]["ran"]
+
+
+@pytest.mark.slow  # two jobs measured (the engine, its compiled fingerprint pass)
+def test_run_semantic_measures_again_the_configs_measured_without_it(hashed_model, shared_datasets, tmp_path):
+    """A config done without --semantic is queued again by a run with it; one done with it stays
+    done for a run without it (rows holding more methods than asked stay), as --no-near."""
+    from hubsurvey.core.queue import JobQueue, JobStatus
+    from hubsurvey.core.store import insert, now
+
+    job, plain, with_semantic = _worker_outcomes(shared_datasets)
+    configs = {job.config: {split: {"files": paths} for split, paths in job.files.items()}}
+    with Store(tmp_path / "r.duckdb") as store:
+        insert(store.con, "datasets", {"dataset_id": job.dataset_id, "sha": job.revision_sha, "status": "eligible",
+                                       "configs": json.dumps(configs), "first_seen": now(), "last_seen": now()})
+
+        def queue(semantic_too: bool) -> JobQueue:
+            return JobQueue(store, methods=figures.methods_measured(near=False, semantic=semantic_too))
+
+        (queued,) = queue(False).enqueue("run-1")
+        assert queue(False).record(queued, plain) is JobStatus.DONE
+        assert queue(False).enqueue("run-2") == []
+        (again,) = queue(True).enqueue("run-3")
+        assert again.job_id == job.job_id
+        assert queue(True).record(again, with_semantic) is JobStatus.DONE
+        assert queue(True).enqueue("run-4") == [] and queue(False).enqueue("run-5") == []
+        assert store.records("SELECT count(*) AS n FROM semantic_candidates")[0]["n"] == \
+            len(with_semantic.rows[0]["semantic_candidates"]) > 0
 
 
 def test_the_site_and_junit_words_of_the_semantic_check():
