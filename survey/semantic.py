@@ -65,6 +65,9 @@ QUERY_BLOCK, REFERENCE_BLOCK = 512, 16_384
 #: about ten minutes on two shared cores (docs/benchmarks.md), inside a job's default timeout; a
 #: config with more is not searched, and its statement of checks says why
 MAX_PAIRS = 20_000_000_000
+#: reference texts embedded and searched at a time: memory holds the test texts' vectors and this
+#: many others (128 MB), never a whole train split's
+REFERENCE_CHUNK = 131_072
 #: texts embedded per call of the model
 EMBED_BATCH = 256
 #: the splits whose rows can be a test row's partner, in the order ties are broken
@@ -330,6 +333,25 @@ def nearest(queries: np.ndarray, reference: np.ndarray, *, k: int = NEAREST, thr
     return Nearest(np.concatenate(out_q), np.concatenate(out_r), np.concatenate(out_s))
 
 
+def search(model: EmbeddingModel, queries: Sequence[str], reference: Sequence[str], *, k: int = NEAREST,
+           threshold: float = DEFAULT_SEMANTIC_THRESHOLD, excluded: Mapping[int, Sequence[int]] | None = None) -> Nearest:
+    """:func:`nearest` over the texts' vectors, the reference embedded REFERENCE_CHUNK texts at a time
+    and each chunk's best merged: the same pairs as one search over all of it."""
+    empty = Nearest(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
+    if not queries or not reference:
+        return empty
+    vectors = embed(model, queries)
+    q, r, s = [empty.query], [empty.reference], [empty.cosine]
+    for r0 in range(0, len(reference), REFERENCE_CHUNK):
+        chunk = reference[r0:r0 + REFERENCE_CHUNK]
+        inside = {i: [j - r0 for j in js if r0 <= j < r0 + len(chunk)] for i, js in (excluded or {}).items()}
+        found = nearest(vectors, embed(model, chunk), k=k, threshold=threshold, excluded=inside)
+        q.append(found.query)
+        r.append(found.reference + r0)
+        s.append(found.cosine)
+    return Nearest(*_keep_first(np.concatenate(q), np.concatenate(r), np.concatenate(s), k))
+
+
 # --- one config -------------------------------------------------------------------------------------
 
 
@@ -381,10 +403,7 @@ def candidates(data: ConfigData, text_columns: Sequence[str], request: SemanticR
                                        f"more pairs than the exact search's limit ({MAX_PAIRS:.0e})",
                     seconds=round(time.perf_counter() - started, 3))
         return SemanticResult(info, [])
-    found = Nearest(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float32))
-    if test.texts and reference_texts:
-        found = nearest(embed(model, test.texts), embed(model, reference_texts), threshold=request.threshold,
-                        excluded=excluded)
+    found = search(model, test.texts, reference_texts, threshold=request.threshold, excluded=excluded)
     with_candidate = np.unique(found.query)
     rank = np.arange(len(found.query)) - np.searchsorted(found.query, found.query)
     pairs = []

@@ -160,6 +160,14 @@ def test_the_blocks_equal_the_brute_force_on_random_integer_vectors(seed, monkey
     found = semantic.nearest(queries, reference, k=k, threshold=threshold, excluded=excluded)
     got = list(zip(found.query.tolist(), found.reference.tolist(), found.cosine.tolist()))
     assert got == brute_force(queries, reference, k, threshold, excluded)
+    # the reference embedded and searched a chunk at a time, merged: the same pairs
+    monkeypatch.setattr(semantic, "REFERENCE_CHUNK", int(rng.integers(1, 12)))
+    vectors = {f"q{i}": v for i, v in enumerate(queries)} | {f"r{j}": v for j, v in enumerate(reference)}
+    as_given = semantic.EmbeddingModel("as given", "", dim, lambda texts: np.array([vectors[t] for t in texts]).reshape(-1, dim))
+    monkeypatch.setattr(semantic, "embed", lambda model, texts: model.encode(list(texts)))
+    chunked = semantic.search(as_given, [f"q{i}" for i in range(n_q)], [f"r{j}" for j in range(n_r)], k=k,
+                              threshold=threshold, excluded=excluded)
+    assert list(zip(chunked.query.tolist(), chunked.reference.tolist(), chunked.cosine.tolist())) == got
 
 
 def test_the_blocks_equal_the_brute_force_on_random_unit_vectors(monkeypatch):
@@ -189,6 +197,7 @@ def test_candidates_on_shared_configs_equal_the_reference(shared_datasets, folde
     from hubsurvey.core.roles import resolve_roles
 
     monkeypatch.setattr(semantic, "load_model", lambda spec=None: HASHED)
+    monkeypatch.setattr(semantic, "REFERENCE_CHUNK", 1000)  # several chunks of the reference, merged
     data = check_config(FolderSource(shared_datasets / folder).load(config))
     columns = list(resolve_roles(data.features, data.dataset_id, data.config, None).text_columns)
     for threshold in (0.6, 0.9):
