@@ -43,6 +43,9 @@ def _check_words(check: Mapping[str, Any]) -> str:
     """What one check ran with, or why it did not, in a few words."""
     if not check.get("ran"):
         return str(check.get("why_not") or "")
+    if check.get("check") == "semantic":  # paraphrase candidates for review: never a figure
+        return (f"cosine >= {check.get('threshold')}, {check.get('model')}: "
+                f"{check.get('test_rows_with_candidates')} test rows with candidates for review")
     if check.get("threshold") is not None:
         return f"Jaccard >= {check['threshold']}"
     if check.get("columns"):

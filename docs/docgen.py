@@ -386,6 +386,27 @@ TABLES: dict[str, dict[str, str]] = {
         "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`time-2026`, 1)",
         **{c.name: f"{c.definition} ({figures.nr_rule(c)})" for c in figures.time_columns()},
     },
+    "semantic_candidates": {
+        "dataset_id, revision_sha, config": "the config measured, at the revision measured",
+        "text_columns": "the columns whose values form the text embedded (the text key's)",
+        "test_position": "the first test row (0-based) holding the test text",
+        "test_rows": "test rows holding the test text (identical under the normalized profile)",
+        "test_text": "the test text as embedded: its text columns under the normalized profile, joined by a "
+                     "newline, cut at 200 characters (…)",
+        "partner_split": "`train` or `validation`: the split of the partner text",
+        "partner_position": "the first row of that split holding the partner text",
+        "partner_rows": "rows of that split holding it",
+        "partner_text": "the partner text, as `test_text`",
+        "cosine": "the two texts' cosine under the model (at least `threshold`)",
+        "rank": "1 for the test text's nearest partner, 2 and 3 for the next (ties: the partner first in "
+                "order, train before validation)",
+        "threshold": "the cosine threshold of the run (`--semantic-threshold`, default 0.8)",
+        "model": "the static model: `wordllama l2_supercat_256` (wordllama's shipped weights) or `model2vec <folder>`",
+        "model_sha256": "the SHA-256 of the model's weights file",
+        "search": "`exact`: every pair's cosine computed",
+        "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`semantic-2026`, 1; run_id "
+                                                                    "NULL: a one-off audit)",
+    },
 }
 
 
@@ -479,6 +500,13 @@ TABLE_NOTES: dict[str, str] = {
     "time_measurements": "Time order: one row per (config, date column) that dates at least one row (or is "
                          "declared); figure columns from the registry (`figures.time_columns()`). Replaced with the "
                          "config's measurements, in the same transaction.",
+    "semantic_candidates": "Paraphrase candidates for review (`semantic-2026`, opt-in: `audit --semantic`, "
+                           "`run --semantic`): one row per (distinct test text, one of its 3 nearest train or "
+                           "validation texts) at cosine >= the threshold, the 1000 highest of a config; texts identical "
+                           "to the test text are left out (the exact figures count them). Never a figure: no leak count "
+                           "and no verdict reads it. The config's `checks` entry `semantic` holds the counts over every "
+                           "pair. Replaced with the config's measurements, in the same transaction (a measurement "
+                           "without `--semantic` leaves none). [Method](method.md#paraphrase-candidates-for-review).",
     "schema_version": "The migrations applied, one row each.",
 }
 

@@ -28,6 +28,7 @@ from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import Store
 from hubsurvey.survey import kernels
 from hubsurvey.survey.measure import ConfigResult, measure_config, with_contamination_check
+from hubsurvey.survey.semantic import SemanticRequest, check_model
 from hubsurvey.survey.sources import FolderSource, open_source
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ def audit(
     client: Any = None,
     benchmarks: BenchmarkIndex | None = None,
     benchmarks_file: str | Path | None = None,
+    semantic: SemanticRequest | None = None,
 ) -> AuditOutcome:
     """Measure every config of ``target`` (or just ``config``); write each to ``db`` as it is done.
 
@@ -112,7 +114,12 @@ def audit(
     as its measurements; a benchmark that cannot be indexed is an error line, the others are used.
     With ``benchmarks`` (an index already built, as ``check`` passes) each measured config is checked
     against it the same way, stored only with ``db``.
+
+    ``semantic`` (``--semantic``): each config's paraphrase candidates too, stored apart
+    (``semantic_candidates``); a model that cannot be loaded is refused before anything is measured.
     """
+    if semantic is not None:
+        check_model(semantic.model)
     if benchmarks_file is not None:  # a bad benchmarks file is refused before anything is measured or stored
         from hubsurvey.survey.contamination_check import check_benchmarks_file  # lazy: keeps `hubsurvey --help` fast
 
@@ -127,7 +134,9 @@ def audit(
     outcome = AuditOutcome(source.dataset_id)
     kind = "folder" if isinstance(source, FolderSource) else "hub"
     store = Store(db) if db is not None else None
-    args = {"target": target, "config": config, "roles": str(roles_file) if roles_file else None}
+    args: dict[str, Any] = {"target": target, "config": config, "roles": str(roles_file) if roles_file else None}
+    if semantic is not None:
+        args.update(semantic=True, semantic_threshold=semantic.threshold, semantic_model=semantic.model)
     if benchmarks_file is not None:
         if store is None:
             raise UsageError("an audit against benchmarks stores its contamination rows: it needs a DB")
@@ -145,7 +154,7 @@ def audit(
                     data = source.load(name)
                     result = measure_config(
                         data, n_configs=len(configs), source=kind, overrides=overrides, examples=examples,
-                        methods=list(methods_measured(near=near))
+                        methods=list(methods_measured(near=near)), semantic=semantic,
                     )
                     contamination = (_config_contamination(data, result.roles.text_columns, index,
                                                            run_id=recording.run_id if recording is not None else None)

@@ -24,6 +24,7 @@ from hubsurvey.core.roles import RoleOverrides
 from hubsurvey.core.settings import Settings
 from hubsurvey.core.splits import branch_layouts, refuse_two_layouts
 from hubsurvey.survey.measure import measure_config, with_contamination_check
+from hubsurvey.survey.semantic import SemanticRequest
 from hubsurvey.survey.sources import config_from_files
 
 MEMORY_EXIT_CODE = 86  # a worker that passed its memory ceiling exits with this code
@@ -136,6 +137,7 @@ def run_job(spec: JobSpec, memory_mb: int | None = None) -> JobOutcome:
             engine_options=settings.engine_options,
             examples=settings.examples,
             methods=list(methods_measured(near=settings.near)),
+            semantic=SemanticRequest(settings.semantic_threshold, settings.semantic_model) if settings.semantic else None,
         )
         contamination, checked = _contamination(settings, data, result.roles.text_columns)
         with_contamination_check(result.rows, checked)

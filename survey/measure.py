@@ -16,7 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from hubsurvey import __version__
-from hubsurvey.core.errors import InternalError, SurveyError, UnreadableDataError
+from hubsurvey.core.errors import InternalError, SurveyError, UnreadableDataError, UsageError
 from hubsurvey.core.figures import (
     DEFAULT_EXAMPLES,
     EXACT_METHOD,
@@ -27,6 +27,8 @@ from hubsurvey.core.figures import (
     NEAR_METHOD,
     NEAR_METHOD_VERSION,
     ROWS_METHOD,
+    SEMANTIC_METHOD,
+    SEMANTIC_METHOD_VERSION,
     TIME_METHOD,
     registered_methods,
 )
@@ -34,6 +36,7 @@ from hubsurvey.core.fingerprint import files_fingerprint, split_fingerprint
 from hubsurvey.core.roles import ColumnRoles, RoleOverrides, resolve_roles
 from hubsurvey.core.store import now
 from hubsurvey.survey.metrics import Engine
+from hubsurvey.survey.semantic import SemanticRequest, SemanticResult, candidates
 from hubsurvey.survey.sources import ConfigData, SplitData, check_config
 
 #: A key value is cut to this many characters (strings) or elements (lists) in the examples table.
@@ -101,8 +104,11 @@ def measure_config(
     run_id: str | None = None,
     engine_options: dict[str, Any] | None = None,
     methods: Collection[str] | None = None,
+    semantic: SemanticRequest | None = None,
 ) -> ConfigResult:
-    """Validate, infer roles, measure and build the stored rows of one config."""
+    """Validate, infer roles, measure and build the stored rows of one config. With ``semantic``,
+    its paraphrase candidates too (``survey/semantic.py``): on each row as ``semantic`` (what ran,
+    the counts) and ``semantic_candidates`` (the pairs, stored apart)."""
     started = time.perf_counter()
     data = check_config(data)
     roles = resolve_roles(data.features, data.dataset_id, data.config, overrides)
@@ -121,7 +127,8 @@ def measure_config(
             fingerprints = engine.fingerprints()
             read = engine.split_fingerprints  # the near stage's read gave them, else they are read now
         content = {name: read.get(name) or fingerprint_split(split) for name, split in data.splits.items()}
-    except SurveyError:
+        paraphrases = candidates(data, roles.text_columns, semantic) if semantic is not None else None
+    except (SurveyError, UsageError):
         raise
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -133,7 +140,8 @@ def measure_config(
     group_rows = side_rows(groups, group_candidates, "group_column") if groups is not None else None
     date_rows = side_rows(dates, date_candidates, "date_column") if dates is not None else None
     checks = checks_statement(methods, near.info if near else None, measurements, groups, group_candidates,
-                              date_rows, {d["date_column"]: d["error"] for d in dates or [] if "error" in d})
+                              date_rows, {d["date_column"]: d["error"] for d in dates or [] if "error" in d},
+                              paraphrases)
     rows = []
     for m in measurements:
         row: dict[str, Any] = {
@@ -161,7 +169,8 @@ def measure_config(
             tool_version=__version__,
             measured_at=measured_at,
             run_id=run_id,
-            methods={m: v for m, v in registered_methods().items() if methods is None or m in methods},
+            methods={**{m: v for m, v in registered_methods().items() if methods is None or m in methods},
+                     **({SEMANTIC_METHOD: SEMANTIC_METHOD_VERSION} if paraphrases is not None else {})},
             near=_json(near.info) if near else None,
             near_curve=_json([{"threshold": t, "test_rows_near_train": n} for t, n in near.curve.items()])
             if near and near.curve else None,
@@ -173,6 +182,9 @@ def measure_config(
             row["groups"] = group_rows
         if date_rows is not None:  # time_measurements
             row["dates"] = date_rows
+        if paraphrases is not None:  # semantic_candidates: never a figure of the row
+            row["semantic"] = paraphrases.info
+            row["semantic_candidates"] = paraphrases.pairs
         rows.append(row)
     stored = [example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in samples]
     stored += [near_example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in (near.examples if near else [])]
@@ -207,11 +219,13 @@ def side_rows(measured: list[dict[str, Any]], candidates: dict[str, str], column
 def checks_statement(methods: Collection[str] | None, near: dict[str, Any] | None, measurements: list[Any],
                      groups: list[dict[str, Any]] | None, group_candidates: dict[str, str],
                      date_rows: list[dict[str, Any]] | None,
-                     dates_failed: dict[str, str] | None = None) -> list[dict[str, Any]]:
+                     dates_failed: dict[str, str] | None = None,
+                     semantic: SemanticResult | None = None) -> list[dict[str, Any]]:
     """What was checked on a config and what was not: one entry per check, ``{"check", "ran"}`` and
     what it ran with or why it did not (``why_not``); a group or date column DuckDB could not read is
     named under ``not_measured`` with its error (the config's other figures stand). The contamination entry is the caller's
-    (:func:`with_contamination_check`); paraphrase candidates are opt-in and not run here."""
+    (:func:`with_contamination_check`). Paraphrase candidates are opt-in (``semantic``: what ran, with
+    its model, threshold and counts)."""
     def asked(method: str) -> bool:
         return methods is None or method in methods
 
@@ -252,7 +266,14 @@ def checks_statement(methods: Collection[str] | None, near: dict[str, Any] | Non
                     **({} if dated else {"why_not": "no date column"}),
                     **({"not_measured": dates_failed} if dates_failed else {})})
     out.append({"check": "contamination", "ran": False, "why_not": "no benchmarks given"})
-    out.append({"check": "semantic", "ran": False, "why_not": "paraphrase candidates are not available in this version"})
+    if semantic is None:
+        out.append({"check": "semantic", "ran": False, "why_not": "not asked (--semantic)"})
+    elif not semantic.info.get("ran", True):
+        out.append({"check": "semantic", "ran": False, "why_not": semantic.info["why_not"]})
+    else:
+        info = semantic.info
+        out.append({"check": "semantic", "ran": True, "threshold": info["threshold"], "model": info["model"],
+                    "test_rows_with_candidates": info["test_rows_with_candidates"], "pairs": info["pairs"]})
     return out
 
 

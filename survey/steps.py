@@ -66,6 +66,9 @@ def job_settings(ctx: RunContext) -> JobSettings:
         roles_file=o.roles_file,
         examples=o.examples,
         near=o.near,
+        semantic=o.semantic,
+        semantic_threshold=o.semantic_threshold,
+        semantic_model=o.semantic_model,
         engine_threads=max(1, cores // max(1, o.workers or cores)),  # the cores shared by the workers
         engine_memory_limit=f"{int(o.memory_mb * 0.6)}MB",
         benchmarks_index=saved_index(ctx),
@@ -80,7 +83,7 @@ class MeasureStep:
 
     def run(self, ctx: RunContext) -> Counts:
         o = ctx.options
-        queue = JobQueue(ctx.store, max_attempts=o.max_attempts, methods=methods_measured(near=o.near))
+        queue = JobQueue(ctx.store, max_attempts=o.max_attempts, methods=methods_measured(near=o.near, semantic=o.semantic))
         ctx.phase("queueing")
         settings = job_settings(ctx)
         todo = deque(JobSpec(job, settings) for job in queue.enqueue(ctx.run_id, o.retry_failed))

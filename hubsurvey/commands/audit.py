@@ -38,18 +38,26 @@ from hubsurvey.commands.options import (
     Json,
     NoNear,
     Roles,
+    Semantic,
+    SemanticModel,
+    SemanticThreshold,
     at_least,
     output_format,
 )
 from hubsurvey.core import figures
-from hubsurvey.core.errors import BadInputError, HubError, HubsurveyError, one_line
+from hubsurvey.core.errors import BadInputError, HubError, HubsurveyError, UsageError, one_line
 from hubsurvey.core.hub import HubClient, is_transient
+from hubsurvey.core.options import DEFAULT_SEMANTIC_THRESHOLD, share
 from hubsurvey.core.safety import json_text, visible
 from hubsurvey.core.settings import Settings
 from hubsurvey.core.store import DEFAULT_DB
 from hubsurvey.survey.audit import AuditOutcome
 from hubsurvey.survey.audit import audit as run_audit
 from hubsurvey.survey.sample import write_sample
+from hubsurvey.survey.semantic import SemanticRequest
+
+#: paraphrase candidates the table shows per config (``--json`` has every stored one)
+SEMANTIC_PAIRS_SHOWN = 3
 
 #: The figures the table shows for each text column (JSON has them all).
 PER_COLUMN_SHOWN = ("test_rows_in_train", "test_rows_column_in_train_only", "test_rows_contaminated")
@@ -65,6 +73,9 @@ def audit(
     db: Db = Path(DEFAULT_DB),
     roles: Roles = None,
     benchmarks: Benchmarks = None,
+    semantic: Semantic = False,
+    semantic_threshold: SemanticThreshold = DEFAULT_SEMANTIC_THRESHOLD,
+    semantic_model: SemanticModel = None,
 ) -> None:
     """Measure a dataset's leaks and duplicates (LLE, exact and near-duplicate methods), store and print them.
 
@@ -75,10 +86,12 @@ def audit(
     "near", each split's content fingerprint under "fingerprints" and the verdict under "verdict".
     The examples behind the counts are stored; `hubsurvey show` prints them. --benchmarks FILE also checks each config for
     contamination with those benchmarks (stored in the contamination table; the table format prints
-    one line per split and benchmark).
+    one line per split and benchmark). --semantic also lists paraphrase candidates for review (under
+    "semantic" in JSON; stored in semantic_candidates), which never change a figure or a verdict.
     """
     fmt = output_format(fmt, as_json)
     at_least("--examples", examples, 0, MAX_COUNT)
+    paraphrases = semantic_request(semantic, semantic_threshold, semantic_model)
     if target is None:
         target = str(write_sample(Path(tempfile.gettempdir()) / "hubsurvey-sample" / "hubsurvey__sample-reviews"))
         if fmt == "table":
@@ -86,7 +99,7 @@ def audit(
     try:
         outcome = run_audit(target, config=config, examples=examples, near=not no_near, db=db, roles_file=roles,
                             client=HubClient(Settings.from_env()),  # the settings, read once
-                            benchmarks_file=benchmarks)
+                            benchmarks_file=benchmarks, semantic=paraphrases)
     except HfHubHTTPError as e:  # the Hub's answer about this dataset (hubsurvey's own Hub errors keep their code)
         raise hub_refusal(target, e) from None
     if fmt == "json":
@@ -99,6 +112,16 @@ def audit(
         typer.echo(f"error: {visible(str(error), one_line=True)}", err=True)
     if outcome.errors:
         raise typer.Exit(outcome.exit_code)
+
+
+def semantic_request(semantic: bool, threshold: float, model: str | None) -> SemanticRequest | None:
+    """What --semantic asks (None: not asked); its other options without it are refused."""
+    share("--semantic-threshold", threshold)
+    if not semantic:
+        if model is not None or threshold != DEFAULT_SEMANTIC_THRESHOLD:
+            raise UsageError("--semantic-threshold and --semantic-model need --semantic")
+        return None
+    return SemanticRequest(threshold, model)
 
 
 def hub_refusal(target: str, exc: BaseException) -> HubsurveyError:
@@ -142,7 +165,7 @@ def render_row(row: dict[str, Any]) -> str:
     for rf in figures.ROW_FIGURES:
         lines.append(f"  {rf.title:26}{figures.published(row[rf.name], rf.fmt):>12}")
     blocks = [block for block in (render_exact(row), render_per_column(row), render_near(row), render_beside(row),
-                                  render_fingerprints(row)) if block]
+                                  render_semantic(row), render_fingerprints(row)) if block]
     return "\n".join([*lines, *blocks])
 
 
@@ -217,6 +240,25 @@ def render_near(row: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_semantic(row: dict[str, Any]) -> str:
+    """The paraphrase candidates, when --semantic ran: one line of counts, then the first few pairs
+    (highest cosine first), control characters made visible."""
+    info = row.get("semantic")
+    if not info:
+        return ""
+    if not info.get("ran", True):
+        return visible(f"  paraphrase candidates for review: not searched: {info['why_not']}", one_line=True)
+    rows_test = row.get("rows_test")
+    share_of_test = (f" ({figures.published(100 * info['test_rows_with_candidates'] / rows_test, figures.Format.PERCENT)})"
+                     if rows_test else "")
+    lines = [visible(f"  paraphrase candidates for review (cosine >= {info['threshold']}, {info['model']}; not a leak count): "
+                     f"{info['test_rows_with_candidates']} test row(s){share_of_test}, {info['pairs']} pair(s)", one_line=True)]
+    for pair in (row.get("semantic_candidates") or [])[:SEMANTIC_PAIRS_SHOWN]:
+        lines.append(visible(f"    {pair['cosine']:.3f}  test #{pair['test_position']} {pair['test_text'][:60]!r}  ~  "
+                             f"{pair['partner_split']} #{pair['partner_position']} {pair['partner_text'][:60]!r}", one_line=True))
+    return "\n".join(lines)
+
+
 def render_fingerprints(row: dict[str, Any]) -> str:
     """The splits' content fingerprints, to cite the split measured (docs/method.md)."""
     shown = [f"{split} {fp}" for split, fp in fingerprints_json(row).items() if fp]
@@ -245,11 +287,11 @@ def verdict_line(verdict: ConfigVerdict) -> str:
 
 
 def render_json(rows: list[dict[str, Any]]) -> str:
-    """The --json array: one object per row, the LLE keys, then "exact", "near", "fingerprints" and
-    "verdict" (:func:`row_verdicts`)."""
+    """The --json array: one object per row, the LLE keys, then "exact", "near", "fingerprints",
+    what was measured beside them, "semantic" (only when --semantic ran) and "verdict" (:func:`row_verdicts`)."""
     verdicts = row_verdicts(rows)
     objs = [{**lle_json(r), "exact": exact_json(r), "near": near_json(r), "fingerprints": fingerprints_json(r),
-             **beside_json(r), "verdict": verdicts[r["config"], r["label_column"]].as_dict()}
+             **beside_json(r), **semantic_json(r), "verdict": verdicts[r["config"], r["label_column"]].as_dict()}
             for r in rows]
     return json_text(objs, indent=1, default=str)
 
@@ -307,6 +349,14 @@ def near_json(row: dict[str, Any]) -> dict[str, Any] | None:
         out[column.name] = figures.json_value(row.get(column.name), column.fmt)
     out["curve"] = json.loads(row["near_curve"]) if row.get("near_curve") else None
     return out
+
+
+def semantic_json(row: dict[str, Any]) -> dict[str, Any]:
+    """``{"semantic": {what ran, the counts, "candidates": [pairs]}}`` when --semantic ran; else nothing."""
+    info = row.get("semantic")
+    if not info:
+        return {}
+    return {"semantic": {**info, "candidates": list(row.get("semantic_candidates") or [])}}
 
 
 def fingerprints_json(row: dict[str, Any]) -> dict[str, str | None]:

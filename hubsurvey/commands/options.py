@@ -35,6 +35,9 @@ from hubsurvey.core.options import (
     MAX_WORKERS,
     NO_NEAR_HELP,
     ROLES_HELP,
+    SEMANTIC_HELP,
+    SEMANTIC_MODEL_HELP,
+    SEMANTIC_THRESHOLD_HELP,
     Flag,
     HubOptions,
     at_least,
@@ -66,6 +69,9 @@ NoNear = Annotated[bool, typer.Option("--no-near", help=NO_NEAR_HELP)]
 Roles = Annotated[Path | None, typer.Option("--roles", help=ROLES_HELP)]
 Benchmarks = Annotated[str | None, typer.Option("--benchmarks", metavar="FILE", help=BENCHMARKS_HELP)]
 MaxModels = Annotated[int, typer.Option("--max-models", help=MAX_MODELS_HELP)]
+Semantic = Annotated[bool, typer.Option("--semantic", help=SEMANTIC_HELP)]
+SemanticThreshold = Annotated[float, typer.Option("--semantic-threshold", help=SEMANTIC_THRESHOLD_HELP)]
+SemanticModel = Annotated[str | None, typer.Option("--semantic-model", metavar="PATH", help=SEMANTIC_MODEL_HELP)]
 
 
 # --- options declared on dataclass fields, as groups ---------------------------------------------------

@@ -71,13 +71,20 @@ def _summary_lines(summary) -> list[str]:
 
 def run_options(values: dict[str, Any]) -> RunOptions:
     """RunOptions from the command line's values (by field; each already checked), the executor
-    and its options checked together, and a benchmarks file checked before the DB is touched."""
+    and its options checked together, and a benchmarks file and a --semantic model checked before
+    the DB is touched."""
     executor, executor_options = chosen_executor(values.get("executor"), values.get("executor_options", {}))
     options = RunOptions(**{**values, "executor": executor, "executor_options": executor_options})
     if options.benchmarks:  # a bad benchmarks file is refused before the DB is touched
         from hubsurvey.survey.contamination_check import check_benchmarks_file  # lazy: keeps `hubsurvey --help` fast
 
         check_benchmarks_file(options.benchmarks, options.executor)
+    if options.semantic:  # a model that cannot be loaded is refused before the DB is touched
+        from hubsurvey.survey.semantic import check_model  # lazy: keeps `hubsurvey --help` fast
+
+        check_model(options.semantic_model)
+    elif options.semantic_model is not None or options.semantic_threshold != RunOptions.semantic_threshold:
+        raise UsageError("--semantic-threshold and --semantic-model need --semantic")
     return options
 
 

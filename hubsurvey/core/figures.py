@@ -50,6 +50,13 @@ GROUPS_METHOD_VERSION = 1
 TIME_METHOD = "time-2026"
 TIME_METHOD_VERSION = 1
 
+#: Paraphrase candidates for review (opt-in: ``--semantic``): test rows whose embedding by a static
+#: model is near a train or validation row's. Not a figure of the registry: its pairs are stored apart
+#: (``semantic_candidates``) and never change a leak count or a verdict; a row measured with it holds
+#: it in ``measurements.methods``.
+SEMANTIC_METHOD = "semantic-2026"
+SEMANTIC_METHOD_VERSION = 1
+
 #: The methods a measurement row holds, with the version of their definitions (``measurements.methods``).
 METHODS: dict[str, int] = {
     LLE_METHOD: LLE_METHOD_VERSION, EXACT_METHOD: EXACT_METHOD_VERSION, NEAR_METHOD: NEAR_METHOD_VERSION,
@@ -63,10 +70,12 @@ def registered_methods() -> dict[str, int]:
     return {m: METHODS.get(m, 1) for m in sorted(declared | set(METHODS))}
 
 
-def methods_measured(*, near: bool = True) -> dict[str, int]:
+def methods_measured(*, near: bool = True, semantic: bool = False) -> dict[str, int]:
     """The methods a survey or audit measures, with their versions: all, or all but the
-    near-duplicate method (``--no-near``: it costs more than the others together)."""
-    return {m: v for m, v in registered_methods().items() if near or m != NEAR_METHOD}
+    near-duplicate method (``--no-near``: it costs more than the others together); and the
+    paraphrase candidates, only when asked (``--semantic``)."""
+    measured = {m: v for m, v in registered_methods().items() if near or m != NEAR_METHOD}
+    return {**measured, SEMANTIC_METHOD: SEMANTIC_METHOD_VERSION} if semantic else measured
 
 
 #: Examples stored per kind, profile and label column (``--examples`` on ``audit`` and ``run``).

@@ -33,6 +33,14 @@ BENCHMARKS_HELP = ("Benchmarks file (TOML: [[benchmark]] id, config, split, text
                    ".jsonl/.csv/.parquet file and text_columns); 'default': the shipped list")
 ROLES_HELP = "Roles override file (TOML)"
 MAX_MODELS_HELP = "Models listed per dataset, at most (the lookup records whether it reached it)"
+#: the cosine at or above which a test row and its nearest train or validation row are a paraphrase candidate
+DEFAULT_SEMANTIC_THRESHOLD = 0.8
+SEMANTIC_HELP = ("Also list paraphrase candidates for review: test rows whose static embedding is near a train or "
+                 "validation row's (stored apart, in semantic_candidates; never a leak count or a verdict). "
+                 "Needs the 'semantic' extra, or --semantic-model")
+SEMANTIC_THRESHOLD_HELP = "--semantic: the cosine at or above which a pair is a candidate"
+SEMANTIC_MODEL_HELP = ("--semantic: a static model2vec model, a local folder or a model id already in the local "
+                       "Hugging Face cache (never downloaded) [default: wordllama's own weights]")
 
 #: a flag's default is its field's unless it says otherwise
 FIELD_DEFAULT: Any = type("FieldDefault", (), {"__repr__": lambda self: "FIELD_DEFAULT"})()

@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from hubsurvey.core import figures
+from hubsurvey.core.options import DEFAULT_SEMANTIC_THRESHOLD
 from hubsurvey.core.settings import Settings
 from hubsurvey.core.splits import SPLIT_ALIASES
 from hubsurvey.core.store import FINGERPRINT_HASH, Store, insert, now
@@ -119,6 +120,9 @@ class JobSettings:
     roles_file: str | None = None
     examples: int = figures.DEFAULT_EXAMPLES  # examples stored per kind, profile and label column
     near: bool = True  # measure the near-duplicate figures (False: run --no-near)
+    semantic: bool = False  # list paraphrase candidates too (run --semantic)
+    semantic_threshold: float = DEFAULT_SEMANTIC_THRESHOLD  # their cosine threshold (run --semantic-threshold)
+    semantic_model: str | None = None  # a model2vec folder or cached model id (None: wordllama's own weights)
     engine_threads: int | None = None  # threads of one job's engine (None: DuckDB's default)
     engine_memory_limit: str | None = None  # one job's engine memory limit, e.g. '2457MB'
     benchmarks_index: str | None = None  # a saved benchmark index (run --benchmarks): check contamination too

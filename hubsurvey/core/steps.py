@@ -24,6 +24,7 @@ from hubsurvey.core.options import (
     BENCHMARKS_HELP,
     COPY_THRESHOLD_HELP,
     DEFAULT_REPORT_DIR,
+    DEFAULT_SEMANTIC_THRESHOLD,
     EXAMPLES_HELP,
     MAX_COUNT,
     MAX_HOURS,
@@ -33,6 +34,9 @@ from hubsurvey.core.options import (
     MAX_WORKERS,
     NO_NEAR_HELP,
     ROLES_HELP,
+    SEMANTIC_HELP,
+    SEMANTIC_MODEL_HELP,
+    SEMANTIC_THRESHOLD_HELP,
     flag,
     minimum,
     more_than_zero,
@@ -110,6 +114,11 @@ class RunOptions:
         "--keep-cache", "Keep each job's downloaded files after measuring"))
     examples: int = field(default=DEFAULT_EXAMPLES, metadata=flag("--examples", EXAMPLES_HELP, parse=minimum(0, MAX_COUNT)))
     near: bool = field(default=True, metadata=flag("--no-near", NO_NEAR_HELP, negated=True))
+    semantic: bool = field(default=False, metadata=flag("--semantic", SEMANTIC_HELP))
+    semantic_threshold: float = field(default=DEFAULT_SEMANTIC_THRESHOLD, metadata=flag(
+        "--semantic-threshold", SEMANTIC_THRESHOLD_HELP, parse=share))
+    semantic_model: str | None = field(default=None, metadata=flag(
+        "--semantic-model", SEMANTIC_MODEL_HELP, metavar="PATH"))
     crossleaks: bool = field(default=True, metadata=flag(
         "--no-crossleaks", "Skip the leaks-across-datasets step at the end (`hubsurvey crossleaks` runs it alone)",
         negated=True))

@@ -494,6 +494,36 @@ MIGRATIONS: list[str] = [
         run_id         VARCHAR
     );
     """,
+    # Paraphrase candidates for review (semantic-2026, opt-in: --semantic): a test text and one of its
+    # nearest train or validation texts by a static model's cosine, at or above the threshold. Stored
+    # apart from every figure: they never change a leak count or a verdict. Written with the config's
+    # measurements, in their transaction.
+    """
+    CREATE TABLE semantic_candidates (
+        dataset_id       VARCHAR NOT NULL,
+        revision_sha     VARCHAR NOT NULL,
+        config           VARCHAR NOT NULL,
+        text_columns     VARCHAR[] NOT NULL,  -- the columns whose values form the text embedded
+        test_position    BIGINT NOT NULL,     -- the first test row holding the test text (0-based)
+        test_rows        BIGINT NOT NULL,     -- test rows holding it
+        test_text        VARCHAR NOT NULL,    -- the text (normalized), cut at 200 characters
+        partner_split    VARCHAR NOT NULL,    -- 'train' or 'validation'
+        partner_position BIGINT NOT NULL,     -- the first row of that split holding the partner text
+        partner_rows     BIGINT NOT NULL,     -- rows of that split holding it
+        partner_text     VARCHAR NOT NULL,
+        cosine           DOUBLE NOT NULL,     -- the two texts' cosine under the model
+        rank             INTEGER NOT NULL,    -- 1: the test text's nearest partner
+        threshold        DOUBLE NOT NULL,     -- the run's cosine threshold
+        model            VARCHAR NOT NULL,    -- the static model, e.g. 'wordllama l2_supercat_256'
+        model_sha256     VARCHAR NOT NULL,    -- its weights file's SHA-256
+        search           VARCHAR NOT NULL,    -- 'exact': every pair's cosine computed
+        method           VARCHAR NOT NULL,    -- 'semantic-2026'
+        method_version   INTEGER NOT NULL,
+        tool_version     VARCHAR NOT NULL,
+        measured_at      TIMESTAMPTZ NOT NULL,
+        run_id           VARCHAR
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The clean_test table in a published results dataset (its clean_test config): analysis/export.py
@@ -756,6 +786,11 @@ SIDE_TABLES = {"groups": ("group_measurements", figures.GROUPS_METHOD, figures.G
                "dates": ("time_measurements", figures.TIME_METHOD, figures.TIME_METHOD_VERSION)}
 
 
+#: Keys of a measured row that are not columns of ``measurements``: the paraphrase candidates and
+#: what ran to find them (``semantic_candidates``; the row's ``checks`` say it too).
+NOT_COLUMNS = ("semantic", "semantic_candidates")
+
+
 def _figure_columns_ddl(existing: set[str], table: str = "measurements") -> list[str]:
     """ALTER statements adding the registry's figure columns that the table does not have yet."""
     declared = FIGURE_TABLES[table]()
@@ -796,6 +831,22 @@ def side_measurement_rows(rows: Sequence[Mapping[str, Any]], key: str) -> list[d
          "tool_version": first["tool_version"], "measured_at": first["measured_at"], "run_id": first.get("run_id"),
          **{n: found.get(n) for n in names}}
         for found in first[key]
+    ]
+
+
+def semantic_candidate_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ``semantic_candidates`` rows of one config's measurement rows (every row of a config
+    holds the same pairs; none without ``--semantic``), with the config's identity and provenance."""
+    if not rows or rows[0].get("semantic") is None:
+        return []
+    first, info = rows[0], rows[0]["semantic"]
+    return [
+        {"dataset_id": first["dataset_id"], "revision_sha": first["revision_sha"], "config": first["config"],
+         "text_columns": list(first["text_columns"]), **pair, "threshold": info["threshold"], "model": info["model"],
+         "model_sha256": info["model_sha256"], "search": info["search"], "method": info["method"],
+         "method_version": info["method_version"], "tool_version": first["tool_version"],
+         "measured_at": first["measured_at"], "run_id": first.get("run_id")}
+        for pair in first.get("semantic_candidates") or []
     ]
 
 
@@ -1036,16 +1087,20 @@ class Store:
         """
         where = {"d": dataset_id, "r": revision_sha, "c": config}
         with self.transaction() as con:
-            for table in ("measurements", "examples", "column_measurements", "group_measurements", "time_measurements"):
+            for table in ("measurements", "examples", "column_measurements", "group_measurements", "time_measurements",
+                          "semantic_candidates"):
                 con.execute(f"DELETE FROM {table} WHERE dataset_id = $d AND revision_sha = $r AND config = $c", where)
             for row in rows:
-                insert(con, "measurements", {k: v for k, v in row.items() if k not in ("per_column", *SIDE_TABLES)})
+                insert(con, "measurements", {k: v for k, v in row.items() if k not in ("per_column", *SIDE_TABLES,
+                                                                                       *NOT_COLUMNS)})
             per_column = [r for row in rows for r in column_measurement_rows(row)]
             if per_column:
                 insert_many(con, "column_measurements", per_column)
             for key, (table, _, _) in SIDE_TABLES.items():
                 if side := side_measurement_rows(rows, key):
                     insert_many(con, table, side)
+            if candidates := semantic_candidate_rows(rows):
+                insert_many(con, "semantic_candidates", candidates)
             if examples:
                 insert_many(con, "examples", examples)
             content = {s: rows[0].get(f"fingerprint_{s}") for s in ("train", "validation", "test")} if rows else {}
