@@ -1372,3 +1372,24 @@ SELECT c."check"                                      AS "check",
 FROM stated, unnest(from_json(checks, '[{"check": "VARCHAR", "ran": "BOOLEAN"}]')) WITH ORDINALITY AS u(c, position)
 GROUP BY c."check"
 ORDER BY min(position), c."check"
+
+
+-- view: findings_semantic_candidates
+-- Paraphrase candidates for review (semantic-2026, opt-in), per (dataset, config) of
+-- current_measurements whose `checks` say it ran: the test rows with a train or validation text at
+-- cosine >= the threshold under the static model, and the pairs found. Candidates for a person to
+-- review, never a leak count or a verdict; the pairs themselves are in semantic_candidates.
+WITH ran AS (
+    SELECT DISTINCT dataset_id, revision_sha, config, c.threshold, c.model, c.test_rows_with_candidates, c.pairs
+    FROM current_measurements,
+         unnest(from_json(checks, '[{"check": "VARCHAR", "ran": "BOOLEAN", "threshold": "DOUBLE", "model": "VARCHAR",
+                                     "test_rows_with_candidates": "BIGINT", "pairs": "BIGINT"}]')) AS u(c)
+    WHERE c."check" = 'semantic' AND c.ran
+)
+SELECT r.dataset_id, r.config, t.rows_test, r.test_rows_with_candidates,
+       pct(r.test_rows_with_candidates, t.rows_test) AS test_rows_with_candidates_pct,
+       r.pairs, r.threshold, r.model
+FROM ran AS r
+JOIN (SELECT dataset_id, revision_sha, config, max(rows_test) AS rows_test FROM current_measurements GROUP BY ALL) AS t
+    USING (dataset_id, revision_sha, config)
+ORDER BY test_rows_with_candidates_pct DESC NULLS LAST, r.dataset_id, r.config

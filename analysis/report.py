@@ -201,8 +201,19 @@ def _groups(c: SectionContext) -> dict[str, Any]:
     # as findings_group_leaks orders them; the reused numberings after them, counted apart
     leaking = [r for r in c["f"]["group_leaks"] if r["in_verdict"] and (r["test_rows_group_in_train"] or 0) > 0]
     blank = c["f"]["blank_rows"]
+    semantic = c["f"]["semantic_candidates"]
     return {"groups": c["f"]["group_overview"][0], "group_rows": leaking[:c["top_n"]], "group_total": len(leaking),
-            "blank_rows": blank[:c["top_n"]], "blank_total": len(blank)}
+            "blank_rows": blank[:c["top_n"]], "blank_total": len(blank),
+            "semantic_rows": semantic[:c["top_n"]], "semantic_total": len(semantic)}
+
+
+def semantic_table(rows: list[dict[str, Any]]) -> Table:
+    """Per (dataset, config) searched with --semantic: test rows with a paraphrase candidate for review."""
+    header = ("dataset", "config", "test rows with a candidate", "of", "%", "pairs", "cosine ≥", "model")
+    cells = [(r["dataset_id"], r["config"], num(r["test_rows_with_candidates"]), num(r["rows_test"]),
+              pct(r["test_rows_with_candidates_pct"]), num(r["pairs"]), f"{r['threshold']:g}", r["model"])
+             for r in rows]
+    return Table(header, cells, (False, False, True, True, True, True, True, False))
 
 
 def group_leaks_table(rows: list[dict[str, Any]]) -> Table:
@@ -287,9 +298,10 @@ SECTIONS: tuple[Section, ...] = (
     Section("scores_at_risk", "Scores at risk", views=("scores_at_risk", "scores_overview"), derive=_scores),
     # after it, for the same reason: groups shared across splits and rows that say nothing
     Section("groups", "Beyond the pair of texts: groups shared across splits, blank rows",
-            views=("group_leaks", "group_overview", "blank_rows"), derive=_groups,
+            views=("group_leaks", "group_overview", "blank_rows", "semantic_candidates"), derive=_groups,
             tables={"group_leaks": lambda c: group_leaks_table(c["group_rows"]),
-                    "blank_rows": lambda c: blank_rows_table(c["blank_rows"])}),
+                    "blank_rows": lambda c: blank_rows_table(c["blank_rows"]),
+                    "semantic": lambda c: semantic_table(c["semantic_rows"])}),
     # what changed since the previous completed run (analysis.history.since_last_run, in the context as
     # ``since``): unnumbered and after the findings, so that the other sections keep their numbers and places
     Section("since_last_run", "Since the last run", numbered=False),

@@ -19,6 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from hubsurvey.analysis.findings import create_views
+from hubsurvey.analysis.report import render_report
 from hubsurvey.cli import app
 from hubsurvey.core import figures
 from hubsurvey.core.errors import UsageError
@@ -313,6 +315,17 @@ def test_audit_semantic_stores_candidates_apart_and_changes_no_figure(hashed_mod
     assert first["tool_version"] and first["measured_at"] and list(first["text_columns"]) == ["text"]
     assert json.loads(methods)[figures.SEMANTIC_METHOD] == figures.SEMANTIC_METHOD_VERSION
     assert next(c for c in json.loads(checks) if c["check"] == "semantic")["ran"]
+    # the findings view and the report: the statement's counts, per config
+    with Store(db) as store:
+        create_views(store)
+        (found,) = store.records("SELECT * FROM findings_semantic_candidates")
+        rows_test = store.records("SELECT rows_test FROM measurements")[0]["rows_test"]
+        paths = render_report(store, tmp_path / "report")
+    assert (found["dataset_id"], found["config"], found["rows_test"], found["threshold"], found["model"]) == \
+        ("cardiffnlp/tweet_eval", "irony", rows_test, 0.7, "test hashed words")
+    assert (found["test_rows_with_candidates"], found["pairs"]) == (check["test_rows_with_candidates"], candidates["pairs"])
+    report = next(p for p in paths if p.name == "REPORT.md").read_text(encoding="utf-8")
+    assert f"| cardiffnlp/tweet_eval | irony | {found['test_rows_with_candidates']} | {rows_test} |" in report
 
     code, table = _audit(common)  # again without --semantic: the config's candidates are replaced by none
     assert code == 0 and "paraphrase candidates" not in table and "not checked: near" in table and "semantic" in table
