@@ -14,7 +14,7 @@ from hubsurvey.core.errors import BadInputError, UsageError
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.settings import Settings
-from hubsurvey.core.steps import Counts, RunContext, RunOptions
+from hubsurvey.core.steps import Counts, RunContext, RunEnd, RunOptions, Step
 from hubsurvey.core.store import Store
 from hubsurvey.pipeline import run_steps, run_survey
 
@@ -23,8 +23,9 @@ OFFLINE = dict(endpoint="http://127.0.0.1:9", token=False, rate=None, file_rate=
 
 
 @dataclass
-class ShareOfConfigsMeasured:
-    """A dummy step, as a new one would be written: it reads what the steps before it stored."""
+class ShareOfConfigsMeasured(Step):
+    """A dummy step, as a new one would be written: it reads what the steps before it stored, and
+    says what its counts mean (the line ``run`` prints)."""
 
     name: str = "configs_measured"
 
@@ -33,9 +34,12 @@ class ShareOfConfigsMeasured:
         ctx.phase("counting")
         return {"configs": measured, "queued_before": ctx.counts["measure"]["queued"]}
 
+    def summary(self, counts: Counts, end: RunEnd) -> list[str]:
+        return [f"configs measured: {counts['configs']}"]
+
 
 @dataclass
-class Broken:
+class Broken(Step):
     name: str = "broken"
 
     def run(self, ctx: RunContext) -> Counts:
@@ -80,6 +84,10 @@ def test_a_new_step_is_one_class_and_one_line_and_runs_recorded(tmp_path, audite
     assert list(counts)[:12] == ["queued", "done", "failed", "retried", "left_pending", "rows", "data_rows", "crawl",
                                  "crossleaks", "seconds", "measure_seconds", "job_seconds"]
     assert counts["crawl"] is None and counts["crossleaks"] is None
+    # the step's own line, after the run's (the measure step's) and before the report's (none here)
+    lines = summary.lines()
+    assert lines[-1] == "configs measured: 1" and lines[0].startswith(f"run {summary.run_id} done: 0 job(s) done")
+    assert not summary.partial
 
 
 def test_a_step_that_fails_fails_the_run_recorded_and_the_steps_after_it_do_not_run(tmp_path, audited):
