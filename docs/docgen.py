@@ -139,7 +139,7 @@ def command_table() -> None:
 _PROVENANCE = "provenance: the method and its version, the hubsurvey version, when, and by which run"
 TABLES: dict[str, dict[str, str]] = {
     "schema_version": {
-        "version": "a migration applied (`store.MIGRATIONS`, 1-based)",
+        "version": "a migration applied: the number of its file in `hubsurvey/core/migrations/`",
         "applied_at": "when",
     },
     "examples": {
