@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hubsurvey.core import duck, figures, history, livestate
+from hubsurvey.core import duck, figure_sql, figures, history, livestate
 from hubsurvey.core.errors import DbLockedError, OutdatedSchemaError, StoreError
 from hubsurvey.core.migrations import MIGRATIONS, SCHEMA_VERSION
 from hubsurvey.core.safety import holds_secret, scrub_value, secrets
@@ -262,10 +262,10 @@ def views() -> dict[str, str]:
             QUALIFY revision_sha = first_value(revision_sha) OVER (
                 PARTITION BY dataset_id, config ORDER BY measured_at DESC, revision_sha)""",
         # The published LLE table: 14 columns, 'NR' for NULL, '10.049%' and '7.0' formats.
-        "lle": figures.lle_view_sql(),
+        "lle": figure_sql.lle_view_sql(),
         # The same columns as numbers (NULL for NR; test_biased rounded to 3 decimals as published),
         # plus the row's identity: the view to query.
-        "lle_typed": figures.lle_typed_view_sql(),
+        "lle_typed": figure_sql.lle_typed_view_sql(),
         # The near-duplicate threshold curve, one row per (measurement, threshold): how many test
         # rows have a train row at Jaccard >= threshold.
         "near_curve": """
