@@ -49,6 +49,8 @@ from urllib.parse import parse_qsl, quote, urlsplit
 import httpx2
 from huggingface_hub import HfApi
 from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, OfflineModeIsEnabled
+from huggingface_hub.hf_api import DatasetInfo
+from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_any, wait_exponential_jitter
 from tenacity.stop import stop_base
 
@@ -56,10 +58,12 @@ from hubsurvey.core.errors import (
     GatedError,
     HubError,
     HubFaultError,
+    HubStoppedAnsweringError,
     HubsurveyError,
     HubTimeoutError,
     HubUnreachableError,
     OutOfTimeError,
+    one_line,
     scrub,
     scrub_exception,
 )
@@ -364,8 +368,6 @@ class HubClient:
 
     def _account(self, error: BaseException, what: str, active: RequestLimits) -> None:
         """Count a failed call for the breaker: a timeout counts, any answer resets the count."""
-        from hubsurvey.core.errors import HubStoppedAnsweringError, one_line
-
         if isinstance(error, (HubStoppedAnsweringError, OutOfTimeError)):
             return
         if isinstance(error, HubTimeoutError):
@@ -378,8 +380,6 @@ class HubClient:
     # --- listing and metadata ----------------------------------------------------------------
 
     def headers(self) -> dict[str, str]:
-        from huggingface_hub.utils import build_hf_headers
-
         return build_hf_headers(token=self._token if self._token else False)
 
     def _get_json_page(self, url: str, params: Any = None, what: str = "a listing page") -> tuple[Any, str | None, str]:
@@ -388,8 +388,6 @@ class HubClient:
         A body that is not JSON (a proxy's HTML page with status 200, a truncated answer) is a
         :class:`HubFaultError`: transient, so it is retried like a 5xx.
         """
-        from huggingface_hub.utils import get_session, hf_raise_for_status
-
         response = get_session().get(url, params=params, headers=self.headers())
         hf_raise_for_status(response)
         fetched = str(response.request.url) if response.request is not None else url
@@ -488,8 +486,6 @@ class HubClient:
         ``HfApi.list_datasets`` (``task_categories``, ``language``, ``size_categories`` ...).
         Any failure of the listing is a :class:`HubError` (exit code 4): nothing can be crawled.
         """
-        from huggingface_hub.hf_api import DatasetInfo
-
         for page in self.list_dataset_pages(limit=limit, expand=expand, **filters):
             for item in page.items:
                 item.setdefault("siblings", None)
@@ -510,8 +506,6 @@ class HubClient:
     def _parquet_branch(self, repo_id: str, blobs: bool) -> dict[str, Any]:
         """``/api/datasets/{id}/revision/refs%2Fconvert%2Fparquet`` (``blobs``: siblings with sizes),
         checked: a JSON object with a commit ``sha``."""
-        from huggingface_hub.utils import get_session, hf_raise_for_status
-
         url = f"{self.endpoint}/api/datasets/{repo_id}/revision/{quote(PARQUET_REVISION, safe='')}"
 
         def get() -> Any:

@@ -11,6 +11,7 @@ the deadline.
 from __future__ import annotations
 
 import os
+import struct
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,6 +19,10 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx2
+import pyarrow as pa
+import pyarrow.parquet as pq
+from huggingface_hub import hf_hub_url
+from huggingface_hub.utils import get_session, hf_raise_for_status
 
 from hubsurvey.core.errors import BadInputError, HubFaultError
 from hubsurvey.core.hub_calls import HubCalls
@@ -59,8 +64,6 @@ class HubFiles:
         return self.hub.call(self._fetch, url, target, _file=True, _what=f"{repo_id} {path}")
 
     def _fetch(self, url: str, target: Path) -> Path:
-        from huggingface_hub.utils import get_session, hf_raise_for_status
-
         repo_folder = next(p for p in target.parents if p.name.startswith("datasets--"))
         incomplete = repo_folder / "incomplete"
         incomplete.mkdir(parents=True, exist_ok=True)
@@ -85,14 +88,10 @@ class HubFiles:
             tmp.unlink(missing_ok=True)
 
     def file_url(self, repo_id: str, path: str, revision: str) -> str:
-        from huggingface_hub import hf_hub_url
-
         return hf_hub_url(repo_id, path, repo_type="dataset", revision=revision, endpoint=self.hub.endpoint)
 
     def read_range(self, url: str, start: int, end: int | None = None) -> bytes:
         """Bytes [start, end] of a file (or the last -start bytes when start < 0), retried."""
-        from huggingface_hub.utils import get_session, hf_raise_for_status
-
         rng = f"bytes={start}-" if end is None else f"bytes={start}-{end}"
         if start < 0:
             rng = f"bytes={start}"
@@ -109,11 +108,6 @@ class HubFiles:
 
     def parquet_footer(self, repo_id: str, path: str, revision: str) -> Any:
         """A Parquet file's metadata (rows, schema, HF features) from one suffix read of its end."""
-        import struct
-
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         url = self.file_url(repo_id, path, revision)
         tail = self.read_range(url, -FOOTER_PROBE)
         if len(tail) < 12 or tail[-4:] != b"PAR1":
@@ -129,9 +123,6 @@ class HubFiles:
         ``eval.yaml``), paced on the resolver bucket and retried like every call; None when the
         Hub answers 404 (no such file, or no such repo). A file over ``SMALL_FILE_BYTES`` is a
         :class:`HubFaultError` (no such file is small)."""
-        from huggingface_hub import hf_hub_url
-        from huggingface_hub.utils import get_session, hf_raise_for_status
-
         url = hf_hub_url(repo_id, path, repo_type=repo_type, revision=revision, endpoint=self.hub.endpoint)
         what = f"{repo_id} {path}"
 

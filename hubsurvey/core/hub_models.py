@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import httpx2
+from huggingface_hub.hf_api import ModelInfo
 
 from hubsurvey.core.errors import HubFaultError
 from hubsurvey.core.hub_calls import HubCalls
@@ -39,8 +40,6 @@ class HubModels:
         list of models is a :class:`HubFaultError`. ``raw``: the items as the Hub sent them (dicts,
         with ``cardData`` whole: ``ModelInfo`` drops a ``model-index`` it cannot parse entirely).
         """
-        from huggingface_hub.hf_api import ModelInfo
-
         what = f"listing the models that declare {dataset_id}"
         params: list[tuple[str, Any]] = [("filter", f"dataset:{dataset_id}"), ("limit", limit)]
         params += [("expand", e) for e in expand]
