@@ -8,23 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hubsurvey.core import figures
 from hubsurvey.core.figures import (
-    EXACT_METHOD,
-    KEY_FIGURES,
-    LLE_METHOD,
-    NEAR_FIGURES,
-    NR,
-    PROFILE_FIGURES,
-    ROW_FIGURES,
     Column,
     KeyFigure,
     NearFigure,
     ProfileFigure,
     RowFigure,
     SideFigure,
-    figure_columns,
-    per_column_columns,
-    side_columns,
 )
 
 
@@ -32,7 +23,7 @@ def markdown_side_sql(declared: Sequence[SideFigure]) -> str:
     """docs/method.md's table of figures beside the text comparison: each one's SQL and definition."""
     lines = ["| figure | table | SQL (an aggregate over it) | NR | definition |", "|---|---|---|---|---|"]
     for f in declared:
-        column = side_columns(f)[0]
+        column = figures.side_columns(f)[0]
         sql = f.sql.replace("|", "\\|")
         pct = f"; `{f.percent[0]}` = it / {f.percent[2]} × 100" if f.percent else ""
         lines.append(f"| `{f.name}` | {f.grain.value} | `{sql}` | {nr_rule(column)} | {f.definition}{pct} |")
@@ -58,7 +49,7 @@ _TERMS_BEFORE: tuple[tuple[str, str], ...] = (
 
 _TERMS_AFTER: tuple[tuple[str, str], ...] = (
     (
-        NR,
+        figures.NR,
         "not relevant: a figure that cannot be computed, because its split does not exist (no validation "
         "split: every validation figure is NR) or the row has no label column (every text+label figure "
         "is NR). NR is not 0 and not a failure; it is left out of every denominator. In Parquet it is null.",
@@ -71,10 +62,10 @@ _TERMS_AFTER: tuple[tuple[str, str], ...] = (
 )
 
 
-def terms(method: str = LLE_METHOD) -> list[tuple[str, str]]:
+def terms(method: str = figures.LLE_METHOD) -> list[tuple[str, str]]:
     """The method in words, term by term: what the report, the card and docs/method.md show."""
-    key = [(f.stem, f.definition + ".") for f in KEY_FIGURES if f.method == method]
-    row = [(f.name, f.definition + ".") for f in ROW_FIGURES if f.method == method]
+    key = [(f.stem, f.definition + ".") for f in figures.KEY_FIGURES if f.method == method]
+    row = [(f.name, f.definition + ".") for f in figures.ROW_FIGURES if f.method == method]
     return [*_TERMS_BEFORE, *key, *row, *_TERMS_AFTER]
 
 
@@ -95,15 +86,15 @@ def nr_rule(column: Column) -> str:
     return "NR when " + " or ".join(reasons) if reasons else "never NR"
 
 
-def markdown_exact_sql(declared: Sequence[ProfileFigure] = PROFILE_FIGURES) -> str:
+def markdown_exact_sql(declared: Sequence[ProfileFigure] = figures.PROFILE_FIGURES) -> str:
     """docs/method.md's table of the exact figures: each one's SQL beside its definition
     (docs/per-column.md's of ``PER_COLUMN_FIGURES``, stored without a profile prefix)."""
-    named = "`raw_` / `normalized_` + …" if declared is PROFILE_FIGURES else "column of `column_measurements`"
+    named = "`raw_` / `normalized_` + …" if declared is figures.PROFILE_FIGURES else "column of `column_measurements`"
     lines = [
         f"| figure ({named}) | per-key table | SQL (an aggregate over it) | NR | definition |",
         "|---|---|---|---|---|",
     ]
-    columns = [*figure_columns(EXACT_METHOD), *per_column_columns()]
+    columns = [*figures.figure_columns(figures.EXACT_METHOD), *figures.per_column_columns()]
     for f in declared:
         column = next(c for c in columns if c.figure is f and c.percent_of is None)
         sql = f.sql.replace("|", "\\|")
@@ -116,8 +107,8 @@ def markdown_near_sql() -> str:
     """docs/method.md's table of the near-duplicate figures: each one's SQL beside its definition."""
     lines = ["| figure | per-key table | SQL (an aggregate over it; `$threshold` is tau) | NR | definition |",
              "|---|---|---|---|---|"]
-    for f in NEAR_FIGURES:
-        column = next(c for c in figure_columns(f.method) if c.figure is f and c.percent_of is None)
+    for f in figures.NEAR_FIGURES:
+        column = next(c for c in figures.figure_columns(f.method) if c.figure is f and c.percent_of is None)
         sql = f.sql.replace("|", "\\|")
         pct = f"; `{f.percent[0]}` = it / rows of {f.percent[1]} × 100" if f.percent else ""
         lines.append(f"| `{f.name}` | {f.grain.value} | `{sql}` | {nr_rule(column)} | {f.definition}{pct} |")
@@ -127,7 +118,7 @@ def markdown_near_sql() -> str:
 def markdown_figure_table() -> str:
     """The README/docs table of the figure columns: name, type, NR rule, definition."""
     lines = ["| column | type | NR | definition |", "|---|---|---|---|"]
-    for c in figure_columns():
+    for c in figures.figure_columns():
         definition = c.definition.replace("|", "\\|")  # a table cell: escape the bars of |set(...)|
         lines.append(f"| `{c.name}` | {c.sql_type} | {nr_rule(c)} | {definition} |")
     return "\n".join(lines) + "\n"

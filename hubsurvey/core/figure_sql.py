@@ -11,15 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from hubsurvey.core import figures
 from hubsurvey.core.figures import (
-    KEY_FIGURES,
-    LLE_METHOD,
-    NEAR_CURVE_SQL,
-    NEAR_FIGURES,
-    NR,
-    PROFILE_FIGURES,
-    ROW_FIGURES,
-    SPLITS,
     Column,
     Format,
     Grain,
@@ -29,7 +22,6 @@ from hubsurvey.core.figures import (
     ProfileFigure,
     SideFigure,
     SideGrain,
-    figure_columns,
 )
 
 #: Python's whitespace (``str.split()``): ASCII controls 9-13 and 28-31, U+0085 and Unicode's
@@ -71,7 +63,7 @@ def side_figures_sql(declared: Iterable[SideFigure], grain: SideGrain) -> list[s
 
 #: The rows of each split holding a key, as SELECT items over ``rows_all`` grouped by key: the
 #: ``n_<split>`` columns of every per-key table.
-SPLIT_COUNTS = ", ".join(f"count(*) FILTER (WHERE split = '{s}') AS n_{s}" for s in SPLITS)
+SPLIT_COUNTS = ", ".join(f"count(*) FILTER (WHERE split = '{s}') AS n_{s}" for s in figures.SPLITS)
 
 
 def _nr_guard(sql: str, needs: Iterable[str], needs_any: Iterable[str] = ()) -> str:
@@ -83,7 +75,7 @@ def _nr_guard(sql: str, needs: Iterable[str], needs_any: Iterable[str] = ()) -> 
     return f"CASE WHEN {' AND '.join(conditions)} THEN {sql} END"
 
 
-def profile_figures_sql(profile: Profile, grain: Grain, declared: Iterable[ProfileFigure] = PROFILE_FIGURES) -> list[str]:
+def profile_figures_sql(profile: Profile, grain: Grain, declared: Iterable[ProfileFigure] = figures.PROFILE_FIGURES) -> list[str]:
     """The SELECT items of a profile's figures of one grain (count, then percentage), named as stored.
 
     ``$rows_<split>`` binds the split's row count; ``$has_<split>`` says which splits exist.
@@ -156,8 +148,8 @@ def per_text_sql(width: int, per_key: str, per_pair: str) -> str:
     its label in train, though the text is in train)."""
     k = [f"k{i}" for i in range(width)]
     on = " AND ".join(f"p.{c} IS NOT DISTINCT FROM r.{c}" for c in k)
-    counts = ", ".join(f"sum(n_{s})::BIGINT AS n_{s}" for s in SPLITS)
-    labels = ",\n       ".join(f"count(*) FILTER (WHERE n_{s} > 0) AS labels_{s}" for s in SPLITS)
+    counts = ", ".join(f"sum(n_{s})::BIGINT AS n_{s}" for s in figures.SPLITS)
+    labels = ",\n       ".join(f"count(*) FILTER (WHERE n_{s} > 0) AS labels_{s}" for s in figures.SPLITS)
     return f"""
 SELECT {', '.join(f'p.{c}' for c in k)}, {counts},
        {labels},
@@ -222,7 +214,7 @@ FROM test_labels AS t
 def near_figures_sql(grain: NearGrain) -> list[str]:
     """The SELECT items of the near figures of one grain (count, then percentage), named as stored."""
     items = []
-    for f in NEAR_FIGURES:
+    for f in figures.NEAR_FIGURES:
         if f.grain is not grain:
             continue
         count = _nr_guard(f.sql, f.needs, f.needs_any)
@@ -236,13 +228,13 @@ def near_figures_sql(grain: NearGrain) -> list[str]:
 def near_curve_sql(thresholds: Sequence[float]) -> str:
     """test_rows_near_train at each threshold (bound as $t0, $t1, ...), over ``near_keys``."""
     return "SELECT " + ", ".join(
-        f"{NEAR_CURVE_SQL.replace('$t', f'$t{i}')} AS at_{i}" for i in range(len(thresholds))
+        f"{figures.NEAR_CURVE_SQL.replace('$t', f'$t{i}')} AS at_{i}" for i in range(len(thresholds))
     ) + " FROM near_keys"
 
 
 def lle_items(kind: KeyKind) -> list[str]:
     """The SELECT items of the LLE key figures of one key kind, named as stored."""
-    return [f"{_nr_guard(f.sql, f.needs)} AS {f.name(kind)}" for f in KEY_FIGURES]
+    return [f"{_nr_guard(f.sql, f.needs)} AS {f.name(kind)}" for f in figures.KEY_FIGURES]
 
 
 def row_grain_sql(profile: Profile, names: Iterable[str]) -> str:
@@ -255,14 +247,14 @@ def row_grain_sql(profile: Profile, names: Iterable[str]) -> str:
 
 def row_figures_sql() -> str:
     """One SELECT giving every RowFigure from a one-row table ``figures`` of the other figures."""
-    return "SELECT " + ", ".join(f"{f.sql} AS {f.name}" for f in ROW_FIGURES) + " FROM figures"
+    return "SELECT " + ", ".join(f"{f.sql} AS {f.name}" for f in figures.ROW_FIGURES) + " FROM figures"
 
 
 def _published_sql(column: Column, source: str) -> str:
     """SQL for a figure as the published table writes it: 'NR', 78, '10.049%', '7.0'."""
     if column.fmt is Format.PERCENT:
-        return f"coalesce(CAST(round({source}, 3) AS VARCHAR) || '%', '{NR}')"
-    return f"coalesce(CAST({source} AS VARCHAR), '{NR}')"
+        return f"coalesce(CAST(round({source}, 3) AS VARCHAR) || '%', '{figures.NR}')"
+    return f"coalesce(CAST({source} AS VARCHAR), '{figures.NR}')"
 
 
 def _typed_sql(column: Column, source: str) -> str:
@@ -272,13 +264,13 @@ def _typed_sql(column: Column, source: str) -> str:
 
 def lle_view_sql(source: str = "current_measurements") -> str:
     """The ``lle`` view: the published table, 14 text columns, 'NR' for NULL."""
-    cols = ",\n    ".join(f"{_published_sql(c, c.name)} AS {c.published_name}" for c in figure_columns(LLE_METHOD))
+    cols = ",\n    ".join(f"{_published_sql(c, c.name)} AS {c.published_name}" for c in figures.figure_columns(figures.LLE_METHOD))
     return f"SELECT\n    dataset_name,\n    {cols}\nFROM {source}\nORDER BY dataset_name"
 
 
 def lle_typed_view_sql(source: str = "current_measurements") -> str:
     """The ``lle_typed`` view: the ``lle`` view's columns as numbers (NULL for NR), plus the row's identity."""
-    cols = ",\n    ".join(f"{_typed_sql(c, c.name)} AS {c.published_name}" for c in figure_columns(LLE_METHOD))
+    cols = ",\n    ".join(f"{_typed_sql(c, c.name)} AS {c.published_name}" for c in figures.figure_columns(figures.LLE_METHOD))
     return (
         f"SELECT\n    dataset_name,\n    {cols},\n    dataset_id, revision_sha, config, label_column\n"
         f"FROM {source}\nORDER BY dataset_name"
