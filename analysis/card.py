@@ -54,7 +54,7 @@ from hubsurvey.analysis.render import (
     shared_tables,
 )
 from hubsurvey.analysis.report import REPORT_MD
-from hubsurvey.core import figures
+from hubsurvey.core import figure_docs, figures
 from hubsurvey.core.fingerprint import FINGERPRINT_VERSION
 from hubsurvey.core.store import Store
 
@@ -188,7 +188,7 @@ def card_columns() -> list[CardColumn]:
         if column is None:
             out.append(CardColumn(name, figures.NEAR_METHOD if name in NEAR_PROVENANCE else "", meaning))
             continue
-        rule = figures.nr_rule(column)
+        rule = figure_docs.nr_rule(column)
         out.append(CardColumn(name, column.method, f"{column.definition}; {rule}"))
     return out
 

@@ -44,6 +44,7 @@ from hubsurvey import __version__
 from hubsurvey.analysis.examples import KIND_WORDS
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.render import environment, pct3
+from hubsurvey.analysis.site_links import check_site_url, site_page
 from hubsurvey.core import figures
 from hubsurvey.core.errors import HubError, HubStoppedAnsweringError, HubUnreachableError, UsageError, one_line
 from hubsurvey.core.outputs import output_folder
@@ -201,24 +202,6 @@ def code_block(text: str) -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{text}\n{fence}"
-
-
-def check_site_url(url: str | None) -> str | None:
-    """The site's base URL, without a trailing slash: http(s), no spaces, no Markdown delimiters."""
-    if url is None:
-        return None
-    url = url.rstrip("/")
-    if not re.fullmatch(r"https?://[A-Za-z0-9._~:/%?#!$&'*+,;=-]+", url) or re.search(r"[()<>\[\]\s`]", url):
-        raise UsageError(f"--site-url must be an http(s) URL without spaces, brackets or parentheses, not {url!r}")
-    return url
-
-
-def site_page(site_url: str, dataset_id: str) -> str:
-    """The dataset's stable link on the survey site, :func:`hubsurvey.analysis.site.dataset_href`:
-    its shard's page and its anchor there (``d/<shard>.html#<anchor>``)."""
-    from hubsurvey.analysis.site import dataset_href  # the site imports this module
-
-    return f"{site_url}/{dataset_href(dataset_id)}"
 
 
 # --- lists and opt-out ---------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from markupsafe import Markup
 from hubsurvey import __version__
 from hubsurvey.analysis.crossleaks import DEFAULT_COPY_THRESHOLD
 from hubsurvey.analysis.findings import latest_run
-from hubsurvey.core import figures
+from hubsurvey.core import figure_docs, figures
 from hubsurvey.core.figures import (
     EXACT_METHOD,
     EXACT_METHOD_VERSION,
@@ -41,14 +41,14 @@ TEMPLATES_PACKAGE = "hubsurvey.templates"  # installed as package data
 KEY_LABELS = {"text": "text", "text_and_label": "text+label"}
 
 #: The method's terms, as plain text: templates format them.
-DEFINITIONS: list[tuple[str, str]] = figures.terms()
+DEFINITIONS: list[tuple[str, str]] = figure_docs.terms()
 
 
 def figure_term(figure: figures.ProfileFigure | figures.NearFigure) -> str:
     """A figure in words: its definition, when it is NR (the registry's rule for its count column)
     and, if it has one, the percentage that goes with it."""
     column = next(c for c in figures.figure_columns(figure.method) if c.figure is figure and c.percent_of is None)
-    text = f"{figure.definition}; {figures.nr_rule(column)}."
+    text = f"{figure.definition}; {figure_docs.nr_rule(column)}."
     if figure.percent:
         stem, split = figure.percent
         text += f" {stem}: the same as a % of the {split} rows."

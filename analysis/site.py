@@ -31,7 +31,6 @@ previous site as it was, and a folder that is not a site hubsurvey built is neve
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import math
@@ -56,9 +55,16 @@ from hubsurvey.analysis.badges import LABEL, badge_path, read_badges
 from hubsurvey.analysis.examples import KIND_WORDS
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.history import since_last_run
-from hubsurvey.analysis.notify import check_site_url
 from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
 from hubsurvey.analysis.render import when as render_when
+from hubsurvey.analysis.site_links import (
+    check_site_url,
+    dataset_anchor,
+    dataset_href,
+    dataset_page_path,
+    dataset_shard,
+    href,
+)
 from hubsurvey.analysis.site_scores import (
     SCORES_PAGE_PATH,
     SCORES_SCRIPT,
@@ -88,9 +94,6 @@ CHUNK_ROWS = 10_000
 LIST_PAGE_ROWS = 1_000
 #: Datasets whose pages are built from one round of queries (bounded memory at Hub scale).
 BATCH_DATASETS = 2_000
-#: Hex digits of the shard of a dataset's page: 4,096 pages at most (the Hub advises fewer than
-#: 10,000 files per folder and 100,000 per repository).
-SHARD_DIGITS = 3
 #: The page of every figure's definition and the verdict rules, stated once for the whole site.
 GLOSSARY = "figures.html"
 #: Files the site copies as they are from the templates package.
@@ -133,36 +136,6 @@ class SiteSummary:
 
 
 # --- paths -----------------------------------------------------------------------------------------
-
-
-def dataset_shard(dataset_id: str) -> str:
-    """The shard a dataset's page is in: the first :data:`SHARD_DIGITS` hex digits of the id's
-    sha256. It depends on the id alone, so a dataset's link never moves when others are added."""
-    return hashlib.sha256(dataset_id.encode()).hexdigest()[:SHARD_DIGITS]
-
-
-def dataset_page_path(dataset_id: str) -> str:
-    """The page a dataset is on, relative to the site: ``d/<shard>.html``, one page per shard of
-    datasets (at most 16**SHARD_DIGITS pages, however many datasets: the site fits a Space)."""
-    return f"d/{dataset_shard(dataset_id)}.html"
-
-
-def dataset_anchor(dataset_id: str) -> str:
-    """The dataset's element id on its shard page: the id percent-encoded with ``:`` for ``%``
-    (``owner/name`` -> ``owner:2Fname``), one-to-one (``:`` never survives the encoding) and safe in
-    a URL fragment and a CSS selector's attribute."""
-    return quote(dataset_id, safe="").replace("%", ":")
-
-
-def dataset_href(dataset_id: str) -> str:
-    """A dataset's stable link, relative to the site: ``d/<shard>.html#<anchor>``."""
-    return f"{href(dataset_page_path(dataset_id))}#{dataset_anchor(dataset_id)}"
-
-
-def href(path: str) -> str:
-    """A site path as a relative URL: each component percent-encoded, so ``%2F`` in a file name
-    stays the file's name instead of becoming a ``/``."""
-    return "/".join(quote(part, safe="") for part in path.split("/"))
 
 
 def list_page_path(number: int) -> str:

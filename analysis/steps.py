@@ -6,17 +6,17 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from hubsurvey.analysis.crossleaks import crossleaks
+from hubsurvey.analysis.crossleaks import CrossSummary, crossleaks
 from hubsurvey.analysis.report import render_report
 from hubsurvey.core.errors import StoreError, one_line
-from hubsurvey.core.steps import Counts, RunContext
+from hubsurvey.core.steps import Counts, Recorded, RunContext, RunEnd, Step
 from hubsurvey.core.store import now
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class CrossleaksStep:
+class CrossleaksStep(Step):
     """Every test split against every other dataset's splits (:func:`crossleaks`), within 60% of a
     worker's memory ceiling (skipped by ``crossleaks=False``).
 
@@ -25,6 +25,7 @@ class CrossleaksStep:
     """
 
     name: str = "crossleaks"
+    recorded = Recorded(always=True)  # null when the run skipped it
 
     def run(self, ctx: RunContext) -> Counts:
         if not ctx.options.crossleaks:
@@ -39,11 +40,18 @@ class CrossleaksStep:
         ctx.snapshot()
         return found
 
+    def summary(self, counts: Counts, end: RunEnd) -> list[str]:
+        if not counts:
+            return []
+        if "error" in counts:
+            return [f"crossleaks failed: {counts['error']} (run `hubsurvey crossleaks` again)"]
+        return [CrossSummary(**counts).line()]
+
 
 @dataclass
-class ReportStep:
+class ReportStep(Step):
     """Write REPORT.md and report.html into ``report_dir`` (none: no report); the report shows how
-    the run ends (its status as of now). Its files go to ``ctx.files``; no counts."""
+    the run ends (its status as of now). Its files go to ``ctx.files``, which ``run`` prints; no counts."""
 
     name: str = "report"
 
@@ -53,3 +61,6 @@ class ReportStep:
             final_run = {"run_id": ctx.run_id, "status": ctx.status.value, "finished_at": now()}
             ctx.files += [Path(p) for p in render_report(ctx.store, ctx.options.report_dir, final_run=final_run)]
         return {}
+
+    def summary(self, counts: Counts, end: RunEnd) -> list[str]:
+        return ["report: " + ", ".join(end.files)] if end.files else []

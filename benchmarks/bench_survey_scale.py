@@ -211,6 +211,12 @@ class Timed:
     def name(self) -> str:
         return str(self.step.name)
 
+    def __getattr__(self, name: str) -> Any:
+        """What the step says of its counts (its lines, its place in the run's row) is the step's own."""
+        if name.startswith("_") or name == "step":
+            raise AttributeError(name)
+        return getattr(self.step, name)
+
     def run(self, ctx: Any) -> Any:
         self.before = self.hub.ask("stats")
         cpu = CpuTime(exclude=self.hub.pid)

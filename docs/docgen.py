@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from hubsurvey.core import figures
+from hubsurvey.core import figure_docs, figures
 
 # The help text must not depend on the terminal it is generated in: a fixed width, no colour, no
 # rich formatting (typer reads TYPER_USE_RICH when it is imported).
@@ -139,7 +139,7 @@ def command_table() -> None:
 _PROVENANCE = "provenance: the method and its version, the hubsurvey version, when, and by which run"
 TABLES: dict[str, dict[str, str]] = {
     "schema_version": {
-        "version": "a migration applied (`store.MIGRATIONS`, 1-based)",
+        "version": "a migration applied: the number of its file in `hubsurvey/core/migrations/`",
         "applied_at": "when",
     },
     "examples": {
@@ -363,7 +363,7 @@ TABLES: dict[str, dict[str, str]] = {
         "profile": "`raw` or `normalized`",
         "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`exact-2026`, 1)",
         **{c.name: c.definition if c.percent_of or c.figure in figures.PER_COLUMN_FIGURES else
-           f"{c.definition}; the text key is this column alone ({figures.nr_rule(c)})"
+           f"{c.definition}; the text key is this column alone ({figure_docs.nr_rule(c)})"
            for c in figures.per_column_columns()},
     },
     "group_measurements": {
@@ -376,7 +376,7 @@ TABLES: dict[str, dict[str, str]] = {
                             "half of 0..largest): one value names another group in each split",
         "in_verdict": "false for a reused numbering: reported, marked, kept out of every verdict",
         "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`groups-2026`, 1)",
-        **{c.name: f"{c.definition} ({figures.nr_rule(c)})" for c in figures.group_columns()},
+        **{c.name: f"{c.definition} ({figure_docs.nr_rule(c)})" for c in figures.group_columns()},
     },
     "time_measurements": {
         "dataset_id, revision_sha, config": "the config measured, at the revision measured",
@@ -384,7 +384,7 @@ TABLES: dict[str, dict[str, str]] = {
         "source": "`inferred` (a date or timestamp type, or a date-like name, left out of the text key) or `declared` "
                   "(the roles file's `dates`)",
         "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`time-2026`, 1)",
-        **{c.name: f"{c.definition} ({figures.nr_rule(c)})" for c in figures.time_columns()},
+        **{c.name: f"{c.definition} ({figure_docs.nr_rule(c)})" for c in figures.time_columns()},
     },
     "semantic_candidates": {
         "dataset_id, revision_sha, config": "the config measured, at the revision measured",
@@ -531,7 +531,7 @@ def measurements_table() -> None:
     from hubsurvey.core.store import result_columns
 
     meanings = {"measurement_id": "`dataset_id@revision_sha/config#label_column` (primary key)", **result_columns()}
-    nr = {c.name: figures.nr_rule(c) for c in figures.figure_columns()}
+    nr = {c.name: figure_docs.nr_rule(c) for c in figures.figure_columns()}
     with fresh_store() as store:
         columns = _columns(store.con, "measurements")  # type: ignore[attr-defined]
     missing = [c for c in columns if c not in meanings]

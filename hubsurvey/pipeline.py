@@ -43,7 +43,7 @@ from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobQueue
 from hubsurvey.core.runs import Interrupted, Runs, RunStatus, is_interruption, new_run_id
 from hubsurvey.core.settings import Settings
-from hubsurvey.core.steps import Counts, RunContext, RunOptions, Step
+from hubsurvey.core.steps import Counts, RunContext, RunEnd, RunOptions, Step
 from hubsurvey.core.store import Store, StoreError
 from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey.crawler.steps import CrawlStep
@@ -66,73 +66,83 @@ def run_steps(filters: CrawlFilters | None = None) -> list[Step]:
         CrawlStep(filters),
         BenchmarksStep(),  # before the jobs: they check contamination while their files are on disk
         MeasureStep(),
+        CrossleaksStep(),  # reads the fingerprints alone: it needs the measurements, nothing after them
         ContaminationStep(),
         ExposureStep(),  # the models declaring the datasets found contaminated
-        CrossleaksStep(),
         ScoresStep(),  # the scores the surveyed datasets' models report (after crossleaks, which its view reads)
         ReportStep(),
     ]
 
 
-#: the measure step's counts, recorded at the top level of the run's counts (as before steps had names)
-_MEASURE_COUNTS = ("queued", "done", "failed", "retried", "left_pending", "rows", "data_rows")
-
-
 @dataclass
 class RunSummary:
-    """What a run did: its status, each step's counts (by step name) and the files it wrote."""
+    """What a run did: its status, each step's counts (by step name) and the files it wrote.
+
+    The steps say what their counts mean (:class:`~hubsurvey.core.steps.Step`): the lines printed
+    (:meth:`lines`), the row recorded (:meth:`counts`), whether the run is :attr:`partial`. A count
+    recorded at the top of the row reads as an attribute (``summary.done``, ``summary.failed``), and
+    so do a step's counts, by its name (``summary.crossleaks``; None: it recorded nothing).
+    """
 
     run_id: str
     status: str = "running"
     steps: dict[str, Counts] = field(default_factory=dict)
     seconds: float = 0.0
     report: list[str] = field(default_factory=list)
+    #: the run's steps in order, those a failure kept from running too (None: :func:`run_steps`)
+    planned: Sequence[Step] | None = None
 
-    def _measured(self, name: str) -> int:
-        return int(self.steps.get("measure", {}).get(name, 0))
+    def _planned(self) -> Sequence[Step]:
+        return run_steps() if self.planned is None else self.planned
 
-    queued = property(lambda self: self._measured("queued"))
-    done = property(lambda self: self._measured("done"))
-    failed = property(lambda self: self._measured("failed"))
-    retried = property(lambda self: self._measured("retried"))
-    left_pending = property(lambda self: self._measured("left_pending"))
-    rows = property(lambda self: self._measured("rows"))
+    def _ran(self) -> list[tuple[Step, Counts]]:
+        return [(step, self.steps[step.name]) for step in self._planned() if step.name in self.steps]
 
     def of(self, step: str) -> dict[str, Any] | None:
         """A step's counts (None: it had nothing to record, or did not run)."""
         counts = self.steps.get(step)
         return dict(counts) if counts else None
 
-    @property
-    def crawl(self) -> dict[str, Any] | None:
-        return self.of("crawl")
-
-    @property
-    def crossleaks(self) -> dict[str, Any] | None:
-        return self.of("crossleaks")
-
-    @property
-    def contamination(self) -> dict[str, Any] | None:
-        return self.of("contamination")
-
     def counts(self) -> dict[str, Any]:
-        """The run's counts as recorded (``runs.counts``): the measure step's at the top, then the
-        other steps' under their names (those with nothing to record: none, or None for the crawl
-        and crossleaks), and the times."""
-        measured = self.steps.get("measure", {})
-        out: dict[str, Any] = {k: measured.get(k, 0) for k in _MEASURE_COUNTS}
-        out["crawl"], out["crossleaks"] = self.crawl, self.crossleaks
+        """The run's counts as recorded (``runs.counts``), in the layout of
+        :class:`~hubsurvey.core.steps.Recorded`."""
+        planned = self._planned()
+        out: dict[str, Any] = {}
+        for step in planned:
+            counts = self.steps.get(step.name, {})
+            out.update({k: counts.get(k, v) for k, v in step.recorded.top.items()})
+        out.update({step.name: self.of(step.name) for step in planned if step.recorded.always})
         out["seconds"] = round(self.seconds, 3)
-        out["measure_seconds"] = measured.get("measure_seconds", 0.0)
-        out["job_seconds"] = measured.get("job_seconds", 0.0)
-        out.update({name: dict(c) for name, c in self.steps.items() if c and name not in out and name != "measure"})
+        for step in planned:
+            counts = self.steps.get(step.name, {})
+            out.update({k: counts.get(k, v) for k, v in step.recorded.times.items()})
+        out.update({step.name: dict(c) for step, c in self._ran()
+                    if c and step.name not in out and not step.recorded.flat})
         return out
 
-    def line(self) -> str:
-        return (
-            f"run {self.run_id} {self.status}: {self.done} job(s) done, {self.failed} failed, "
-            f"{self.left_pending} left pending, {self.rows} row(s) stored in {self.seconds:.1f} s"
-        )
+    def lines(self) -> list[str]:
+        """What ``run`` prints when it ends: each step's summary lines in the order of the steps,
+        then their errors."""
+        end = RunEnd(self.run_id, self.status, self.seconds, tuple(self.report))
+        ran = self._ran()
+        return ([line for step, counts in ran for line in step.summary(counts, end)]
+                + [f"error: {line}" for step, counts in ran for line in step.errors(counts)])
+
+    @property
+    def partial(self) -> bool:
+        """Whether a step's counts leave the run partial (a job failed, a benchmark not indexed): exit 1."""
+        return any(step.partial(counts) for step, counts in self._ran())
+
+    def __getattr__(self, name: str) -> Any:
+        """A count recorded at the top of the run's row, or a step's counts by its name."""
+        if name.startswith("_"):  # copy, pickle and the dataclass machinery look these up
+            raise AttributeError(name)
+        recorded = self.counts()
+        if name in recorded:
+            return recorded[name]
+        if any(step.name == name for step in self._planned()):
+            return None
+        raise AttributeError(f"{type(self).__name__} has no count or step {name!r}")
 
 
 def acquire_lock(db: str | Path) -> FileLock:
@@ -198,7 +208,8 @@ def run_survey(
     if options.cache_dir is not None:
         client.cache_dir = Path(options.cache_dir)  # the client downloads (prefetch) into the run's cache
     run_id = new_run_id("run")
-    summary = RunSummary(run_id)
+    planned = run_steps(filters) if steps is None else list(steps)
+    summary = RunSummary(run_id, planned=planned)
     started = time.perf_counter()
 
     def counts() -> dict[str, Any]:
@@ -221,7 +232,7 @@ def run_survey(
                     ctx = RunContext(store, client, settings or client.settings, options, run_id, live=live,
                                      progress=progress, scratch=Path(scratch), started=started, counts=summary.steps)
                     try:
-                        for step in run_steps(filters) if steps is None else steps:
+                        for step in planned:
                             step_name = step.name
                             summary.steps[step.name] = step.run(ctx)
                     except BaseException as e:

@@ -28,7 +28,7 @@ from hubsurvey.core.errors import UsageError
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobSettings, QueuedJob
 from hubsurvey.core.runs import Runs
-from hubsurvey.core.steps import Counts, RunContext
+from hubsurvey.core.steps import Counts, RunContext, RunEnd, Step
 from hubsurvey.core.store import Store, now
 from hubsurvey.survey import contamination as bench
 from hubsurvey.survey.jobs import JobSpec, discard_downloads, download, error_outcome
@@ -72,7 +72,7 @@ def not_indexed(store: Store, run_id: str | None) -> list[str]:
 
 
 @dataclass
-class BenchmarksStep:
+class BenchmarksStep(Step):
     """Index the run's benchmarks file (``run --benchmarks``) for the jobs (indexing records each
     benchmark's revision in the ``benchmarks`` table); its counts: the benchmarks it could not
     index, one line each, when there are any."""
@@ -88,9 +88,12 @@ class BenchmarksStep:
         failed = not_indexed(ctx.store, ctx.run_id)
         return {"not_indexed": failed} if failed else {}
 
+    def errors(self, counts: Counts) -> list[str]:
+        return list(counts.get("not_indexed", []))
+
 
 @dataclass
-class ContaminationStep:
+class ContaminationStep(Step):
     """Check the configs the jobs did not check against the run's benchmarks (once every job is
     done: with jobs left pending, the next run does it)."""
 
@@ -102,6 +105,10 @@ class ContaminationStep:
             return {}
         ctx.phase("contamination")
         return check_contamination(ctx.store, ctx.client, index, run_id=ctx.run_id, workers=ctx.options.workers).counts()
+
+    def summary(self, counts: Counts, end: RunEnd) -> list[str]:
+        # the configs the jobs did not check, when there were any
+        return ["contamination: " + json.dumps(counts, sort_keys=True)] if any(counts.values()) else []
 
 
 def index_benchmarks(store: Store, client: HubClient, benchmarks_file: str | Path | None, *,

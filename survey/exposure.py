@@ -40,7 +40,7 @@ from hubsurvey import __version__
 from hubsurvey.core.errors import HubStoppedAnsweringError, HubsurveyError, HubUnreachableError, InternalError, one_line
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.runs import Runs
-from hubsurvey.core.steps import Counts, RunContext, RunOptions
+from hubsurvey.core.steps import Counts, RunContext, RunEnd, RunOptions, Step
 from hubsurvey.core.store import Store, now
 
 log = logging.getLogger(__name__)
@@ -206,7 +206,7 @@ def lookup_exposure(store: Store, client: HubClient, *, max_models: int = DEFAUL
 
 
 @dataclass
-class ExposureStep:
+class ExposureStep(Step):
     """List the models declaring the contaminated datasets (after the contamination step; once every
     job is done: with jobs left pending, the next run does it). ``run --no-exposure`` skips it; a
     run with nothing contaminated records nothing."""
@@ -222,6 +222,9 @@ class ExposureStep:
             return {}
         ctx.snapshot()
         return summary.counts()
+
+    def summary(self, counts: Counts, end: RunEnd) -> list[str]:
+        return [counts_line(counts)] if counts else []
 
 
 def run_exposure(db: str | Path, client: HubClient, *, max_models: int = DEFAULT_MAX_MODELS, relookup: bool = False,

@@ -8,7 +8,7 @@ on a Dask worker.
 
 How the SQL works, in one paragraph: every split is projected to its key columns and stacked into
 one table ``rows_all(split, pos, t0.., l0.., h_text, h_ntext)``, read once. ``GROUP BY key`` gives
-one row per distinct key with its row count in each split (a per-key table, ``registry.per_key_sql``);
+one row per distinct key with its row count in each split (a per-key table, ``figure_sql.per_key_sql``);
 every figure is an aggregate over such a table. The text key is a 64-bit hash of the values when
 a check proves it collision-free on this data (``_key``), else the values themselves; a (text,
 label) pair is grouped by the text key and the label value. GROUP BY and
@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from duckdb.func import FunctionNullHandling, PythonUDFType
 
-from hubsurvey.core import duck
+from hubsurvey.core import duck, figure_sql
 from hubsurvey.core import figures as registry
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.fingerprint import SplitFingerprint, parquet_batches
@@ -62,7 +62,7 @@ TEXT_EXAMPLE_KINDS: dict[str, str] = {
 }
 #: The example kinds over (text key, label) of one label column.
 LABEL_EXAMPLE_KINDS: dict[str, str] = {
-    "label_conflict_train_test": "test_label_not_in_train",  # the texts table (registry.per_text_sql)
+    "label_conflict_train_test": "test_label_not_in_train",  # the texts table (figure_sql.per_text_sql)
     "conflicting_text_train": "labels_train > 1",
     "conflicting_text_validation": "labels_validation > 1",
     "conflicting_text_test": "labels_test > 1",
@@ -480,7 +480,7 @@ class Engine:
         ``h_ntext`` hashes the ``normalized`` profile of the text values. The normalized values are
         not kept (they would double the memory): where they are needed (the collision check, an
         exact fallback) they are computed again from ``t*``. A (text, label) pair needs no hash of
-        its own: it is grouped by the text key and the label value (``registry.per_pair_sql``).
+        its own: it is grouped by the text key and the label value (``figure_sql.per_pair_sql``).
         """
         aliases = {f"t{i}": c for i, c in enumerate(text_columns)}
         aliases.update({f"l{j}": c for j, c in enumerate(label_columns)})
@@ -585,17 +585,17 @@ class Engine:
         return f"CASE WHEN strlen({t}) = length({t}) THEN {self._ascii_normalizer(t)} ELSE {name}({t}) END"
 
     def _key(self, hash_column: str, values: Sequence[str], table: str) -> list[str]:
-        """Group ``rows_all`` by its text key into ``table`` (``registry.per_key_sql``); return the
+        """Group ``rows_all`` by its text key into ``table`` (``figure_sql.per_key_sql``); return the
         key: the hash when it is exact for this data, else the values themselves (SQL expressions).
 
         Grouping by a 64-bit hash is several times faster than grouping by long strings, but two
         different keys could share a hash. A collision can only hide in a group of more than one
         row, so those (few: the duplicates and leaks) are checked against the values.
         """
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql([hash_column])}")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {figure_sql.per_key_sql([hash_column])}")
         if self._hash_is_exact(hash_column, values, table):
             return [hash_column]
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {registry.per_key_sql(values)}")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {figure_sql.per_key_sql(values)}")
         return list(values)
 
     def _hash_is_exact(self, hash_column: str, values: Sequence[str], table: str, key: str = "k0") -> bool:
@@ -625,7 +625,7 @@ class Engine:
     def _row_figures(self, figures: dict[str, Any]) -> dict[str, Any]:
         """The registry's row figures, from the key figures of the same row."""
         values = ", ".join(f"${name} AS {quote_ident(name)}" for name in figures)
-        result = self.con.execute(f"WITH figures AS (SELECT {values}) {registry.row_figures_sql()}", figures)
+        result = self.con.execute(f"WITH figures AS (SELECT {values}) {figure_sql.row_figures_sql()}", figures)
         names = [d[0] for d in result.description]
         return dict(zip(names, result.fetchone() or ()))
 
@@ -636,16 +636,16 @@ class Engine:
         ``keys``: the LABEL grain's over ``pairs``, the LABEL_TEXT grain's over ``texts`` (both left
         for the examples), then the ROW grain's from them and ``text`` (the text figures); with
         LLE's text+label figures when ``lle``."""
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE pairs AS {registry.per_pair_sql(key, f'l{j}', source)}")
-        items = registry.lle_items(registry.TEXT_AND_LABEL) if lle else []
-        items += registry.profile_figures_sql(profile, registry.Grain.LABEL, declared) if exact else []
-        figures = self._select(registry.aggregate_sql(items, "pairs"))
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE pairs AS {figure_sql.per_pair_sql(key, f'l{j}', source)}")
+        items = figure_sql.lle_items(registry.TEXT_AND_LABEL) if lle else []
+        items += figure_sql.profile_figures_sql(profile, registry.Grain.LABEL, declared) if exact else []
+        figures = self._select(figure_sql.aggregate_sql(items, "pairs"))
         if exact:
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE texts AS {registry.per_text_sql(len(key), keys, 'pairs')}")
-            items = registry.profile_figures_sql(profile, registry.Grain.LABEL_TEXT, declared)
-            figures.update(self._select(registry.aggregate_sql(items, "texts")))
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE texts AS {figure_sql.per_text_sql(len(key), keys, 'pairs')}")
+            items = figure_sql.profile_figures_sql(profile, registry.Grain.LABEL_TEXT, declared)
+            figures.update(self._select(figure_sql.aggregate_sql(items, "texts")))
             bound = {n: v for n, v in {**text, **figures}.items() if n.startswith(profile.name + "_")}
-            figures.update(self._select(registry.row_grain_sql(profile, bound), bound))
+            figures.update(self._select(figure_sql.row_grain_sql(profile, bound), bound))
         return figures
 
     def _column_figures(self, profile: registry.Profile, i: int, labels: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -656,18 +656,18 @@ class Engine:
         column_hash = f"h_c{i}" if profile is registry.RAW else f"h_nc{i}"
         value = self.raw_text[i] if profile is registry.RAW else self.normalized_text[i]
         declared = registry.per_column_figures()
-        source = registry.PER_COLUMN_SOURCE
+        source = figure_sql.PER_COLUMN_SOURCE
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW {source} AS SELECT * FROM rows_profile WHERE {column_hash} IS NOT NULL")
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE keys_column AS {registry.per_key_sql([column_hash], source)}")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE keys_column AS {figure_sql.per_key_sql([column_hash], source)}")
         column_key = [column_hash]
         if not self._hash_is_exact(column_hash, [value], "keys_column"):  # group by the values, read again
             self.con.execute(f"CREATE OR REPLACE TEMP VIEW {source} AS SELECT p.*, r.{self.raw_text[i]} FROM rows_profile "
                              f"AS p JOIN rows_all AS r ON r.rowid = p.row_id WHERE p.{column_hash} IS NOT NULL")
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE keys_column AS {registry.per_key_sql([value], source)}")
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE keys_column AS {figure_sql.per_key_sql([value], source)}")
             column_key = [value]
-        items = [*registry.profile_figures_sql(profile, registry.Grain.TEXT, declared),
-                 *registry.profile_figures_sql(profile, registry.Grain.COLUMN, declared)]
-        text = self._select(registry.aggregate_sql(items, "keys_column"))
+        items = [*figure_sql.profile_figures_sql(profile, registry.Grain.TEXT, declared),
+                 *figure_sql.profile_figures_sql(profile, registry.Grain.COLUMN, declared)]
+        text = self._select(figure_sql.aggregate_sql(items, "keys_column"))
         by_label = [self._label_figures(profile, column_key, "keys_column", j, text, lle=False, exact=True,
                                         source=source, declared=declared) for j in range(labels)]
         self.con.execute(f"DROP TABLE keys_column; DROP VIEW {source}")
@@ -682,7 +682,7 @@ class Engine:
         ``keys``, occurs in train). No string: once per profile, where each column reads it again."""
         hashes = [f"h_c{i}" if profile is registry.RAW else f"h_nc{i}" for i in range(len(self.raw_text))]
         self.con.execute("CREATE OR REPLACE TEMP TABLE rows_profile AS "
-                         + registry.per_column_rows_sql(["rowid AS row_id", *(f"l{j}" for j in range(labels)), *hashes],
+                         + figure_sql.per_column_rows_sql(["rowid AS row_id", *(f"l{j}" for j in range(labels)), *hashes],
                                                         key, keys))
 
     def measure(self, text_columns: Sequence[str], label_columns: Sequence[str],
@@ -729,9 +729,9 @@ class Engine:
             keys = f"keys_{profile.name}"
             key = self._key("h_text" if raw else "h_ntext", self.raw_text if raw else self.normalized_text, keys)
             normalized_key = normalized_key if raw else key
-            items = registry.lle_items(registry.TEXT) if raw else []
-            items += registry.profile_figures_sql(profile, registry.Grain.TEXT) if exact else []
-            text.update(self._select(registry.aggregate_sql(items, keys)))
+            items = figure_sql.lle_items(registry.TEXT) if raw else []
+            items += figure_sql.profile_figures_sql(profile, registry.Grain.TEXT) if exact else []
+            text.update(self._select(figure_sql.aggregate_sql(items, keys)))
             if examples:
                 found += self._examples_of(profile, key, keys, TEXT_EXAMPLE_KINDS, None, examples, positions)
             for j, label in enumerate(label_columns):
@@ -778,14 +778,14 @@ class Engine:
         """The rows method's figures over ``rows_all``: blank texts per split, and per label column
         its NULL labels per split."""
         sql_types = {r[0]: r[1] for r in self.con.execute("DESCRIBE rows_all").fetchall()}
-        blank = " AND ".join(registry.blank_sql(t, sql_types[t]) for t in self.raw_text)
+        blank = " AND ".join(figure_sql.blank_sql(t, sql_types[t]) for t in self.raw_text)
         rows = {f"rows_{s}": self.rows.get(s) for s in CANONICAL_SPLITS}
-        items = registry.side_figures_sql(registry.SIDE_ROW_FIGURES, registry.SideGrain.ROWS)
+        items = figure_sql.side_figures_sql(registry.SIDE_ROW_FIGURES, registry.SideGrain.ROWS)
         text = self._select(f"WITH rows_checked AS (SELECT split, {blank} AS text_blank FROM rows_all) "
-                            + registry.aggregate_sql(items, "rows_checked"), rows)
-        items = registry.side_figures_sql(registry.SIDE_ROW_FIGURES, registry.SideGrain.LABEL_ROWS)
+                            + figure_sql.aggregate_sql(items, "rows_checked"), rows)
+        items = figure_sql.side_figures_sql(registry.SIDE_ROW_FIGURES, registry.SideGrain.LABEL_ROWS)
         by_label = [self._select(f"WITH label_rows AS (SELECT split, l{j} AS label FROM rows_all) "
-                                 + registry.aggregate_sql(items, "label_rows"), rows) for j in range(labels)]
+                                 + figure_sql.aggregate_sql(items, "label_rows"), rows) for j in range(labels)]
         return text, by_label
 
     def _one_column(self, column: str, alias: str) -> str:
@@ -816,10 +816,10 @@ class Engine:
         stacked = self._one_column(column, "g")
         sql_type = self.con.execute(f"DESCRIBE {stacked}").fetchall()[2][1]
         empty = _empty_sql(sql_type).format("g")
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE per_group AS SELECT g, {registry.SPLIT_COUNTS} "
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE per_group AS SELECT g, {figure_sql.SPLIT_COUNTS} "
                          f"FROM ({stacked}) WHERE g IS NOT NULL AND NOT {empty} GROUP BY g")
-        items = registry.side_figures_sql(registry.GROUP_FIGURES, registry.SideGrain.GROUP)
-        figures = self._select(registry.aggregate_sql(items, "per_group"), rows)
+        items = figure_sql.side_figures_sql(registry.GROUP_FIGURES, registry.SideGrain.GROUP)
+        figures = self._select(figure_sql.aggregate_sql(items, "per_group"), rows)
         # an integer: its text is 1 to 18 ASCII digits (TRY_CAST would also take '1.5' and '0x10')
         number = "CASE WHEN regexp_full_match(g::VARCHAR, '[0-9]{1,18}') THEN g::VARCHAR::BIGINT END"
         numbers = self.con.execute(
@@ -848,8 +848,8 @@ class Engine:
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE dated AS SELECT split, d FROM "
                          f"(SELECT split, {value} AS d FROM ({stacked})) WHERE d IS NOT NULL")
         start = self.con.execute("SELECT min(d) FROM dated WHERE split = 'test'").fetchone()
-        items = registry.side_figures_sql(registry.TIME_FIGURES, registry.SideGrain.DATED)
-        figures = self._select(registry.aggregate_sql(items, "dated"), {**rows, "test_start": start[0] if start else None})
+        items = figure_sql.side_figures_sql(registry.TIME_FIGURES, registry.SideGrain.DATED)
+        figures = self._select(figure_sql.aggregate_sql(items, "dated"), {**rows, "test_start": start[0] if start else None})
         self.con.execute("DROP TABLE dated")
         return {"date_column": column, "figures": figures}
 
@@ -929,7 +929,7 @@ class Engine:
         if exact_key is False:  # never seen with the real hash: two normalized keys share one
             return collides
         self.con.execute(f"""CREATE OR REPLACE TEMP TABLE near_texts AS
-            SELECT h_ntext AS k, {registry.SPLIT_COUNTS}, min(pos) FILTER (WHERE split = 'test') AS first_test, min(rowid) AS rep
+            SELECT h_ntext AS k, {figure_sql.SPLIT_COUNTS}, min(pos) FILTER (WHERE split = 'test') AS first_test, min(rowid) AS rep
             FROM rows_all GROUP BY h_ntext""")
         if exact_key is None and not self._hash_is_exact("h_ntext", self.normalized_text, "near_texts", key="k"):
             self.con.execute("DROP TABLE near_texts")
@@ -951,18 +951,18 @@ class Engine:
         self.con.execute("CREATE OR REPLACE TEMP TABLE near_pairs AS SELECT * FROM near_pairs_arrow")
         self.con.unregister("near_pairs_arrow")
         bound = {"threshold": params.threshold}
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE near_keys AS {registry.near_keys_sql()}", bound)
-        figures = self._select(registry.aggregate_sql(registry.near_figures_sql(registry.NearGrain.KEY), "near_keys"), bound)
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE near_keys AS {figure_sql.near_keys_sql()}", bound)
+        figures = self._select(figure_sql.aggregate_sql(figure_sql.near_figures_sql(registry.NearGrain.KEY), "near_keys"), bound)
         curve: dict[float, Any] = {}
         if "train" in self.data.splits:
             thresholds = {f"t{i}": t for i, t in enumerate(params.curve)}
-            at = self._select(registry.near_curve_sql(params.curve), thresholds)
+            at = self._select(figure_sql.near_curve_sql(params.curve), thresholds)
             curve = {t: at[f"at_{i}"] for i, t in enumerate(params.curve)}
         by_label = []
         for j in range(len(label_columns)):
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE near_labels AS {registry.near_labels_sql('h_ntext', f'l{j}')}", bound)
-            items = registry.near_figures_sql(registry.NearGrain.LABEL)
-            by_label.append(self._select(registry.aggregate_sql(items, "near_labels"), bound))
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE near_labels AS {figure_sql.near_labels_sql('h_ntext', f'l{j}')}", bound)
+            items = figure_sql.near_figures_sql(registry.NearGrain.LABEL)
+            by_label.append(self._select(figure_sql.aggregate_sql(items, "near_labels"), bound))
         found_examples = self._near_examples(label_columns, examples, bound) if examples else []
         if not keep:  # kept for test_rows_dropped, which reads near_keys
             self.con.execute("DROP TABLE near_texts; DROP TABLE near_pairs; DROP TABLE near_keys; DROP TABLE IF EXISTS near_labels")
@@ -986,7 +986,7 @@ class Engine:
         # conflicting labels: a test key's row with a label none of its near train keys carries
         conflicts = []
         for j, label in enumerate(label_columns):
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE near_labels AS {registry.near_labels_sql('h_ntext', f'l{j}')}", bound)
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE near_labels AS {figure_sql.near_labels_sql('h_ntext', f'l{j}')}", bound)
             conflicts += [(label, *row) for row in self.con.execute(
                 """SELECT 'near_train_conflicting_label' AS kind, l.k AS a, p.b, p.jaccard, 'test', 'train',
                           row_number() OVER (ORDER BY p.jaccard DESC, l.k, p.b) AS rank

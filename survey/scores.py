@@ -59,7 +59,7 @@ from hubsurvey.core.errors import (
 from hubsurvey.core.hub import SCORES_EXPAND, HubClient
 from hubsurvey.core.runs import Runs
 from hubsurvey.core.splits import canonical_split
-from hubsurvey.core.steps import Counts, RunContext, RunOptions
+from hubsurvey.core.steps import Counts, RunContext, RunEnd, RunOptions, Step
 from hubsurvey.core.store import Store, now
 
 log = logging.getLogger(__name__)
@@ -388,7 +388,7 @@ def lookup_scores(store: Store, client: HubClient, *, max_models: int = DEFAULT_
 
 
 @dataclass
-class ScoresStep:
+class ScoresStep(Step):
     """Read the scores the surveyed datasets' models report (after crossleaks, whose leaks the view
     reads; once every job is done: with jobs left pending, the next run does it). ``run
     --no-scores`` skips it."""
@@ -405,6 +405,9 @@ class ScoresStep:
             return {}
         ctx.snapshot()
         return summary.counts()
+
+    def summary(self, counts: Counts, end: RunEnd) -> list[str]:
+        return [counts_line(counts)] if counts else []
 
 
 def run_scores(db: str | Path, client: HubClient, *, max_models: int = DEFAULT_MAX_MODELS, relookup: bool = False,

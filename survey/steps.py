@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from hubsurvey.core.figures import methods_measured
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobSettings, JobStatus
 from hubsurvey.core.runs import is_interruption
-from hubsurvey.core.steps import Counts, RunContext
+from hubsurvey.core.steps import Counts, Recorded, RunContext, RunEnd, Step
 from hubsurvey.survey import kernels
 from hubsurvey.survey.contamination_check import saved_index
 from hubsurvey.survey.executors import open_executor
@@ -51,6 +51,10 @@ class MeasureCounts:
         return out
 
 
+#: the counts recorded at the top of the run's row after its seconds (the others come first)
+_TIMES = ("measure_seconds", "job_seconds")
+
+
 def job_settings(ctx: RunContext) -> JobSettings:
     """The settings every job of this run shares, built once."""
     o = ctx.options
@@ -76,10 +80,21 @@ def job_settings(ctx: RunContext) -> JobSettings:
 
 
 @dataclass
-class MeasureStep:
-    """Queue, then run every job to its end: done, failed, or (out of ``max_hours``) left pending."""
+class MeasureStep(Step):
+    """Queue, then run every job to its end: done, failed, or (out of ``max_hours``) left pending.
+    Its counts are the run's headline: at the top of the run's row, and in the line naming the run."""
 
     name: str = "measure"
+    recorded = Recorded(top={k: v for k, v in MeasureCounts().as_json().items() if k not in _TIMES},
+                        times={k: v for k, v in MeasureCounts().as_json().items() if k in _TIMES})
+
+    def summary(self, counts: Counts, end: RunEnd) -> list[str]:
+        done, failed, pending, rows = (int(counts.get(k, 0)) for k in ("done", "failed", "left_pending", "rows"))
+        return [f"run {end.run_id} {end.status}: {done} job(s) done, {failed} failed, {pending} left pending, "
+                f"{rows} row(s) stored in {end.seconds:.1f} s"]
+
+    def partial(self, counts: Counts) -> bool:
+        return bool(counts.get("failed"))
 
     def run(self, ctx: RunContext) -> Counts:
         o = ctx.options

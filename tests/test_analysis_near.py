@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from hubsurvey.analysis.findings import findings
-from hubsurvey.core import figures
+from hubsurvey.core import figure_docs, figures
 from hubsurvey.core.figures import EXACT_METHOD, LLE_METHOD, NEAR_METHOD
 from hubsurvey.core.store import Store
 
@@ -422,7 +422,7 @@ def test_card_documents_the_near_columns_provenance_and_findings(near_db):
         text = render_card(store, "me/results")
     # every near column from the registry, with its NR rule
     for column in figures.figure_columns(NEAR_METHOD):
-        assert re.search(rf"^\| `{column.name}` \| near-2026 \| .*{re.escape(figures.nr_rule(column))} \|$", text,
+        assert re.search(rf"^\| `{column.name}` \| near-2026 \| .*{re.escape(figure_docs.nr_rule(column))} \|$", text,
                          re.MULTILINE), column.name
     assert ("| `test_rows_near_train_conflicting_label` | near-2026 | test rows with train rows at Jaccard &gt;= tau, "
             "none of which carries the test row's label") in text

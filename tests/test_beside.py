@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_exact_reference import _load_rows
 
-from hubsurvey.core import figures
+from hubsurvey.core import figure_sql, figures
 from hubsurvey.core.roles import RoleOverrides, resolve_roles
 from hubsurvey.core.store import Store
 from hubsurvey.survey.measure import measure_config
@@ -196,7 +196,7 @@ def test_the_whitespace_class_is_pythons_on_every_code_point():
     table = pa.table({"c": pa.array([chr(c) for c in points])})
     con = duckdb.connect()
     con.register("chars", table)
-    matched = con.execute(f"SELECT list(c) FROM chars WHERE {figures.blank_sql('c', 'VARCHAR')}").fetchone()[0]
+    matched = con.execute(f"SELECT list(c) FROM chars WHERE {figure_sql.blank_sql('c', 'VARCHAR')}").fetchone()[0]
     assert set(matched) == {chr(c) for c in points if is_whitespace(chr(c))} == {chr(c) for c in points if chr(c).isspace()}
     assert is_blank("") and is_blank(" \u3000") and not is_blank("\u200b")
 

@@ -270,13 +270,13 @@ def test_a_file_swapped_for_a_symlink_after_loading_is_refused(evals, tmp_path):
 
 
 def test_a_run_prints_each_benchmark_it_could_not_index_and_exits_partial():
-    from hubsurvey.commands.survey import _summary_lines
     from hubsurvey.pipeline import RunSummary
 
     line = "benchmark local:qa: no such file qa.jsonl"
     summary = RunSummary("run-1", "done", steps={"measure": {"done": 1}, "benchmarks": {"not_indexed": [line]}})
-    assert _summary_lines(summary)[-1] == f"error: {line}"
-    assert not any(x.startswith("error:") for x in _summary_lines(RunSummary("run-1", "done", steps={"measure": {}})))
+    assert summary.lines()[-1] == f"error: {line}" and summary.partial
+    clean = RunSummary("run-1", "done", steps={"measure": {}, "benchmarks": {}})
+    assert not any(x.startswith("error:") for x in clean.lines()) and not clean.partial
 
 
 # --- a run, the command, every output -------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hubsurvey.analysis.export import export_results
-from hubsurvey.core import figures
+from hubsurvey.core import figure_docs, figure_sql, figures
 from hubsurvey.core.store import Store
 from hubsurvey.survey.audit import audit
 from hubsurvey.survey.sample import write_sample
@@ -64,7 +64,7 @@ def test_a_new_figure_is_measured_stored_and_exported(tmp_path, with_dummy_figur
     header = next(csv.reader((tmp_path / "out" / "results.csv").open()))
     assert "text_test_rows_in_train" in header and "text_and_label_test_rows_in_train" in header
     assert any(p.suffix == ".parquet" for p in written)
-    assert "`text_test_rows_in_train`" in figures.markdown_figure_table()
+    assert "`text_test_rows_in_train`" in figure_docs.markdown_figure_table()
 
 
 def test_an_existing_db_gains_the_new_figure_column(tmp_path, monkeypatch):
@@ -91,7 +91,7 @@ def test_sql_and_python_formats_agree():
     con = duckdb.connect()
     for value in (10.049103, 0.0, 17.4299999, 2 / 3 * 100, 100.0):
         column = next(c for c in figures.figure_columns() if c.fmt is figures.Format.PERCENT)
-        sql = figures._published_sql(column, "$v")
+        sql = figure_sql._published_sql(column, "$v")
         assert con.execute(f"SELECT {sql}", {"v": value}).fetchone()[0] == figures.published(value, column.fmt)
 
 

@@ -14,7 +14,7 @@ from hubsurvey.core.errors import BadInputError, UsageError
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.settings import Settings
-from hubsurvey.core.steps import Counts, RunContext, RunOptions
+from hubsurvey.core.steps import Counts, RunContext, RunEnd, RunOptions, Step
 from hubsurvey.core.store import Store
 from hubsurvey.pipeline import run_steps, run_survey
 
@@ -23,8 +23,9 @@ OFFLINE = dict(endpoint="http://127.0.0.1:9", token=False, rate=None, file_rate=
 
 
 @dataclass
-class ShareOfConfigsMeasured:
-    """A dummy step, as a new one would be written: it reads what the steps before it stored."""
+class ShareOfConfigsMeasured(Step):
+    """A dummy step, as a new one would be written: it reads what the steps before it stored, and
+    says what its counts mean (the line ``run`` prints)."""
 
     name: str = "configs_measured"
 
@@ -33,9 +34,12 @@ class ShareOfConfigsMeasured:
         ctx.phase("counting")
         return {"configs": measured, "queued_before": ctx.counts["measure"]["queued"]}
 
+    def summary(self, counts: Counts, end: RunEnd) -> list[str]:
+        return [f"configs measured: {counts['configs']}"]
+
 
 @dataclass
-class Broken:
+class Broken(Step):
     name: str = "broken"
 
     def run(self, ctx: RunContext) -> Counts:
@@ -80,6 +84,10 @@ def test_a_new_step_is_one_class_and_one_line_and_runs_recorded(tmp_path, audite
     assert list(counts)[:12] == ["queued", "done", "failed", "retried", "left_pending", "rows", "data_rows", "crawl",
                                  "crossleaks", "seconds", "measure_seconds", "job_seconds"]
     assert counts["crawl"] is None and counts["crossleaks"] is None
+    # the step's own line, after the run's (the measure step's) and before the report's (none here)
+    lines = summary.lines()
+    assert lines[-1] == "configs measured: 1" and lines[0].startswith(f"run {summary.run_id} done: 0 job(s) done")
+    assert not summary.partial
 
 
 def test_a_step_that_fails_fails_the_run_recorded_and_the_steps_after_it_do_not_run(tmp_path, audited):
@@ -143,3 +151,48 @@ def test_run_options_are_recorded_from_their_fields():
     recorded = options.as_json()
     assert recorded["workers"] == 2 and recorded["retry_failed"] == ["timeout"] and recorded["executor"] == "local"
     assert json.loads(json.dumps(recorded)) == recorded
+
+
+def test_each_step_prints_its_own_line_as_the_readme_shows_a_demo_run():
+    """The lines `run` prints come from the steps, in their order, errors last: the counts of the
+    README's demo run give its lines exactly, and its runs row keeps the layout `status` prints."""
+    from hubsurvey.pipeline import RunSummary
+
+    counts = {
+        "crawl": {"listed": 24, "eligible": 15, "excluded": {"disabled": 1, "error:ArrowInvalid": 1, "gated": 2,
+                  "no_parquet_export": 1, "no_test_split": 1, "not_text": 2, "too_many_rows": 1}},
+        "benchmarks": {},
+        "measure": {"queued": 16, "done": 16, "failed": 0, "retried": 0, "left_pending": 0, "rows": 18, "data_rows": 9616,
+                    "measure_seconds": 16.433, "job_seconds": 20.915},
+        "crossleaks": {"test_splits": 16, "files": 44, "rows": 9616, "missing": 0, "pairs": 13, "copies": 2, "leaks": 7,
+                       "families": 1, "seconds": 0.92},
+        "contamination": {"checked": 0, "failed": 0},
+        "exposure": {"datasets_contaminated": 8, "datasets_looked_up": 8, "datasets_unchanged": 0, "datasets_capped": 0,
+                     "models": 17, "datasets_failed": 0, "datasets_left": 0, "datasets_cleared": 0},
+        "scores": {"datasets_surveyed": 15, "datasets_looked_up": 15, "datasets_capped": 0, "datasets_unchanged": 0,
+                   "models": 18, "scores": 11, "split_unknown": 1, "api_calls": 15, "file_calls": 4, "failed": 0},
+        "report": {},
+    }
+    summary = RunSummary("run-20261206T032344Z-d287df", "done", steps=counts, seconds=114.1,
+                         report=["hubsurvey-demo/report/REPORT.md", "hubsurvey-demo/report/report.html"])
+    assert summary.lines() == [
+        'crawl: listed 24, eligible 15, excluded 9 {"disabled": 1, "error:ArrowInvalid": 1, "gated": 2, '
+        '"no_parquet_export": 1, "no_test_split": 1, "not_text": 2, "too_many_rows": 1}',
+        "run run-20261206T032344Z-d287df done: 16 job(s) done, 0 failed, 0 left pending, 18 row(s) stored in 114.1 s",
+        "crossleaks: 16 test split(s) against 44 fingerprint file(s) (9616 rows): 13 overlap(s), 7 leak(s), "
+        "2 copy relation(s), 1 family in 0.9 s",
+        "exposure: 8 contaminated dataset(s), 8 listed on the Hub (0 at the cap), 0 unchanged since their last "
+        "listing, 17 model(s) found, 0 failed",
+        "scores: 15 surveyed dataset(s), 15 listed on the Hub (0 at the cap), 0 unchanged since their last listing, "
+        "18 model(s) read, 11 score(s) stored (1 split unknown), 15 API and 4 file call(s), 0 failed",
+        "report: hubsurvey-demo/report/REPORT.md, hubsurvey-demo/report/report.html",
+    ]
+    assert not summary.partial and summary.done == 16 and summary.crossleaks["leaks"] == 7
+    recorded = summary.counts()
+    assert list(recorded) == ["queued", "done", "failed", "retried", "left_pending", "rows", "data_rows", "crawl",
+                              "crossleaks", "seconds", "measure_seconds", "job_seconds", "contamination", "exposure",
+                              "scores"]
+    # one job failed and a benchmark not indexed: the error comes last, and the run is partial
+    failed = RunSummary("run-x", "done", steps={**counts, "measure": {**counts["measure"], "failed": 1},
+                                                "benchmarks": {"not_indexed": ["benchmark a/b/test: gone"]}})
+    assert failed.lines()[-1] == "error: benchmark a/b/test: gone" and failed.partial and failed.failed == 1

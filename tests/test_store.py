@@ -346,3 +346,26 @@ def test_a_finished_job_writes_its_rows_and_fingerprints_once_in_its_transaction
         assert writes == [("measurements", True, 2), ("fingerprints", True, 2)]
         assert store.query("SELECT count(*) FROM measurements")[1][0][0] == len(outcome.rows)
         assert store.query("SELECT split, run_id FROM fingerprints ORDER BY split")[1] == [("test", "run-1"), ("train", "run-1")]
+
+
+def test_the_migrations_are_numbered_sql_files_each_applied_once_in_order(tmp_path):
+    """The schema is the package's SQL files (as installed: package data), numbered without a gap;
+    a fresh DB records each number once, and its tables are exactly those the files create."""
+    import re
+    from importlib import resources
+
+    from hubsurvey.core.figures import LLE_METHOD, figure_columns
+    from hubsurvey.core.migrations import MIGRATIONS, SCHEMA_VERSION
+
+    files = sorted(f for f in resources.files("hubsurvey.core.migrations").iterdir() if f.name.endswith(".sql"))
+    assert [int(f.name[:3]) for f in files] == list(range(1, len(files) + 1)) and SCHEMA_VERSION == len(files) > 0
+    texts = [f.read_text(encoding="utf-8") for f in files]
+    assert MIGRATIONS[1:] == texts[1:] and "{lle_figure_columns}" in texts[0] and "{lle_" not in MIGRATIONS[0]
+    assert all(f"{c.name} {c.sql_type}," in MIGRATIONS[0] for c in figure_columns(LLE_METHOD))  # the registry's line
+    created = {name for text in texts for name in re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", text)}
+    with Store(tmp_path / "s.duckdb") as store:
+        assert [v for (v,) in store.query("SELECT version FROM schema_version ORDER BY version")[1]] == list(
+            range(1, len(files) + 1))
+        tables = {t for (t,) in store.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'")[1]}
+    assert tables == created | {"schema_version"}

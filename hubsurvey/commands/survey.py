@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 
-from hubsurvey.analysis.crossleaks import CrossSummary
 from hubsurvey.commands.common import hub_client, results_file
 from hubsurvey.commands.options import (
     FILTERS,
@@ -41,32 +40,6 @@ log = logging.getLogger(__name__)
 
 #: where ``hubsurvey demo`` writes, unless --db / --report-dir say otherwise: never the real results
 DEMO_DIR = Path("hubsurvey-demo")
-
-
-def _summary_lines(summary) -> list[str]:
-    lines = []
-    if summary.crawl:
-        c = summary.crawl
-        lines.append(f"crawl: listed {c['listed']}, eligible {c['eligible']}, excluded {sum(c['excluded'].values())} {json.dumps(c['excluded'], sort_keys=True)}")
-    lines.append(summary.line())
-    if summary.crossleaks and "error" in summary.crossleaks:
-        lines.append(f"crossleaks failed: {summary.crossleaks['error']} (run `hubsurvey crossleaks` again)")
-    elif summary.crossleaks:
-        lines.append(CrossSummary(**summary.crossleaks).line())
-    if summary.contamination and any(summary.contamination.values()):  # configs the jobs did not check
-        lines.append("contamination: " + json.dumps(summary.contamination, sort_keys=True))
-    if summary.of("exposure"):  # the models declaring the contaminated datasets
-        from hubsurvey.survey.exposure import counts_line  # lazy: keeps `hubsurvey --help` fast
-
-        lines.append(counts_line(summary.steps["exposure"]))
-    if summary.of("scores"):  # the scores the surveyed datasets' models report
-        from hubsurvey.survey.scores import counts_line as scores_line
-
-        lines.append(scores_line(summary.steps["scores"]))
-    if summary.report:
-        lines.append("report: " + ", ".join(summary.report))
-    lines += [f"error: {line}" for line in (summary.of("benchmarks") or {}).get("not_indexed", [])]
-    return lines
 
 
 def run_options(values: dict[str, Any]) -> RunOptions:
@@ -101,14 +74,14 @@ def _survey(db: Path, client, filters, options: RunOptions, args: dict[str, Any]
 
     with quiet_hub_bars(), SurveyProgress() as bar:
         summary = run_survey(db, client, filters, options, progress=bar, args=args)
-    for line in _summary_lines(summary):
+    for line in summary.lines():
         typer.echo(line)
     return summary
 
 
 def _exit_code(summary) -> None:
-    """Exit 1 (partial) when a job failed, or a benchmark could not be indexed."""
-    if summary.failed or summary.of("benchmarks"):
+    """Exit 1 (partial) when a step's counts say so: a job failed, a benchmark could not be indexed."""
+    if summary.partial:
         raise typer.Exit(ExitCode.PARTIAL)
 
 

@@ -13,7 +13,7 @@ verdict in the report use the same rule.
 
 from __future__ import annotations
 
-from hubsurvey.core import figures
+from hubsurvey.core import figure_docs, figures
 
 #: The verdicts, best first: a dataset's verdict is one of them (findings_verdict_rules).
 VERDICTS: tuple[str, ...] = ("clean", "minor", "caution", "unreliable")
@@ -142,7 +142,7 @@ def history_columns() -> dict[str, str]:
         column = by_name[name]
         rounded = "; here rounded to 3 decimals" if column.fmt is figures.Format.PERCENT else ""
         unmeasured = "" if column.method == figures.LLE_METHOD else ", and NULL when the method did not measure the row"
-        return f"{column.definition}{rounded} ({column.method}; {figures.nr_rule(column)}{unmeasured})"
+        return f"{column.definition}{rounded} ({column.method}; {figure_docs.nr_rule(column)}{unmeasured})"
 
     headline = {name: meaning(name) for names in HEADLINE_FIGURES.values() for name in names}
     return {**HISTORY_COLUMNS, **headline, **CONTAMINATION_COLUMNS}

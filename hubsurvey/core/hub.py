@@ -22,6 +22,12 @@ It wraps ``huggingface_hub`` with what the library does not do for every call, c
   through the client is scrubbed of it (:func:`hubsurvey.core.errors.scrub_exception`);
 - a download cache of the survey's own (never the user's huggingface_hub cache).
 
+The client lists datasets and reads their metadata itself; its files (downloads, ranged reads),
+model listings and discussions are collaborators behind it (``client.files``, ``client.models``,
+``client.community``: :mod:`~hubsurvey.core.hub_files`, :mod:`~hubsurvey.core.hub_models`,
+:mod:`~hubsurvey.core.hub_discussions`), whose every request is the client's :meth:`HubClient.call`.
+The client's own methods for them (``download``, ``parquet_footer``, ``small_file``,
+``list_models_declaring``, ``whoami``, ``discussions``, ``create_discussion``) are what callers use.
 Nothing else in the project opens HTTP connections to the Hub.
 """
 
@@ -31,9 +37,7 @@ import contextlib
 import json
 import logging
 import math
-import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
@@ -45,21 +49,27 @@ from urllib.parse import parse_qsl, quote, urlsplit
 import httpx2
 from huggingface_hub import HfApi
 from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, OfflineModeIsEnabled
+from huggingface_hub.hf_api import DatasetInfo
+from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_any, wait_exponential_jitter
 from tenacity.stop import stop_base
 
 from hubsurvey.core.errors import (
-    BadInputError,
     GatedError,
     HubError,
     HubFaultError,
+    HubStoppedAnsweringError,
     HubsurveyError,
     HubTimeoutError,
     HubUnreachableError,
     OutOfTimeError,
+    one_line,
     scrub,
     scrub_exception,
 )
+from hubsurvey.core.hub_discussions import HubDiscussions
+from hubsurvey.core.hub_files import HubFiles, delete_files
+from hubsurvey.core.hub_models import MODEL_EXPAND, SCORES_EXPAND, HubModels
 from hubsurvey.core.pacing import API, RESOLVERS, Breaker, HubLimits, Pace, parse_ratelimit
 from hubsurvey.core.safety import refuse_secrets, scrub_value
 from hubsurvey.core.settings import Settings
@@ -68,18 +78,11 @@ from hubsurvey.core.transport import MAX_REDIRECTS, RequestLimits, configure_htt
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HubClient", "RepoFile", "branch_split", "delete_files", "is_transient", "unreachable_cause"]
+__all__ = ["MODEL_EXPAND", "SCORES_EXPAND", "HubClient", "RepoFile", "branch_split", "delete_files", "is_transient",
+           "unreachable_cause"]
 
 PARQUET_REVISION = "refs/convert/parquet"
-#: what a listing of models asks for (``expand``): each model's revision, its card's metadata, its tags
-MODEL_EXPAND = ("sha", "cardData", "tags")
-#: what the scores step's listing asks for besides: each model's files (its ``.eval_results/*.yaml``)
-SCORES_EXPAND = (*MODEL_EXPAND, "siblings")
-#: the largest small file read whole (a model's ``.eval_results`` file, a benchmark's ``eval.yaml``)
-SMALL_FILE_BYTES = 1 << 20
 RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
-FOOTER_PROBE = 64 * 1024  # one suffix read gets the footer of almost every Parquet file
-DOWNLOAD_CHUNK = 1 << 20
 
 T = TypeVar("T")
 
@@ -236,6 +239,10 @@ class HubClient:
         self._stop_at = math.inf
         self.calls = 0  # API calls made through this client, for politeness accounting
         self.file_calls = 0  # file (resolve) requests: downloads and ranged reads
+        # what the client does besides listing datasets, each behind it (every request through call)
+        self.files = HubFiles(self, self._token)
+        self.models = HubModels(self)
+        self.community = HubDiscussions(self)
 
     @property
     def has_token(self) -> bool:
@@ -361,8 +368,6 @@ class HubClient:
 
     def _account(self, error: BaseException, what: str, active: RequestLimits) -> None:
         """Count a failed call for the breaker: a timeout counts, any answer resets the count."""
-        from hubsurvey.core.errors import HubStoppedAnsweringError, one_line
-
         if isinstance(error, (HubStoppedAnsweringError, OutOfTimeError)):
             return
         if isinstance(error, HubTimeoutError):
@@ -374,9 +379,7 @@ class HubClient:
 
     # --- listing and metadata ----------------------------------------------------------------
 
-    def _headers(self) -> dict[str, str]:
-        from huggingface_hub.utils import build_hf_headers
-
+    def headers(self) -> dict[str, str]:
         return build_hf_headers(token=self._token if self._token else False)
 
     def _get_json_page(self, url: str, params: Any = None, what: str = "a listing page") -> tuple[Any, str | None, str]:
@@ -385,14 +388,12 @@ class HubClient:
         A body that is not JSON (a proxy's HTML page with status 200, a truncated answer) is a
         :class:`HubFaultError`: transient, so it is retried like a 5xx.
         """
-        from huggingface_hub.utils import get_session, hf_raise_for_status
-
-        response = get_session().get(url, params=params, headers=self._headers())
+        response = get_session().get(url, params=params, headers=self.headers())
         hf_raise_for_status(response)
         fetched = str(response.request.url) if response.request is not None else url
         return _json_body(response, what), response.links.get("next", {}).get("url"), fetched
 
-    def _pages(self, url: str, params: Any, what: str) -> Iterator[tuple[list[Any], str | None, str]]:
+    def pages(self, url: str, params: Any, what: str) -> Iterator[tuple[list[Any], str | None, str]]:
         """Each page of a Link-paginated listing as (items, next URL, URL fetched), each page
         retried on its own. A next link that points back at a page of this listing (a cycle) or
         at another host ends the listing with one warning: following it would never end, or
@@ -417,7 +418,7 @@ class HubClient:
 
     def _paginate(self, url: str, params: Any, what: str) -> Iterator[Any]:
         """Every item of a Link-paginated listing; each page is retried on its own."""
-        for page, _following, _fetched in self._pages(url, params, what):
+        for page, _following, _fetched in self.pages(url, params, what):
             yield from page
 
     def _listing_params(self, limit: int | None, expand: Iterable[str] | None, filters: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -458,7 +459,7 @@ class HubClient:
             url, params = f"{self.endpoint}/api/datasets", self._listing_params(limit, expand, filters)
         remaining = limit
         try:
-            for items, following, fetched in self._pages(url, params, f"listing datasets on {self.endpoint}"):
+            for items, following, fetched in self.pages(url, params, f"listing datasets on {self.endpoint}"):
                 items = scrub_value(items)  # a token echoed into tags, a card, a description: never stored
                 if remaining is not None:
                     items, remaining = items[:remaining], max(0, remaining - len(items))
@@ -467,9 +468,9 @@ class HubClient:
                 if remaining == 0:
                     return
         except (httpx2.HTTPError, OSError) as e:
-            raise self._listing_error(e, f"listing datasets on {self.endpoint}") from e
+            raise self.listing_error(e, f"listing datasets on {self.endpoint}") from e
 
-    def _listing_error(self, e: BaseException, what: str) -> HubError:
+    def listing_error(self, e: BaseException, what: str) -> HubError:
         """The :class:`HubError` (exit code 4) for a listing that failed with a library error."""
         if isinstance(e, HfHubHTTPError):
             status = e.response.status_code if e.response is not None else "?"
@@ -485,8 +486,6 @@ class HubClient:
         ``HfApi.list_datasets`` (``task_categories``, ``language``, ``size_categories`` ...).
         Any failure of the listing is a :class:`HubError` (exit code 4): nothing can be crawled.
         """
-        from huggingface_hub.hf_api import DatasetInfo
-
         for page in self.list_dataset_pages(limit=limit, expand=expand, **filters):
             for item in page.items:
                 item.setdefault("siblings", None)
@@ -494,63 +493,12 @@ class HubClient:
 
     def list_models_declaring(self, dataset_id: str, *, limit: int, expand: Iterable[str] = MODEL_EXPAND,
                               raw: bool = False) -> list[Any]:
-        """The models that declare ``dataset_id`` as training data (``ModelInfo``, at most ``limit``):
-        ``HfApi.list_models(filter="dataset:<id>", limit=limit, expand=MODEL_EXPAND)``, paged here
-        so that each page is paced on the API bucket and retried on its own.
-
-        The Hub matches the filter against the ``dataset:`` tags it derives from the model card's
-        ``datasets:``. Any failure of the listing is a :class:`HubError`; an answer that is no
-        list of models is a :class:`HubFaultError`. ``raw``: the items as the Hub sent them (dicts,
-        with ``cardData`` whole: ``ModelInfo`` drops a ``model-index`` it cannot parse entirely).
-        """
-        from huggingface_hub.hf_api import ModelInfo
-
-        what = f"listing the models that declare {dataset_id}"
-        params: list[tuple[str, Any]] = [("filter", f"dataset:{dataset_id}"), ("limit", limit)]
-        params += [("expand", e) for e in expand]
-        models: list[Any] = []
-        try:
-            for items, _following, _fetched in self._pages(f"{self.endpoint}/api/models", params, what):
-                for item in scrub_value(items)[:limit - len(models)]:
-                    if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
-                        raise HubFaultError(f"{what}: the Hub listed an item that is no model (no id)")
-                    item.setdefault("siblings", None)
-                    try:
-                        models.append(item if raw else ModelInfo(**item))
-                    except (TypeError, ValueError, AttributeError) as e:
-                        raise HubFaultError(f"{what}: the Hub's item for {item['id']!r} is not a model's: {e}") from e
-                if len(models) >= limit:
-                    break
-        except (httpx2.HTTPError, OSError) as e:
-            raise self._listing_error(e, what) from e
-        return models
+        """The models that declare ``dataset_id`` as training data (:meth:`HubModels.declaring`)."""
+        return self.models.declaring(dataset_id, limit=limit, expand=expand, raw=raw)
 
     def small_file(self, repo_id: str, path: str, *, repo_type: str = "model", revision: str = "main") -> bytes | None:
-        """A small file of a repo, read whole (a model's ``.eval_results/*.yaml``, a benchmark's
-        ``eval.yaml``), paced on the resolver bucket and retried like every call; None when the
-        Hub answers 404 (no such file, or no such repo). A file over ``SMALL_FILE_BYTES`` is a
-        :class:`HubFaultError` (no such file is small)."""
-        from huggingface_hub import hf_hub_url
-        from huggingface_hub.utils import get_session, hf_raise_for_status
-
-        url = hf_hub_url(repo_id, path, repo_type=repo_type, revision=revision, endpoint=self.endpoint)
-        what = f"{repo_id} {path}"
-
-        def get() -> bytes | None:
-            with get_session().stream("GET", url, headers=self._headers(), follow_redirects=True) as response:
-                if response.status_code == 404:
-                    return None
-                if response.status_code >= 400:
-                    response.read()  # the error's message is in its body and headers
-                    hf_raise_for_status(response)
-                body = b""
-                for chunk in response.iter_bytes():
-                    body += chunk
-                    if len(body) > SMALL_FILE_BYTES:
-                        raise HubFaultError(f"{what}: the file is larger than {SMALL_FILE_BYTES} bytes")
-                return body
-
-        return self.call(get, _file=True, _what=what)
+        """A small file of a repo read whole, None when the Hub answers 404 (:meth:`HubFiles.small_file`)."""
+        return self.files.small_file(repo_id, path, repo_type=repo_type, revision=revision)
 
     def dataset_info(self, repo_id: str, revision: str | None = None, **kwargs: Any) -> Any:
         return scrub_value(self.call(self._api.dataset_info, repo_id, revision=revision, **kwargs))
@@ -558,12 +506,10 @@ class HubClient:
     def _parquet_branch(self, repo_id: str, blobs: bool) -> dict[str, Any]:
         """``/api/datasets/{id}/revision/refs%2Fconvert%2Fparquet`` (``blobs``: siblings with sizes),
         checked: a JSON object with a commit ``sha``."""
-        from huggingface_hub.utils import get_session, hf_raise_for_status
-
         url = f"{self.endpoint}/api/datasets/{repo_id}/revision/{quote(PARQUET_REVISION, safe='')}"
 
         def get() -> Any:
-            response = get_session().get(url, params={"blobs": "true"} if blobs else None, headers=self._headers())
+            response = get_session().get(url, params={"blobs": "true"} if blobs else None, headers=self.headers())
             hf_raise_for_status(response)
             return _json_body(response, f"{repo_id} dataset info")
 
@@ -611,129 +557,27 @@ class HubClient:
 
     # --- files ----------------------------------------------------------------------------------
 
-    def snapshot_path(self, repo_id: str, path: str, revision: str) -> Path:
-        """Where :meth:`download` puts a file: ``<cache>/datasets--owner--name/snapshots/<revision>/<path>``
-        (the layout of a huggingface_hub cache, which the cache budget knows), always inside it."""
-        root = self.cache_dir / ("datasets--" + repo_id.replace("/", "--")) / "snapshots" / quote(revision, safe="")
-        target = root / path
-        if not target.resolve().is_relative_to(root.resolve()) or path.startswith("/"):
-            raise BadInputError(f"{repo_id}: file path {path!r} leaves its folder")
-        return target
-
     def download(self, repo_id: str, path: str, revision: str) -> Path:
-        """Download one file into the survey's cache (``cache_dir``), reused across runs.
-
-        Pass the Parquet branch's commit sha (:meth:`parquet_sha`) as ``revision`` so that every
-        file of one measurement comes from the same commit. The body streams to a temporary file
-        beside the dataset's files, renamed into place once complete: a failed or stopped download
-        leaves no file that looks whole.
-        """
-        target = self.snapshot_path(repo_id, path, revision)
-        if target.is_file():
-            return target
-        url = self.file_url(repo_id, path, revision)
-        return self.call(self._fetch, url, target, _file=True, _what=f"{repo_id} {path}")
-
-    def _fetch(self, url: str, target: Path) -> Path:
-        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
-        repo_folder = next(p for p in target.parents if p.name.startswith("datasets--"))
-        incomplete = repo_folder / "incomplete"
-        incomplete.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=incomplete, suffix=".part")
-        tmp = Path(tmp_name)
-        try:
-            headers = build_hf_headers(token=self._token if self._token else False)
-            with os.fdopen(fd, "wb") as out, get_session().stream("GET", url, headers=headers, follow_redirects=True) as response:
-                hf_raise_for_status(response)
-                announced = response.headers.get("Content-Length")
-                received = 0
-                for chunk in response.iter_raw(DOWNLOAD_CHUNK):
-                    out.write(chunk)
-                    received += len(chunk)
-            if announced is not None and announced.isdigit() and received != int(announced):
-                raise httpx2.RemoteProtocolError(
-                    f"the file's body ended after {received} of {announced} bytes")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp, target)
-            return target
-        finally:
-            tmp.unlink(missing_ok=True)
-
-    def file_url(self, repo_id: str, path: str, revision: str) -> str:
-        from huggingface_hub import hf_hub_url
-
-        return hf_hub_url(repo_id, path, repo_type="dataset", revision=revision, endpoint=self.endpoint)
-
-    def read_range(self, url: str, start: int, end: int | None = None) -> bytes:
-        """Bytes [start, end] of a file (or the last -start bytes when start < 0), retried."""
-        from huggingface_hub.utils import get_session, hf_raise_for_status
-
-        rng = f"bytes={start}-" if end is None else f"bytes={start}-{end}"
-        if start < 0:
-            rng = f"bytes={start}"
-        headers = {"Range": rng}
-        if self._token:
-            headers["authorization"] = f"Bearer {self._token}"
-
-        def get() -> bytes:
-            response = get_session().get(url, headers=headers, follow_redirects=True)
-            hf_raise_for_status(response)
-            return response.content
-
-        return self.call(get, _file=True, _what=url)
+        """One file in the survey's cache, downloaded once (:meth:`HubFiles.download`)."""
+        return self.files.download(repo_id, path, revision)
 
     def parquet_footer(self, repo_id: str, path: str, revision: str = PARQUET_REVISION) -> Any:
-        """A Parquet file's metadata (rows, schema, HF features) from one suffix read of its end."""
-        import struct
-
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        url = self.file_url(repo_id, path, revision)
-        tail = self.read_range(url, -FOOTER_PROBE)
-        if len(tail) < 12 or tail[-4:] != b"PAR1":
-            raise ValueError(f"{path}: not a Parquet file (no PAR1 trailer)")
-        length = struct.unpack("<i", tail[-8:-4])[0]
-        if length + 8 > len(tail):  # a large footer: read exactly what it needs
-            tail = self.read_range(url, -(length + 8))
-        # The footer alone, framed as a file, is enough for pyarrow to read the metadata.
-        return pq.read_metadata(pa.BufferReader(b"PAR1" + tail[-(length + 8):]))
+        """A Parquet file's metadata from one suffix read of its end (:meth:`HubFiles.parquet_footer`)."""
+        return self.files.parquet_footer(repo_id, path, revision)
 
     # --- discussions (the opt-in bot, ``hubsurvey notify``) ---------------------------------------
 
     def whoami(self) -> dict[str, Any]:
-        """The token's account (``/api/whoami-v2``): its ``name``, and ``auth.accessToken.role``.
-        Without a token: :class:`HubError` (exit 4), no request made."""
-        if not self._token:
-            raise HubError("no Hub token: set HF_TOKEN to a token that can write discussions")
-        return dict(self.call(self._api.whoami, _what="whoami"))
+        """The token's account (:meth:`HubDiscussions.whoami`)."""
+        return self.community.whoami()
 
     def discussions(self, repo_id: str, *, author: str | None = None) -> list[Any]:
-        """Every discussion (not pull request) of a dataset, opened by ``author`` when given, open or
-        closed (``HfApi.get_repo_discussions``: all its pages, retried as one call)."""
-        return self.call(lambda: list(self._api.get_repo_discussions(
-            repo_id, author=author, discussion_type="discussion", repo_type="dataset")), _what=f"{repo_id} discussions")
+        """Every discussion of a dataset, by ``author`` when given (:meth:`HubDiscussions.discussions`)."""
+        return self.community.discussions(repo_id, author=author)
 
     def create_discussion(self, repo_id: str, title: str, description: str, *, author: str) -> Any:
-        """Open a discussion on a dataset (``HfApi.create_discussion``), paced and retried like every call.
-
-        Creating is not idempotent: a retry first looks for a discussion of ``author`` with this
-        title (the attempt that failed may have created it, e.g. a timeout after the Hub wrote it)
-        and returns that one instead of opening a second."""
-        attempts = 0
-
-        def create() -> Any:
-            nonlocal attempts
-            attempts += 1
-            if attempts > 1:
-                for found in self._api.get_repo_discussions(repo_id, author=author, discussion_type="discussion",
-                                                            repo_type="dataset"):
-                    if found.title == title.strip():
-                        return found
-            return self._api.create_discussion(repo_id, title, description=description, repo_type="dataset")
-
-        return self.call(create, _what=f"{repo_id} new discussion")
+        """Open a discussion on a dataset, never twice (:meth:`HubDiscussions.create_discussion`)."""
+        return self.community.create_discussion(repo_id, title, description, author=author)
 
     # --- publishing -----------------------------------------------------------------------------
 
@@ -741,70 +585,3 @@ class HubClient:
     def api(self) -> HfApi:
         """The underlying HfApi, for publishing calls; wrap them with :meth:`call`."""
         return self._api
-
-
-# --- the survey's download cache -----------------------------------------------------------------
-
-def _blob_of(path: Path) -> Path:
-    """The blob a huggingface_hub snapshot entry points at (the file itself when it is not a link)."""
-    return path.resolve() if path.is_symlink() else path
-
-
-def _link_chain(path: Path) -> list[str]:
-    """Every path a snapshot link leads through, to the file: the repo's blob (itself a link into
-    huggingface_hub's shared store, when it uses one), then the stored file."""
-    chain: list[str] = []
-    current = os.path.abspath(path)
-    while os.path.islink(current) and len(chain) < 40:
-        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
-        chain.append(current)
-    return chain
-
-
-def _cache_root(path: Path) -> Path:
-    """The huggingface_hub cache a snapshot path is in (the folder above ``datasets--owner--name``)."""
-    for parent in path.absolute().parents:
-        if parent.name.startswith(("datasets--", "models--", "spaces--")):
-            return parent.parent
-    return path.absolute().parent
-
-
-def delete_files(paths: Iterable[str | Path]) -> int:
-    """Delete downloaded files (a measured job's): their snapshot links, and the blobs only no other
-    link still points at.
-
-    huggingface_hub stores a file's content once per content hash: two configs holding one
-    byte-identical file have two snapshot links to one blob, and another job may be about to read
-    it. So a blob (and a shared-store file behind it) is deleted only when no remaining link in the
-    cache leads to it. Returns the bytes freed. A path already gone is skipped: deleting twice is
-    harmless.
-    """
-    freed = 0
-    candidates: set[str] = set()
-    roots: set[Path] = set()
-    for p in paths:
-        path = Path(p)
-        if path.is_symlink():
-            candidates.update(_link_chain(path))
-            roots.add(_cache_root(path))
-        try:
-            size = path.stat().st_size if path.exists() and not path.is_symlink() else 0
-            path.unlink()
-            freed += size
-        except FileNotFoundError:
-            continue
-    if not candidates:
-        return freed
-    still_used: set[str] = set()
-    for root in roots:
-        for link in root.rglob("*"):
-            if link.is_symlink() and os.path.abspath(link) not in candidates:
-                still_used.update(_link_chain(link))
-    for victim in sorted(candidates - still_used, key=len, reverse=True):
-        try:
-            size = os.stat(victim).st_size if not os.path.islink(victim) else 0
-            os.unlink(victim)
-            freed += size
-        except FileNotFoundError:
-            continue
-    return freed

@@ -3,9 +3,12 @@
 ``hubsurvey run`` (:func:`hubsurvey.pipeline.run_survey`) takes the run lock, opens the DB, starts
 the run's ``runs`` row (:meth:`hubsurvey.core.runs.Runs.recording`) and calls each step's
 :meth:`Step.run` in turn with one :class:`RunContext`. A step returns its counts, which the run
-records under the step's name. A step lives in its stage's folder (``crawler/``, ``survey/``,
-``analysis/``) and imports only the core and its own stage (an import contract checks it); a new
-step is one class there plus one line in the runner's list (``hubsurvey.pipeline.run_steps``).
+records under the step's name, and says what its counts mean: the lines ``run`` prints
+(:meth:`Step.summary`, :meth:`Step.errors`), whether they leave the run partial (:meth:`Step.partial`)
+and where they sit in the run's row (:attr:`Step.recorded`); the runner names no step. A step lives
+in its stage's folder (``crawler/``, ``survey/``, ``analysis/``) and imports only the core and its
+own stage (an import contract checks it); a new step is one class there plus one line in the
+runner's list (``hubsurvey.pipeline.run_steps``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from hubsurvey.core.figures import DEFAULT_EXAMPLES
 from hubsurvey.core.hub import HubClient
@@ -208,6 +211,36 @@ class RunContext:
             self.live.snapshot(self.store.con, force=True)
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """Where a step's counts sit in the run's row (``runs.counts``).
+
+    The row keeps the layout it had before steps had names, which ``status`` prints: the counts
+    steps record at the top (``top``, with the value each has when its step did not count it),
+    then the steps recorded even when they had nothing to record (``always``: null), the run's
+    ``seconds`` and the steps' times (``times``, at the top too), then every other step that
+    counted something, under its name. A step with top or times is not recorded under its name.
+    """
+
+    top: Mapping[str, Any] = field(default_factory=dict)
+    times: Mapping[str, Any] = field(default_factory=dict)
+    always: bool = False
+
+    @property
+    def flat(self) -> bool:
+        return bool(self.top or self.times)
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run ended, for its steps' summary lines: its id, status, time and the files it wrote."""
+
+    run_id: str
+    status: str
+    seconds: float
+    files: tuple[str, ...] = ()
+
+
 class Step(Protocol):
     """One step of a run: crawl, measure, check contamination, join leaks across datasets, report.
 
@@ -215,8 +248,26 @@ class Step(Protocol):
     record); it decides from ``ctx.options`` whether it has anything to do. A failure that
     leaves the stored results whole is the step's to log and count; anything else propagates and
     fails the run.
+
+    The rest says what the counts mean; a step that subclasses ``Step`` gets the defaults: no line
+    printed, not partial, recorded under its name when it counted something.
     """
 
     name: str
+    #: where its counts sit in the run's row
+    recorded: ClassVar[Recorded] = Recorded()
 
     def run(self, ctx: RunContext) -> Counts: ...
+
+    def summary(self, counts: Counts, end: RunEnd) -> list[str]:
+        """The lines ``run`` prints for these counts, in the order of the steps (none: nothing to say)."""
+        return []
+
+    def errors(self, counts: Counts) -> list[str]:
+        """What went wrong, one line each: ``run`` prints them after every step's summary, as
+        ``error: <line>``."""
+        return []
+
+    def partial(self, counts: Counts) -> bool:
+        """Whether these counts leave the run partial (``run`` exits 1): by default, when there are errors."""
+        return bool(self.errors(counts))
