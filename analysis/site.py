@@ -396,7 +396,8 @@ def cross_measured(store: Store) -> bool:
         return True
     return bool(store.query(
         "SELECT count(*) FROM runs WHERE status = 'done' AND (command = 'crossleaks' OR "
-        "(command = 'run' AND coalesce(json_exists(counts, '$.crossleaks'), false)))")[1][0][0])
+        # a run without the step records "crossleaks": null
+        "(command = 'run' AND coalesce(json_type(counts, '$.crossleaks') <> 'NULL', false)))")[1][0][0])
 
 
 def badge_markdown(badges_url: str, dataset_id: str) -> str:

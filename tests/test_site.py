@@ -575,3 +575,18 @@ def test_a_multi_column_config_shows_each_text_column_alone_as_the_db_holds_it(s
                          for c in figures.per_column_columns()]
         for c in figures.per_column_columns():
             assert str(escape(c.definition)) in glossary
+
+
+@pytest.mark.parametrize("command,counts,measured", [
+    ("run", {"done": 3, "crossleaks": None}, False),  # run --no-crossleaks
+    ("run", {"done": 3}, False),
+    ("run", {"done": 3, "crossleaks": {"pairs": 0}}, True),  # ran, found nothing: measured, 0
+    ("crossleaks", {"pairs": 0}, True),
+])
+def test_leaks_across_datasets_are_measured_only_where_a_run_computed_them(tmp_path, command, counts, measured):
+    from hubsurvey.analysis.site import cross_measured
+
+    with Store(tmp_path / "r.duckdb") as store:
+        store.con.execute("INSERT INTO runs (run_id, command, started_at, status, counts, tool_version) "
+                          "VALUES ('r1', $c, now(), 'done', $j, '0')", {"c": command, "j": json.dumps(counts)})
+        assert cross_measured(store) is measured
