@@ -29,12 +29,10 @@ order. "The dog bit the man" and "the man bit the dog" have one vector.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
-import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +44,7 @@ import pyarrow.parquet as pq
 from hubsurvey.core.errors import UsageError
 from hubsurvey.core.figures import SEMANTIC_METHOD, SEMANTIC_METHOD_VERSION
 from hubsurvey.core.options import DEFAULT_SEMANTIC_THRESHOLD
+from hubsurvey.core.settings import hub_offline
 from hubsurvey.survey.normalize import normalize_array
 from hubsurvey.survey.sources import ConfigData, SplitData
 
@@ -90,21 +89,6 @@ class EmbeddingModel:
     encode: Callable[[list[str]], np.ndarray] = field(compare=False, repr=False)
 
 
-@contextlib.contextmanager
-def offline() -> Iterator[None]:
-    """Hugging Face libraries stay offline inside: a model is read from disk, never downloaded."""
-    before = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
-    os.environ.update(dict.fromkeys(before, "1"))
-    try:
-        yield
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -134,7 +118,7 @@ def _model2vec_folder(spec: str) -> Path:
         from huggingface_hub import snapshot_download  # the local cache only: local_files_only
 
         try:
-            with offline():
+            with hub_offline():
                 folder = Path(snapshot_download(spec, repo_type="model", local_files_only=True))
         except Exception:
             raise UsageError(f"--semantic-model {spec}: no such folder, nor a model in the local Hugging Face "
@@ -164,7 +148,7 @@ def _load_wordllama() -> EmbeddingModel:
     folder = _wordllama_folder()
     from wordllama import WordLlama
 
-    with offline():
+    with hub_offline():
         model = WordLlama.load(cache_dir=folder, disable_download=True)
     weights = sorted((folder / "weights").glob("*.safetensors"))
     name = f"wordllama {weights[0].stem}" if weights else "wordllama"
@@ -177,7 +161,7 @@ def _load_model2vec(spec: str) -> EmbeddingModel:
     from model2vec import StaticModel
 
     try:
-        with offline():  # an existing folder: read from disk
+        with hub_offline():  # an existing folder: read from disk
             model = StaticModel.from_pretrained(folder, force_download=False)
     except Exception as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]

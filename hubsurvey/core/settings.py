@@ -277,3 +277,19 @@ class Settings:
         out["cache_dir"] = str(self.cache_dir)
         out["has_token"] = self.has_token
         return out
+
+
+@contextlib.contextmanager
+def hub_offline() -> Iterator[None]:
+    """Hugging Face libraries stay offline inside (a static model read from disk, never downloaded):
+    the process environment is the libraries' only switch, set here and restored after."""
+    before = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+    os.environ.update(dict.fromkeys(before, "1"))
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
