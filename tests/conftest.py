@@ -53,7 +53,8 @@ SHARED_DATASETS = Path(
 #                     prefix is marked `e2e` (and `slow`, so the fast tier never runs it);
 #   EXHAUSTIVE_TESTS  the oracle sweeps over every shared config (or every code point): only the
 #                     tests under the prefix that are already `slow` are marked `exhaustive`, so a
-#                     sweep's fast parametrizations stay in the fast tier.
+#                     sweep's fast parametrizations stay in the fast tier, and its parametrizations
+#                     marked `sample` as well as `slow` stay in README's command.
 # Durations measured with `--durations=0` on 2 shared cores (load average 10), end to end.
 E2E_TESTS: dict[str, str] = {
     "tests/test_runner.py": "whole `hubsurvey run` surveys: kill -9 and resume, faults, Dask, timeouts (200 s)",
@@ -141,7 +142,7 @@ def _under(nodeid: str, prefixes: dict[str, str]) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the tests only CI runs: E2E_TESTS `e2e` and `slow`, the slow ones of EXHAUSTIVE_TESTS
-    `exhaustive`; and SLOW_TESTS `slow`."""
+    (but a `sample`) `exhaustive`; and SLOW_TESTS `slow`."""
     for item in items:
         if _under(item.nodeid, E2E_TESTS):
             item.add_marker(pytest.mark.e2e)
@@ -149,7 +150,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if _under(item.nodeid, SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
-        if _under(item.nodeid, EXHAUSTIVE_TESTS) and item.get_closest_marker("slow"):
+        if _under(item.nodeid, EXHAUSTIVE_TESTS) and item.get_closest_marker("slow") and not item.get_closest_marker("sample"):
             item.add_marker(pytest.mark.exhaustive)
 
 

@@ -57,12 +57,14 @@ def test_planted_figures(planted_db):
     assert {r["dataset_id"]: r["label_column"] for r in rows}["acme/gamma"] is None
 
 
+@pytest.mark.slow
 def test_findings_has_every_view(found):
     assert set(found) == set(FINDINGS)
     _, views = load_sql()
     assert set(FINDINGS.values()) == set(views)
 
 
+@pytest.mark.slow
 def test_overview(found):
     assert found["overview"] == [{
         **found["overview"][0],
@@ -75,6 +77,7 @@ def test_overview(found):
     }]
 
 
+@pytest.mark.slow
 def test_splits(found):
     # (split, key): (with_leak, leak_denominator, pct, with_duplicate, duplicate_denominator, pct)
     expected = {
@@ -99,6 +102,7 @@ def test_splits(found):
     assert [(r["split"], r["key"]) for r in found["splits"]] == list(expected)
 
 
+@pytest.mark.slow
 def test_test_bias_thresholds(found):
     thresholds = [r["threshold_pct"] for r in found["test_bias"]]
     assert thresholds == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.5, 2, 2.5, 3, 4, 5,
@@ -118,11 +122,13 @@ def test_test_bias_thresholds(found):
     assert by_t[10]["text_and_label_at_least"] == 1 and by_t[10]["text_and_label_pct"] == 33.33
 
 
+@pytest.mark.slow
 def test_annotation(found):
     # alpha 1.0 > 0; beta 0.0; delta 0.0; gamma NR (no label) not in the denominator
     assert found["annotation"] == [{"with_difference": 1, "denominator": 3, "pct_with_difference": 33.33}]
 
 
+@pytest.mark.slow
 def test_top_test_biased(found):
     top = found["top_test_biased"]
     assert [(r["rank"], r["dataset_id"], r["text_test_biased"]) for r in top] == [
@@ -131,6 +137,7 @@ def test_top_test_biased(found):
     assert top[0]["text_and_label_test_biased"] is None and top[1]["text_and_label_test_biased"] == 0.0
 
 
+@pytest.mark.slow
 def test_by_task_category(found):
     got = {r["task_category"]: r for r in found["by_task_category"]}
     assert list(got) == ["text-classification", "token-classification", "unknown", "untagged"]
@@ -145,6 +152,7 @@ def test_by_task_category(found):
     assert got["unknown"]["rows"] == 1 and got["unknown"]["with_text_test_leak"] == 0  # delta: no crawl record
 
 
+@pytest.mark.slow
 def test_failures(found):
     assert [(r["kind"], r["reason"], r["count"], r["datasets"], r["denominator"], r["pct"]) for r in found["failures"]] == [
         ("failed job", "unreadable", 2, 2, 6, 33.33),
@@ -164,6 +172,7 @@ def test_findings_on_an_empty_store(tmp_path):
     assert found["top_test_biased"] == [] and found["failures"] == [] and found["by_task_category"] == []
 
 
+@pytest.mark.slow
 def test_views_leave_the_db_file_unchanged(planted_db):
     with Store(planted_db, read_only=True) as store:
         names = create_views(store)
@@ -219,6 +228,7 @@ def test_sql_errors_are_one_line_exit_2(planted_db, query):
         assert store.query("SELECT count(*) FROM measurements")[1][0][0] == 5
 
 
+@pytest.mark.slow
 def test_sql_bad_format_and_missing_db(planted_db, tmp_path):
     r = runner.invoke(app, ["sql", "SELECT 1", "--db", str(planted_db), "--format", "xml"])
     assert r.exit_code == 2 and "--format" in r.stderr
@@ -230,6 +240,7 @@ def test_sql_bad_format_and_missing_db(planted_db, tmp_path):
 # --- export ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_export_parquet_and_csv(planted_db, tmp_path):
     r = runner.invoke(app, ["export", "--out", str(tmp_path / "out"), "--db", str(planted_db)])
     assert r.exit_code == 0, r.output
@@ -260,6 +271,7 @@ def test_export_parquet_and_csv(planted_db, tmp_path):
     assert not (tmp_path / "out" / "lle.csv").exists()
 
 
+@pytest.mark.slow
 def test_export_is_byte_identical_when_repeated(planted_db, tmp_path):
     with Store(planted_db, read_only=True) as store:
         first = export_results(store, tmp_path / "a", lle_compat=True)
@@ -267,6 +279,7 @@ def test_export_is_byte_identical_when_repeated(planted_db, tmp_path):
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
 
 
+@pytest.mark.slow
 def test_lle_compat_of_planted(planted_db, tmp_path):
     with Store(planted_db, read_only=True) as store:
         export_results(store, tmp_path, lle_compat=True)
@@ -300,6 +313,7 @@ def test_lle_compat_reproduces_published_conll2003(shared_datasets, tmp_path):
     assert len(lines) == 4  # pos_tags, chunk_tags, ner_tags
 
 
+@pytest.mark.slow
 def test_secret_in_run_args_is_not_in_exports(planted_db, tmp_path):
     with Store(planted_db, read_only=True) as store:
         paths = export_results(store, tmp_path, lle_compat=True)
@@ -322,6 +336,7 @@ def test_findings_sql_spells_no_method_name():
         assert f"{macro}()" in sql, macro  # every macro is used
 
 
+@pytest.mark.slow
 def test_a_new_report_section_is_one_view_and_one_entry(tmp_path, monkeypatch):
     """A findings view added to findings.sql and one Section added to the list: REPORT.md and report.html
     both show it, numbered in its place, with its prose and its table; the sections after it renumber."""

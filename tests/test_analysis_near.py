@@ -155,6 +155,7 @@ def test_overview_counts_the_rows_measured_by_near(found):
     assert (o["rows_exact"], o["datasets_exact"]) == (11, 8)  # every dataset but n/old
 
 
+@pytest.mark.slow
 def test_near_configs_take_text_figures_once_and_the_worst_label_column(found):
     configs = {(r["dataset_id"], r["config"]): r for r in found["near_configs"]}
     assert set(configs) == {("n/edits", "default"), ("n/same", "default"), ("n/clean", "default"),
@@ -167,6 +168,7 @@ def test_near_configs_take_text_figures_once_and_the_worst_label_column(found):
     assert (edits["threshold"], edits["capped"], edits["exact"]) == (0.8, True, True)
 
 
+@pytest.mark.slow
 def test_near_vs_exact_per_dataset(found):
     # (configs, test rows, exact rows, exact %, near rows, near %, extra rows, extra points (pooled),
     #  worst exact %, worst near %, worst near config, rise of the worst config in points)
@@ -191,6 +193,7 @@ def test_near_vs_exact_per_dataset(found):
     assert {r["dataset_id"]: r["capped"] for r in found["near_vs_exact"]}["n/edits"] is True
 
 
+@pytest.mark.slow
 def test_near_gain_share(found):
     # near > exact: edits, notrain, two of the 6 datasets measured by both methods (nonear, old, collide
     # left out); extra rows 5 + 1 + 3 = 9 over 50 + 10 + 200 + 200 + 10 + 20 = 490 test rows (1.84 %);
@@ -204,6 +207,7 @@ def test_near_gain_share(found):
     }]
 
 
+@pytest.mark.slow
 def test_near_label_conflict_share(found):
     # denominator: datasets with a near-measured config that has a label column and a train split:
     # edits, same, clean, two (c2 only), mixed (c1) = 5 (notrain: NR; nonear, old, collide: not measured).
@@ -216,6 +220,7 @@ def test_near_label_conflict_share(found):
     }]
 
 
+@pytest.mark.slow
 def test_near_curve_aggregated(found):
     # datasets with a curve: edits (of 50), same (of 200), clean (of 10), two (c1 + c2, once each though
     # c2 has two rows: of 200), mixed (c1, of 20) = 5; notrain has no train split (NR).
@@ -233,6 +238,7 @@ def test_near_curve_aggregated(found):
     assert [r["threshold"] for r in found["near_curve"]] == sorted(figures.NEAR_CURVE, reverse=True)
 
 
+@pytest.mark.slow
 def test_verdict_uses_near_then_exact_then_lle(found):
     got = {r["dataset_id"]: (r["verdict"], r["verdict_basis"], r["worst_near_contaminated_test_pct"],
                              r["worst_normalized_contaminated_test_pct"], r["worst_text_test_biased"])
@@ -260,6 +266,7 @@ def test_verdict_uses_near_then_exact_then_lle(found):
         "n/notrain", "n/edits", "n/nonear", "n/two", "n/mixed", "n/old", "n/same", "n/clean", "n/collide"]
 
 
+@pytest.mark.slow
 def test_verdict_rules_state_three_bases(found):
     rules = [(r["basis"], r["verdict"], r["at_least_pct"], r["below_pct"]) for r in found["verdict_rules"]]
     grades = [("clean", None, None), ("minor", None, 1.0), ("caution", 1.0, 5.0), ("unreliable", 5.0, None)]
@@ -392,6 +399,7 @@ def test_near_curve_chart_draws_each_threshold(found, monkeypatch):
     assert charts.near_curve_chart([dict(r, datasets=0) for r in found["near_curve"]]) is None
 
 
+@pytest.mark.slow
 def test_near_vs_exact_chart_shows_the_gainers_first(found, monkeypatch):
     pytest.importorskip("matplotlib")
     from hubsurvey.analysis import charts

@@ -68,6 +68,7 @@ def count_rows(db: Path) -> int:
 
 # --- the embedded sample --------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sample_planted_counts_are_found(tmp_path):
     root = write_sample(tmp_path / "hubsurvey__sample")
     outcome = audit(str(root), db=tmp_path / "r.duckdb")
@@ -78,6 +79,7 @@ def test_sample_planted_counts_are_found(tmp_path):
 
 # --- layouts ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_split_file_layout_and_aliases(tmp_path):
     root = tmp_path / "flat"
     (root / "cfg").mkdir(parents=True)
@@ -89,6 +91,7 @@ def test_split_file_layout_and_aliases(tmp_path):
     assert (row["text_leaks_train_wrt_test"], row["text_leaks_validation_wrt_test"], row["text_duplication_test"]) == (1, 1, 1)
 
 
+@pytest.mark.slow
 def test_save_to_disk_folder(tmp_path):
     features = datasets.Features({"sentence": datasets.Value("string"), "label": datasets.ClassLabel(names=["x", "y"])})
     dd = datasets.DatasetDict(
@@ -128,6 +131,7 @@ def test_roles_inference_rules():
     assert "answers" in roles.ignored and "star_rating" in roles.ignored
 
 
+@pytest.mark.slow
 def test_roles_override_file_takes_precedence(tmp_path, good):
     roles = tmp_path / "roles.toml"
     roles.write_text('["org/good"."*"]\ntext = ["text"]\nlabels = []\n')
@@ -204,6 +208,7 @@ def test_unsafe_split_name_from_a_hub_listing_is_refused():
         source.load("default")
 
 
+@pytest.mark.slow
 def test_one_bad_config_does_not_stop_the_others(tmp_path):
     root = tmp_path / "org__multi"
     write_split(root / "ok" / "train", small(["a"]))
@@ -217,6 +222,7 @@ def test_one_bad_config_does_not_stop_the_others(tmp_path):
 
 # --- store --------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_nr_is_null_in_tables_and_NR_in_the_view(tmp_path):
     root = tmp_path / "org__noval"
     write_split(root / "default" / "train", small(["a", "b"]))
@@ -262,6 +268,7 @@ def test_measuring_again_replaces_and_never_duplicates(tmp_path, good):
         assert store.query("SELECT count(*) FROM lle")[1][0][0] == 1
 
 
+@pytest.mark.slow
 def test_store_refuses_a_newer_schema(tmp_path):
     db = tmp_path / "r.duckdb"
     Store(db).close()
@@ -274,6 +281,7 @@ def test_store_refuses_a_newer_schema(tmp_path):
 
 # --- CLI ------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_audit_json_keys_and_types(tmp_path, good):
     result = runner.invoke(app, ["audit", str(good), "--json", "--db", str(tmp_path / "r.duckdb")])
     assert result.exit_code == 0
@@ -303,6 +311,7 @@ def test_audit_json_keys_and_types(tmp_path, good):
     assert obj["fingerprints"]["train"].startswith("hs1:") and len(obj["fingerprints"]["test"]) == 36
 
 
+@pytest.mark.slow
 def test_audit_default_runs_the_sample_with_examples(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["audit", "--examples", "3"])
@@ -314,6 +323,7 @@ def test_audit_default_runs_the_sample_with_examples(tmp_path, monkeypatch):
     assert ranks[0] == 3 and ranks[1] > 3  # bounded by --examples, per kind
 
 
+@pytest.mark.slow
 def test_examples_report_counts_per_split(tmp_path, good):
     (result,) = audit(str(good), examples=5).results
     by_kind = {(e["profile"], e["kind"]): e for e in result.examples if e["label_column"] is None}

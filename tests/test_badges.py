@@ -46,6 +46,7 @@ def db(tmp_path_factory) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_each_dataset_gets_its_figure_and_colour(db):
     with Store(db, read_only=True) as store:
         got = b.read_badges(store)
@@ -69,6 +70,7 @@ def test_a_dataset_not_measured_by_the_exact_method_is_grey_nr():
     assert b.badges([unmeasured], rules)["o/n"]["color"] == "lightgrey"
 
 
+@pytest.mark.slow
 def test_the_thresholds_come_from_the_verdict_rules(db):
     with Store(db, read_only=True) as store:
         b.read_badges(store)  # creates the views
@@ -83,6 +85,7 @@ def test_the_thresholds_come_from_the_verdict_rules(db):
     assert b.badges(rows, looser)["acme/caution"]["color"] == "green"
 
 
+@pytest.mark.slow
 def test_badge_files_are_json_under_safe_names(db, tmp_path):
     from hubsurvey.analysis.publish import build_folder, is_owned
 

@@ -80,6 +80,7 @@ def test_group_figures_equal_the_reference_on_shared_configs(shared_datasets, fo
             assert not reference["repeats"]
 
 
+@pytest.mark.slow
 def test_miam_maptask_file_ids_shared_with_train(shared_datasets):
     """The recordings of miam/maptask: 4,795 of its 5,335 test utterances come from a File_ID that is
     also in train; Dialogue_ID restarts at 0 in every split (kept out of the verdict); Idx is a row id."""
@@ -190,6 +191,7 @@ def test_time_figures_equal_the_reference_on_random_data(splits, as_text):
     _same(found, time_reference(rows, "when"), TIME_NAMES)
 
 
+@pytest.mark.slow
 def test_the_whitespace_class_is_pythons_on_every_code_point():
     """blank_sql's regular expression matches exactly the characters str.split() splits on."""
     points = [c for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
@@ -244,6 +246,7 @@ def _forum(tmp_path):
     return folder
 
 
+@pytest.mark.slow
 def test_roles_file_declares_groups_and_dates_and_they_are_stored(tmp_path):
     folder = _forum(tmp_path)
     roles_file = tmp_path / "roles.toml"
@@ -274,6 +277,7 @@ def test_roles_file_declares_groups_and_dates_and_they_are_stored(tmp_path):
         assert store.query("SELECT count(*) FROM group_measurements")[1] == [(1,)]
 
 
+@pytest.mark.slow
 def test_roles_file_naming_an_unknown_group_column_is_one_clear_error(tmp_path):
     folder = _forum(tmp_path)
     roles_file = tmp_path / "roles.toml"
@@ -284,6 +288,7 @@ def test_roles_file_naming_an_unknown_group_column_is_one_clear_error(tmp_path):
     assert outcome.errors == ["org/forum [default]: roles name unknown columns ['thread']"]
 
 
+@pytest.mark.slow
 def test_statement_of_checks_names_what_ran_and_what_did_not(tmp_path):
     folder = _forum(tmp_path)
     data = FolderSource(folder).load("default")
@@ -304,6 +309,7 @@ def test_statement_of_checks_names_what_ran_and_what_did_not(tmp_path):
     assert result.rows[0]["groups"] == []
 
 
+@pytest.mark.slow
 def test_audit_json_gains_the_new_keys_and_keeps_the_others(tmp_path, shared_datasets):
     from typer.testing import CliRunner
 
@@ -393,6 +399,7 @@ def test_the_report_and_the_results_dataset_show_the_new_figures(maptask_db, tmp
     assert all(json.loads(r["checks"]) for r in results) and all(r["test_rows_blank_text"] == 0 for r in results)
 
 
+@pytest.mark.slow
 def test_a_group_column_duckdb_cannot_read_is_named_and_the_rest_measured(monkeypatch):
     """One column failing in DuckDB leaves the config's other figures, and its other group columns."""
     splits = {"train": pa.table({"t": ["a", "b"], "file_id": ["f1", "f1"], "doc_id": ["d1", "d2"]}),
@@ -413,6 +420,7 @@ def test_a_group_column_duckdb_cannot_read_is_named_and_the_rest_measured(monkey
     assert groups["not_measured"] == {"doc_id": "ConversionException: Conversion Error: planted"}
 
 
+@pytest.mark.slow
 def test_a_group_column_name_two_columns_share_is_named_and_the_config_measured():
     """Two columns named doc_id: ambiguous, so not measured, and said so; the figures stand."""
     def table(texts: list[str]) -> pa.Table:

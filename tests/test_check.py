@@ -56,6 +56,7 @@ def invoke(*args: str):
 
 # --- the verdicts and their exit codes -------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_failing_check_exits_6_with_one_exact_line_per_failed_condition(planted):
     result = invoke(planted, "--max-contaminated", 70, "--max-conflicting", 10)
     assert result.exit_code == ExitCode.CHECK_FAILED == 6, result.output
@@ -67,6 +68,7 @@ def test_a_failing_check_exits_6_with_one_exact_line_per_failed_condition(plante
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_passing_check_exits_0_and_the_profile_picks_the_figure(planted):
     result = invoke(planted, "--profile", "raw", "--max-contaminated", 70, "--max-conflicting", 10)
     assert result.exit_code == 0, result.output
@@ -77,6 +79,7 @@ def test_a_passing_check_exits_0_and_the_profile_picks_the_figure(planted):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("near", [[], ["--no-near"]])
 def test_the_stored_rows_are_audits(planted, tmp_path, near):
     checked, audited = tmp_path / "c.duckdb", tmp_path / "a.duckdb"
@@ -92,11 +95,13 @@ def test_the_stored_rows_are_audits(planted, tmp_path, near):
     assert (stored(checked)[0]["near_contaminated_test_pct"] is None) == bool(near)
 
 
+@pytest.mark.slow
 def test_a_folder_can_be_named_by_its_hub_id(planted):
     result = invoke(planted, "--max-contaminated", 70, "--dataset-id", "me/my-dataset")
     assert result.stdout.splitlines()[0].startswith("FAIL me/my-dataset [default] label=label:")
 
 
+@pytest.mark.slow
 def test_a_value_equal_to_its_limit_holds(planted):
     # 5 of 6 test rows: 83.333...%, above 83.333 (compared on the counts, not the rounded 83.333)
     assert invoke(planted, "--max-contaminated", 83.334).exit_code == 0
@@ -107,6 +112,7 @@ def test_a_value_equal_to_its_limit_holds(planted):
     assert [v.status for v in gate.verdicts_of([row], [], {"contaminated": 24.999})] == ["fail"]
 
 
+@pytest.mark.slow
 def test_nothing_is_stored_unless_asked(planted, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert invoke(planted, "--max-near", 100).exit_code == 0
@@ -126,6 +132,7 @@ AUDIT_KEYS = {  # condition -> where audit --json prints the figure, under profi
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", ["normalized", "raw"])
 def test_the_values_are_audit_json_figures_on_a_shared_config(shared_datasets, tmp_path, profile):
     target = shared_datasets / "CogComp__trec"
@@ -145,6 +152,7 @@ def test_the_values_are_audit_json_figures_on_a_shared_config(shared_datasets, t
     assert got["failed"] == sum(c["status"] == "fail" for c in got["conditions"]) > 0
 
 
+@pytest.mark.slow
 def test_json_output_has_a_stable_key_order_and_the_provenance(planted):
     result = invoke(planted, "--max-contaminated", 90, "--max-near", 1, "--format", "json")
     assert result.exit_code == 6
@@ -168,6 +176,7 @@ def test_json_output_has_a_stable_key_order_and_the_provenance(planted):
     assert invoke(planted, "--max-contaminated", 90, "--max-near", 1, "--format", "json").stdout == result.stdout
 
 
+@pytest.mark.slow
 def test_an_nr_figure_is_skipped_not_failed(tmp_path):
     root = tmp_path / "org__unlabelled"
     for split, texts in (("train", ["one two", "three"]), ("test", ["one two", "four"])):
@@ -189,6 +198,7 @@ def test_an_nr_figure_is_skipped_not_failed(tmp_path):
 
 # --- JUnit XML ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_junit_has_one_testcase_per_config_label_and_condition(tmp_path):
     root = plant(tmp_path / "org__two", "first")
     plant(root, "second")
@@ -224,6 +234,7 @@ def test_junit_has_one_testcase_per_config_label_and_condition(tmp_path):
         [f.get("message") for _, f in failures]
 
 
+@pytest.mark.slow
 def test_junit_escapes_markup_quotes_and_control_characters(tmp_path):
     config, label = "c<&\"'>\x1b[2J\x07", "lab<&\"el"
     root = plant(tmp_path / "org__hostile", config, label)
@@ -238,6 +249,7 @@ def test_junit_escapes_markup_quotes_and_control_characters(tmp_path):
     assert case.find("failure").get("message").startswith(f"org/hostile [{visible(config, one_line=True)}] label={label}:")
 
 
+@pytest.mark.slow
 def test_junit_is_written_atomically(planted, tmp_path, monkeypatch):
     junit = tmp_path / "junit.xml"
     junit.write_text("<old/>")
@@ -255,6 +267,7 @@ def test_junit_is_written_atomically(planted, tmp_path, monkeypatch):
 
 # --- errors keep their own codes -----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_bad_options_are_usage_errors_before_anything_is_measured(planted):
     cases = {
         (): "error: nothing to check: give at least one of --max-contaminated, --max-near, --max-conflicting or --benchmarks FILE",
@@ -270,6 +283,7 @@ def test_bad_options_are_usage_errors_before_anything_is_measured(planted):
         assert (result.exit_code, result.stderr, result.stdout) == (2, line + "\n", ""), args
 
 
+@pytest.mark.slow
 def test_bad_input_keeps_its_code_and_still_gets_a_junit_report(tmp_path):
     junit = tmp_path / "junit.xml"
     missing = tmp_path / "nope" / "..x"
@@ -284,6 +298,7 @@ def test_bad_input_keeps_its_code_and_still_gets_a_junit_report(tmp_path):
     assert result.exit_code == 2 and result.stderr == "error: org/notest [default]: no test split (found: train)\n"
 
 
+@pytest.mark.slow
 def test_a_config_that_fails_makes_the_check_partial_not_passed(tmp_path):
     root = plant(tmp_path / "org__mixed", "ok")
     write_split(root / "broken" / "train", ["a"], [0])

@@ -82,12 +82,11 @@ def _audit_with_clean_test(original: Path, config: str, clean_out: Path, entry: 
 
 SHARED = [("CogComp__trec", "default"), ("cardiffnlp__tweet_eval", "hate"), ("PierreColombo__miam", "loria"),
           ("eriktks__conll2003", "conll2003")]
-#: one config in the fast tier, the others in the slow one
-SHARED_TIERED = [SHARED[0], *(pytest.param(*c, marks=pytest.mark.slow) for c in SHARED[1:])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", ["raw", "normalized"])
-@pytest.mark.parametrize("repo, config", SHARED_TIERED)
+@pytest.mark.parametrize("repo, config", SHARED)
 def test_kept_rows_equal_plain_python_and_an_audit_finds_none(shared_datasets, tmp_path, repo, config, profile):
     original = shared_datasets / repo
     outcome = clean(str(original), out=tmp_path / "out", config=config, profile=profile)
@@ -133,6 +132,7 @@ def test_near_drops_what_the_near_figures_count(shared_datasets, tmp_path, repo,
 _texts = st.sampled_from(["a b", "A  b", "a b ", "c", "C", "ß", "ss", "x y z", "", "é", "e\u0301", "a\u00a0b"])
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.dictionaries(st.sampled_from(SPLITS), st.lists(st.one_of(st.none(), _texts), max_size=8), min_size=1),
        st.sampled_from(["raw", "normalized"]))
@@ -183,6 +183,7 @@ def test_the_folder_is_audited_and_several_configs_make_several_folders(shared_d
     assert runs == 1
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_config_names_stay_inside(shared_datasets, tmp_path):
     # a config name that is not a plain path component is written under its safe name
     src = tmp_path / "ds" / "we%ird name"
@@ -262,6 +263,7 @@ def test_load_clean_test_from_the_db_and_from_the_published_results(shared_datas
         "method_version", "tool_version", "cleaned_at"}
 
 
+@pytest.mark.slow
 def test_a_save_to_disk_folder_keeps_its_features(tmp_path):
     """An Arrow folder written by datasets: the clean Parquet carries its features (ClassLabel names)."""
     import datasets
@@ -309,6 +311,7 @@ def test_a_hub_that_echoes_the_token_fails_the_config_in_one_line_without_it(sha
     assert db_hits(db, SECRET) == []
 
 
+@pytest.mark.slow
 def test_a_clean_into_an_earlier_clean_adds_a_config_or_replaces_every_file(shared_datasets, tmp_path):
     src = tmp_path / "ds"
     for config in ("a", "b"):

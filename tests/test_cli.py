@@ -193,6 +193,7 @@ def _group_flags(name: str) -> set[str]:
     return {p.opts[0] for p in _cli_params(getattr(options, name, None) or getattr(crawl, name))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group, commands", [
     ("HUB", ["crawl", "run", "contamination"]),
     ("HUB_API", ["exposure"]),
@@ -252,6 +253,7 @@ def test_an_unexpected_exception_is_reported_as_a_bug(tmp_path, good, monkeypatc
     assert verbose.exit_code == 5 and "Traceback" in verbose.stderr  # the traceback at debug level
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["eriktks__conll2003", "./mydata", "../mydata", "/no/such/folder"])
 def test_a_folder_typo_is_one_line_and_never_goes_to_the_hub(tmp_path, monkeypatch, target):
     monkeypatch.chdir(tmp_path)
@@ -280,6 +282,7 @@ def test_an_empty_or_missing_db_is_one_line_exit_3(tmp_path, monkeypatch, comman
 
 # --- sql ------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sql_reads_the_query_from_stdin(results_db):
     result = runner.invoke(app, ["sql", "-", "--db", str(results_db), "--format", "json"],
                            input="SELECT count(*) AS n FROM measurements")
@@ -333,6 +336,7 @@ def test_audit_json_is_the_same_with_examples_which_show_prints_from_the_db(tmp_
     assert missing.exit_code == 2 and "org/other: not measured" in missing.stderr
 
 
+@pytest.mark.slow
 def test_audit_csv(tmp_path, good):
     result = runner.invoke(app, ["audit", str(good), "--format", "csv", "--db", str(tmp_path / "a.duckdb")])
     assert result.exit_code == 0, result.output

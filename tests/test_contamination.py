@@ -103,6 +103,7 @@ def small_index(hash_bits: int = 64) -> c.BenchmarkIndex:
                                hash_bits=hash_bits)
 
 
+@pytest.mark.slow
 def test_passages_and_short_items_are_found_case_and_whitespace_aside():
     rows = ["blah NATALIA sold clips to 48\tof her  friends in april, and then she sold more",  # 13 words: a passage
             "natalia sold clips to 48 of her friends in april, and then",  # 12 words of a long item: not enough
@@ -117,6 +118,7 @@ def test_passages_and_short_items_are_found_case_and_whitespace_aside():
     assert ex[0]["passage"] == "natalia sold clips to 48 of her friends in april, and then she"
 
 
+@pytest.mark.slow
 def test_a_passage_across_two_rows_or_two_items_is_not_a_match():
     words = ITEMS[0].split()
     rows = [" ".join(words[:7]), " ".join(words[7:13])]  # 13 words, split over two consecutive rows
@@ -129,6 +131,7 @@ def test_a_passage_across_two_rows_or_two_items_is_not_a_match():
     assert found.rows == set()
 
 
+@pytest.mark.slow
 def test_list_struct_and_multi_column_rows():
     index = small_index()
     tokens = pa.array([ITEMS[0].split(), ["what", None, "is"], None])
@@ -158,6 +161,7 @@ def test_fnv1a_is_the_published_function():
     assert c.fnv1a("") == 0xCBF29CE484222325  # the offset basis
 
 
+@pytest.mark.slow
 def test_false_candidates_are_never_reported():
     """A candidate stage with a very high false-positive rate (the join keeps 4 bits of each hash:
     1 in 16 windows is a candidate): every candidate is verified, the results are identical."""
@@ -171,6 +175,7 @@ def test_false_candidates_are_never_reported():
     assert exact[0].candidates == exact[0].verified  # with 64 bits: none
 
 
+@pytest.mark.slow
 def test_the_index_saves_and_loads_the_same(tmp_path):
     index = small_index()
     loaded = c.BenchmarkIndex.load(index.save(tmp_path / "index"))
@@ -343,6 +348,7 @@ def test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees(minihub, 
     assert line in html.read_text() and "11. Contamination with benchmarks" in html.read_text()
 
 
+@pytest.mark.slow
 def test_the_command_refuses_a_missing_db_and_an_unreachable_hub(tmp_path):
     runner = CliRunner()
     missing = runner.invoke(app, ["contamination", "--db", str(tmp_path / "none.duckdb")])

@@ -116,6 +116,7 @@ def fresh(tmp_path):
     return _survey(tmp_path)
 
 
+@pytest.mark.slow
 def test_crossleaks_equals_the_plain_python_reference_and_classifies_the_plants(surveyed):
     db, datasets = surveyed
     with Store(db) as store:
@@ -196,6 +197,7 @@ def test_fingerprints_are_replaced_when_the_revision_changes(fresh, tmp_path):
     assert sorted(map(_key, got)) == sorted(map(_key, want["overlaps"]))
 
 
+@pytest.mark.slow
 def test_the_rows_behind_a_pair_point_into_both_datasets(surveyed):
     db, datasets = surveyed
     with Store(db) as store:
@@ -207,6 +209,7 @@ def test_the_rows_behind_a_pair_point_into_both_datasets(surveyed):
         assert " ".join(partial[r["source_rows"][0]].split()).lower() == base[r["test_row"]]
 
 
+@pytest.mark.slow
 def test_cli_crossleaks_and_show_source(surveyed):
     db, _ = surveyed
     result = runner.invoke(app, ["crossleaks", "--db", str(db)])

@@ -113,6 +113,7 @@ def parse(words: list[str]) -> None:
     command.make_context(words[0], list(words[1:]), parent=top).close()
 
 
+@pytest.mark.slow
 def test_the_docs_give_commands_and_the_forms_left_out_are_forms():
     found = commands()
     assert len(found) > 80  # README, every docs page, the report's templates

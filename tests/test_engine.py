@@ -53,6 +53,7 @@ def _assert_same(engine: dict, reference: dict) -> None:
             assert e == r, key
 
 
+@pytest.mark.slow
 def test_conll2003_ner_tags_reproduces_published_row(shared_datasets):
     source = FolderSource(shared_datasets / "eriktks__conll2003")
     result = measure_config(source.load("conll2003"), n_configs=1, source="folder")
@@ -68,14 +69,15 @@ def test_conll2003_ner_tags_reproduces_published_row(shared_datasets):
 
 
 CONFIGS = [(e["id"], c) for e in shared_index() for c in e["configs"]]
-# The fast tier checks, on real data, the smallest config of the five datasets whose smallest config
-# is smallest (five datasets, so five shapes of data); the slow tier checks every config.
+# README's command checks, on real data, the smallest config of the five datasets whose smallest config
+# is smallest (five datasets, so five shapes of data: a `sample` of the sweep); CI checks every config.
 _SMALLEST = sorted(min((sum(splits.values()), e["id"], c) for c, splits in e["configs"].items()) for e in shared_index())
-FAST_CONFIGS = {(d, c) for _, d, c in _SMALLEST[:5]}
+SAMPLE_CONFIGS = {(d, c) for _, d, c in _SMALLEST[:5]}
 
 
 @pytest.mark.parametrize("dataset_id,config", [
-    pytest.param(d, c, marks=() if (d, c) in FAST_CONFIGS else pytest.mark.slow) for d, c in CONFIGS
+    pytest.param(d, c, marks=[pytest.mark.slow, pytest.mark.sample] if (d, c) in SAMPLE_CONFIGS else pytest.mark.slow)
+    for d, c in CONFIGS
 ] or [pytest.param(None, None, marks=pytest.mark.skip("no shared datasets"))])
 def test_every_shared_config_equals_reference(shared_datasets, dataset_id, config):
     source = FolderSource(shared_datasets / dataset_id.replace("/", "__"))
@@ -137,6 +139,7 @@ def test_engine_equals_reference_on_random_splits(case):
         _assert_same(row, reference(splits, text_columns, row["label_column"]))
 
 
+@pytest.mark.slow
 def test_null_texts_are_duplicates_of_each_other_but_not_of_the_string_none():
     tables = {
         "train": pa.table({"text": [None, "None"]}),
@@ -147,6 +150,7 @@ def test_null_texts_are_duplicates_of_each_other_but_not_of_the_string_none():
     assert row["text_duplication_test"] == 1
 
 
+@pytest.mark.slow
 def test_no_label_column_gives_text_figures_and_nr_label_figures():
     tables = {"train": pa.table({"text": ["a", "b"]}), "test": pa.table({"text": ["a", "a"]})}
     (row,) = measure(tables)
@@ -157,6 +161,7 @@ def test_no_label_column_gives_text_figures_and_nr_label_figures():
     assert row["difference_annotation"] is None
 
 
+@pytest.mark.slow
 def test_datasetdict_api_matches_arrow_api():
     import datasets
 

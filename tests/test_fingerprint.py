@@ -34,11 +34,12 @@ def _split_files() -> list[Path]:
     return sorted(SHARED_DATASETS.glob("*/*/*/*.parquet")) if shared_index() else []
 
 
-#: the fast tier's shared splits (strings and ClassLabels; token lists and nested features); the slow
-#: tier's sweep takes every split
+#: a few shared splits (strings and ClassLabels; token lists and nested features) for README's command;
+#: CI's sweep takes every split
 SMALL = ["CogComp__trec", "universal-dependencies__universal_dependencies"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [p for p in _split_files() if p.parts[-4] in SMALL], ids=lambda p: "/".join(p.parts[-4:-1]))
 def test_engine_equals_the_reference_on_shared_splits(path):
     table = pq.read_table(path)
@@ -57,6 +58,7 @@ def conll_test(shared_datasets) -> pa.Table:
     return pq.read_table(shared_datasets / "eriktks__conll2003/conll2003/test/0000.parquet")
 
 
+@pytest.mark.slow
 def test_row_order_and_sharding_do_not_matter(conll_test, tmp_path):
     order = list(range(conll_test.num_rows))
     random.Random(1).shuffle(order)
@@ -70,6 +72,7 @@ def test_row_order_and_sharding_do_not_matter(conll_test, tmp_path):
     assert files_fingerprint(paths[::-1]) == split_fingerprint(conll_test)
 
 
+@pytest.mark.slow
 def test_one_row_changed_added_removed_or_repeated_changes_it(conll_test):
     base = split_fingerprint(conll_test)
     rows = conll_test.to_pylist()
@@ -102,6 +105,7 @@ def test_the_package_exports_it():
         hubsurvey.nothing  # noqa: B018
 
 
+@pytest.mark.slow
 def test_string_layout_and_dictionary_encoding_do_not_matter():
     texts = ["a", None, "b", "a", "ünï"]
     plain = pa.table({"t": pa.array(texts, pa.string()), "n": pa.array([1, 2, None, 4, 5], pa.int64())})
@@ -144,6 +148,7 @@ def _tables(draw) -> pa.Table:
     return pa.table(columns)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(_tables(), st.randoms(use_true_random=False))
 def test_random_tables_equal_the_reference_in_any_order(table, rng):
@@ -156,6 +161,7 @@ def test_random_tables_equal_the_reference_in_any_order(table, rng):
         assert split_fingerprint(pa.concat_tables([table, table.slice(0, 1)])) != fp
 
 
+@pytest.mark.slow
 def test_floats_are_their_bits():
     """0.0 and -0.0 are different values to a reader of the file, and NaN is itself."""
     values = [0.0, -0.0, math.nan, math.inf, 1e-310, 0.1]
@@ -195,6 +201,7 @@ def test_hub_and_folder_give_the_same_fingerprints(shared_datasets, tmp_path, mo
         assert stored == expected
 
 
+@pytest.mark.slow
 def test_the_compiled_md5_equals_hashlib_at_every_padding_boundary():
     """Rows of every length around the 64-byte block and its 56-byte padding limit, and long ones
     around the pass's scratch buffer (a row is digested 4,096 bytes at a time)."""
@@ -214,6 +221,7 @@ def test_the_compiled_md5_equals_hashlib_at_every_padding_boundary():
     assert [out[i].tobytes() for i in range(len(values))] == [hashlib.md5(v).digest() for v in values]
 
 
+@pytest.mark.slow
 def test_rows_digested_two_at_a_time_equal_hashlib_in_any_order():
     """The pass digests rows in pairs: each waits for the next of as many blocks (a long one for any
     that fits its buffer), and a row too long for the buffer goes alone in between. Rows of every
@@ -236,6 +244,7 @@ def test_rows_digested_two_at_a_time_equal_hashlib_in_any_order():
     assert [out[i].tobytes() for i in range(len(values))] == [hashlib.md5(v).digest() for v in values]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["string", "large_string", "string_view", "sliced"])
 def test_the_columns_pass_equals_hashlib_of_each_rows_joined_bytes(layout):
     """The compiled pass makes a string column's ``s<length>:`` prefix (and ``n`` for a null) itself
@@ -283,6 +292,7 @@ def _read(path: Path, batch_rows: int = 2_000) -> pa.Table:
     return pa.Table.from_batches(batches) if batches else pq.read_table(path).slice(0, 0)
 
 
+@pytest.mark.slow
 def test_a_file_of_flat_columns_read_by_duckdb_gives_pyarrows_values_and_fingerprint(tmp_path, monkeypatch):
     """A fingerprint (and the near stage, which fingerprints what it reads) reads a file of flat
     columns with DuckDB (faster, less memory): the same values in the same order as pyarrow's."""
@@ -328,12 +338,14 @@ def test_a_file_of_flat_columns_read_by_duckdb_gives_pyarrows_values_and_fingerp
         assert split_fingerprint(read) == files_fingerprint([str(path)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [p for p in _split_files() if p.parts[-4] in SMALL], ids=lambda p: "/".join(p.parts[-4:-1]))
 def test_the_read_of_shared_splits_gives_pyarrows_fingerprint(path):
     """Flat splits (DuckDB reads them) and nested ones (pyarrow does)."""
     assert split_fingerprint(_read(path)) == split_fingerprint(pq.read_table(path))
 
 
+@pytest.mark.slow
 def test_a_string_duckdb_refuses_is_read_by_pyarrow_from_that_row_on(tmp_path):
     """DuckDB checks that strings are UTF-8, pyarrow does not: a split with such a value in a column
     the survey does not measure is fingerprinted as before, whichever batch holds it."""

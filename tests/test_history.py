@@ -210,6 +210,7 @@ def test_the_command_refuses_a_missing_db_and_a_bad_format_in_one_line(tmp_path)
     assert bad.exit_code == 2 and bad.stderr.strip() == "error: --format must be one of table, json, csv, not 'xml'"
 
 
+@pytest.mark.slow
 def test_the_view_grades_by_the_declared_thresholds():
     from hubsurvey.core.history import history_view_sql
 

@@ -89,6 +89,7 @@ CASE_TRAIN = pa.table({"Text": ["a", "a", "b", "c"], "text": ["x", "y", "z", "w"
 CASE_TEST = pa.table({"Text": ["a", "a", "b", "c"], "text": ["x", "y", "z", "q"]})
 
 
+@pytest.mark.slow
 def test_case_differing_names_folder(tmp_path):
     folder = _write(tmp_path, {"train": CASE_TRAIN, "test": CASE_TEST})
     (row,) = _folder_rows(folder)
@@ -97,23 +98,27 @@ def test_case_differing_names_folder(tmp_path):
     _check([row], {"train": CASE_TRAIN, "test": CASE_TEST})
 
 
+@pytest.mark.slow
 def test_case_differing_names_hub_path(tmp_path):
     folder = _write(tmp_path, {"train": CASE_TRAIN, "test": CASE_TEST})
     (row,) = _hub_rows(folder)
     assert (row["text_leaks_train_wrt_test"], row["text_duplication_train"]) == (3, 0)
 
 
+@pytest.mark.slow
 def test_case_differing_names_in_memory():
     (row,) = measure({"train": CASE_TRAIN, "test": CASE_TEST})
     assert (row["text_leaks_train_wrt_test"], row["text_duplication_train"]) == (3, 0)
     _check([row], {"train": CASE_TRAIN, "test": CASE_TEST})
 
 
+@pytest.mark.slow
 def test_case_differing_names_examples_use_the_right_columns():
     rows = measure({"train": CASE_TRAIN, "test": CASE_TEST}, examples=5)
     assert rows[0]["text_leaks_train_wrt_test"] == 3
 
 
+@pytest.mark.slow
 def test_empty_column_name_is_measured(tmp_path):
     train = pa.table({"": ["a", "b", "b"], "label": [0, 1, 1]})
     test = pa.table({"": ["a", "c"], "label": [1, 0]})
@@ -129,6 +134,7 @@ def _dictionary(values: list[str], dictionary: list[str]) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array([dictionary.index(v) for v in values], pa.int32()), pa.array(dictionary))
 
 
+@pytest.mark.slow
 def test_dictionary_strings_are_text_and_compared_by_value(tmp_path):
     # two files with different dictionaries: equal strings must still match
     train = pa.table({"text": _dictionary(["p", "q", "q"], ["p", "q"]), "label": [0, 1, 1]})
@@ -142,6 +148,7 @@ def test_dictionary_strings_are_text_and_compared_by_value(tmp_path):
     assert not outcome.errors and outcome.rows
 
 
+@pytest.mark.slow
 def test_pandas_categorical_is_text(tmp_path):
     pd = pytest.importorskip("pandas")
     train = pa.Table.from_pandas(pd.DataFrame({"text": pd.Categorical(["a", "b", "b"])}), preserve_index=False)
@@ -150,6 +157,7 @@ def test_pandas_categorical_is_text(tmp_path):
     _check(rows, {"train": train, "test": test}, text=["text"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("string_type", [pa.string_view(), pa.large_string()], ids=str)
 def test_string_view_and_large_string_are_text(tmp_path, string_type):
     train = pa.table({"text": pa.array(["a", "b", "b", None], string_type)})
@@ -164,6 +172,7 @@ def _dictionary_width(values: list[str], width: pa.DataType) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array([categories.index(v) for v in values], width), pa.array(categories))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["folder", "hub"])
 def test_shards_differing_in_string_layout_or_dictionary_width_are_measured(tmp_path, path):
     """pandas writes int8 codes for few categories and int16 for more; a writer may use large_string."""
@@ -296,6 +305,7 @@ def test_hostile_dataset_is_measured_exactly(tmp_path, factory, text, path):
     _check(rows, splits, text=text)
 
 
+@pytest.mark.slow
 def test_float_label_nan_equals_nan_as_in_the_survey():
     """The survey keyed rows by str(), so NaN matched NaN ('nan' == 'nan'); -0.0 and 0.0 compare equal
     as numbers. The reference compares distinct NaN objects as unequal, so it is given str keys."""
@@ -368,6 +378,7 @@ REFUSED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make,words", [pytest.param(m, w, id=i) for i, m, w in REFUSED])
 def test_hostile_dataset_is_refused_in_one_line(tmp_path, make, words):
     _assert_refusal(make(tmp_path), *words)

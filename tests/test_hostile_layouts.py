@@ -71,6 +71,7 @@ def test_a_split_in_two_layouts_is_refused_in_one_line(tmp_path, files, named):
     assert f"layouts ({named})" in message and "twice" in message
 
 
+@pytest.mark.slow
 def test_two_layouts_of_one_split_are_never_both_counted_in_audit(tmp_path):
     from hubsurvey.survey.audit import audit
 
@@ -80,6 +81,7 @@ def test_two_layouts_of_one_split_are_never_both_counted_in_audit(tmp_path):
     assert outcome.exit_code == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("files", [
     {"test-part0/0000.parquet": TEST, "test-part1/0000.parquet": TEST},  # one export cut in parts
     {"partial-test/0000.parquet": TEST},  # a partial export alone
@@ -154,6 +156,7 @@ def test_a_job_refuses_full_and_partial_exports_of_one_split(tmp_path):
 
 # --- nested shards -------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_nested_shards_in_a_folder_are_measured(tmp_path):
     train_parts = [TRAIN.slice(0, 2), TRAIN.slice(2)]
     root = _folder(tmp_path, {"train/part-0/0000.parquet": train_parts[0], "train/part-1/0000.parquet": train_parts[1],
@@ -163,6 +166,7 @@ def test_nested_shards_in_a_folder_are_measured(tmp_path):
     _check(rows, {"train": train_parts, "test": TEST})
 
 
+@pytest.mark.slow
 def test_nested_and_flat_shards_of_one_split_are_all_measured(tmp_path):
     root = _folder(tmp_path, {"train/0000.parquet": TRAIN.slice(0, 1), "train/deep/er/0001.parquet": TRAIN.slice(1),
                               "test/a/0000.parquet": TEST})
@@ -171,6 +175,7 @@ def test_nested_and_flat_shards_of_one_split_are_all_measured(tmp_path):
     _check(rows, {"train": [TRAIN.slice(0, 1), TRAIN.slice(1)], "test": TEST})
 
 
+@pytest.mark.slow
 def test_nested_shards_on_the_hub_path_are_downloaded_and_measured(tmp_path):
     client = _branch(tmp_path, {"default/train/part-0/0000.parquet": TRAIN, "default/test/0000.parquet": TEST})
     data = HubSource(DATASET, client).load("default")
@@ -206,10 +211,8 @@ ODD_NAMES = ["file_row_number", "FILE_ROW_NUMBER", "filename", "file_index", "po
              'say "hi"', "it's", "  spaced  ", "ÜñÎçødé 文字", "x" * 300, "\x1b]0;title\x07", "select", "*"]
 
 
-FAST_NAMES = {"file_row_number", "FILE_ROW_NUMBER", "filename"}  # the rest in the slow tier
-
-
-@pytest.mark.parametrize("name", [n if n in FAST_NAMES else pytest.param(n, marks=pytest.mark.slow) for n in ODD_NAMES],
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ODD_NAMES,
                          ids=lambda n: repr(n)[:24])
 @pytest.mark.parametrize("role", ["text", "extra"])
 def test_any_column_name_is_measured(tmp_path, name, role):

@@ -97,6 +97,7 @@ def test_sql_table_and_csv_on_the_terminal_show_the_name_as_text(hostile_db):
         assert SHOWN in result.stdout
 
 
+@pytest.mark.slow
 def test_sql_json_keeps_the_exact_name_and_is_terminal_safe(hostile_db):
     result = runner.invoke(app, ["sql", "SELECT DISTINCT config FROM measurements", "--db", str(hostile_db), "--format", "json"])
     assert result.exit_code == 0, result.output
@@ -104,6 +105,7 @@ def test_sql_json_keeps_the_exact_name_and_is_terminal_safe(hostile_db):
     assert json.loads(result.stdout) == [{"config": HOSTILE}]
 
 
+@pytest.mark.slow
 def test_the_db_keeps_the_exact_name(hostile_db):
     from hubsurvey.core.store import Store
 
@@ -111,6 +113,7 @@ def test_the_db_keeps_the_exact_name(hostile_db):
         assert store.query("SELECT DISTINCT config FROM measurements")[1] == [(HOSTILE,)]
 
 
+@pytest.mark.slow
 def test_show_prints_the_name_as_text(hostile_db):
     result = runner.invoke(app, ["show", "hostile/names", "--db", str(hostile_db)])
     assert result.exit_code == 0, result.output
@@ -118,6 +121,7 @@ def test_show_prints_the_name_as_text(hostile_db):
     assert "\\x1b]0;pwned\\x07" in result.stdout
 
 
+@pytest.mark.slow
 def test_an_error_line_naming_a_hostile_config_is_one_visible_line(tmp_path):
     root = tmp_path / "bad__names"
     (root / HOSTILE / "train").mkdir(parents=True)  # no test split: refused, with the config named
@@ -140,6 +144,7 @@ def test_report_markdown_and_html_show_the_name_as_text(hostile_db, tmp_path):
     assert "\\x1b" in (out / "REPORT.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_exported_csv_and_parquet_keep_the_exact_name(hostile_db, tmp_path):
     """CSV files are data: the value is kept as it is (a spreadsheet does not interpret ESC)."""
     out = tmp_path / "export"
@@ -170,6 +175,7 @@ def nan_db(tmp_path_factory) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_show_json_with_nan_labels_is_valid_json_with_null(nan_db):
     result = runner.invoke(app, ["show", "o/nan", "--db", str(nan_db), "--format", "json"])
     assert result.exit_code == 0, result.output
@@ -178,8 +184,8 @@ def test_show_json_with_nan_labels_is_valid_json_with_null(nan_db):
     assert labels and any(None in side for e in labels for side in e.values())
 
 
-@pytest.mark.parametrize("expression", ["'nan'::DOUBLE", *(pytest.param(e, marks=pytest.mark.slow) for e in
-                                                          ("'inf'::DOUBLE", "'-inf'::FLOAT", "[1.0, 'nan'::DOUBLE]"))])
+@pytest.mark.slow
+@pytest.mark.parametrize("expression", ["'nan'::DOUBLE", "'inf'::DOUBLE", "'-inf'::FLOAT", "[1.0, 'nan'::DOUBLE]"])
 def test_sql_json_of_non_finite_floats_is_null(nan_db, expression):
     result = runner.invoke(app, ["sql", f"SELECT {expression} AS x, 1 AS one", "--db", str(nan_db), "--format", "json"])
     assert result.exit_code == 0, result.output
@@ -187,6 +193,7 @@ def test_sql_json_of_non_finite_floats_is_null(nan_db, expression):
     assert row["one"] == 1 and row["x"] in (None, [1.0, None])
 
 
+@pytest.mark.slow
 def test_status_json_is_valid_json(nan_db):
     result = runner.invoke(app, ["status", "--db", str(nan_db), "--format", "json"])
     assert result.exit_code == 0, result.output

@@ -173,6 +173,7 @@ def test_a_long_config_name_gets_a_fingerprint_path_within_limits(tmp_path):
     assert all(len(part.encode()) < 255 for part in path.split("/"))
 
 
+@pytest.mark.slow
 def test_a_token_inside_the_data_is_never_stored(tmp_path, monkeypatch):
     """The token as a value of the dataset (a leaked-credentials dataset): examples are stored scrubbed."""
     from hubsurvey.core.settings import register_token
@@ -191,6 +192,7 @@ def test_a_token_inside_the_data_is_never_stored(tmp_path, monkeypatch):
     assert keys and all(token not in k for k in keys) and any("***" in k for k in keys)
 
 
+@pytest.mark.slow
 def test_a_token_in_a_config_folder_name_reaches_no_file_name(tmp_path, monkeypatch):
     from hubsurvey.core.settings import register_token
     from hubsurvey.core.store import Store
@@ -209,6 +211,7 @@ def test_a_token_in_a_config_folder_name_reaches_no_file_name(tmp_path, monkeypa
         assert store.query("SELECT DISTINCT config FROM measurements")[1] == [("x***",)]
 
 
+@pytest.mark.slow
 def test_an_error_line_for_a_config_with_a_newline_stays_one_line(tmp_path):
     from typer.testing import CliRunner
 

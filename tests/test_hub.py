@@ -108,6 +108,7 @@ def _good(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_an_engine_bug_is_internal_not_bad_data(tmp_path, monkeypatch):
     from hubsurvey.survey import metrics
 
@@ -144,6 +145,7 @@ def test_an_engine_bug_in_a_job_is_recorded_internal_with_its_traceback(tmp_path
     assert "bug" in outcome.message and "KeyError" in outcome.traceback
 
 
+@pytest.mark.slow
 def test_corrupt_data_is_still_unreadable(tmp_path):
     root = _good(tmp_path / "org__bad")
     test_file = root / "default" / "test" / "0000.parquet"
@@ -162,6 +164,7 @@ def test_audit_measures_every_config_when_one_has_malformed_metadata(tmp_path, b
     assert not outcome.errors
 
 
+@pytest.mark.slow
 def test_audit_goes_on_after_a_config_that_breaks_and_names_it(tmp_path, monkeypatch):
     """An unforeseen error in one config: the others are measured, exit 1, JSON of what succeeded."""
     from hubsurvey.survey import audit as audit_module

@@ -92,6 +92,7 @@ def audited(plant, shared_datasets, tmp_path_factory) -> tuple[Path, str]:
 
 # --- the check ------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_local_entry_is_a_local_benchmark_named_after_its_file(plant):
     benchmarks = c.load_benchmarks(plant.toml)
     assert [b.id for b in benchmarks] == list(FILES.values())
@@ -100,6 +101,7 @@ def test_a_local_entry_is_a_local_benchmark_named_after_its_file(plant):
     assert not any(b.is_local for b in c.load_benchmarks())  # the shipped list: Hub benchmarks
 
 
+@pytest.mark.slow
 def test_audit_checks_jsonl_csv_and_parquet_as_the_reference(plant, audited, shared_datasets):
     db, output = audited
     with Store(db, read_only=True) as store:
@@ -122,6 +124,7 @@ def test_audit_checks_jsonl_csv_and_parquet_as_the_reference(plant, audited, sha
     assert f"against local:qa [default/test] @ {shas['local:qa'][:12]}: {truth['test']} of 1066 rows" in output
 
 
+@pytest.mark.slow
 def test_the_manifest_is_the_checks_as_plain_sql_says(audited, tmp_path):
     from hubsurvey.analysis.checks_manifest import CHECKS_MANIFEST_PATH
     from hubsurvey.analysis.export import export_results
@@ -145,6 +148,7 @@ def test_the_manifest_is_the_checks_as_plain_sql_says(audited, tmp_path):
     assert json.loads((tmp_path / "out" / ".hubsurvey-export.json").read_text())["files"].count(CHECKS_MANIFEST_PATH) == 1
 
 
+@pytest.mark.slow
 def test_no_output_of_an_audit_holds_a_private_item(plant, audited, tmp_path):
     from hubsurvey.analysis.publish import build_folder
     from hubsurvey.analysis.report import render_report
@@ -172,6 +176,7 @@ def evals(tmp_path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry, cause", [
     ('path = "../outside.jsonl"', "goes up with '..'"),
     ('path = "evals/../../outside.jsonl"', "goes up with '..'"),
@@ -207,6 +212,7 @@ def test_local_benchmarks_never_go_to_a_cluster(evals):
     assert RUN.value({"benchmarks": str(toml)}).benchmarks == str(toml)
 
 
+@pytest.mark.slow
 def test_a_benchmark_that_cannot_be_read_fails_alone(evals, shared_datasets):
     evals_dir = evals / "evals"
     (evals_dir / "broken.csv").write_text(f"question,x\nfine,1\n{SECRET} leaked,in,an,error\n")
@@ -245,6 +251,7 @@ def test_a_benchmark_that_cannot_be_read_fails_alone(evals, shared_datasets):
     assert set(not_run) == set(status) - {"local:qa"}
 
 
+@pytest.mark.slow
 def test_the_command_exits_partial_when_a_local_benchmark_cannot_be_read(evals):
     db = evals / "r.duckdb"
     Store(db).close()
@@ -260,6 +267,7 @@ def test_the_command_exits_partial_when_a_local_benchmark_cannot_be_read(evals):
     assert run["status"] == "done"  # the check ran; the benchmark's failure is its own row
 
 
+@pytest.mark.slow
 def test_a_file_swapped_for_a_symlink_after_loading_is_refused(evals, tmp_path):
     (bench,) = c.load_benchmarks(local_toml(evals / "b.toml", ["qa.jsonl"]))
     assert c.index_local(bench).items == ["one item of a private eval set", "another item"]

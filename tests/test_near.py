@@ -40,6 +40,7 @@ def _near(train, test, validation=None, *, train_labels=None, test_labels=None):
 
 # --- shingles and Jaccard: the numpy hashing against plain Python sets ----------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("texts", [
     ["hello world", "hello world!", "", "ab", "abcde", "abcdef", "中文数据很好用", "hello world", "😀😀😀😀😀😀", "a\u0301bcdef"],
     [SENTENCE, SENTENCE.replace("thursday", "friday"), SENTENCE[::-1], SENTENCE.upper()],
@@ -81,6 +82,7 @@ def _agreement(a: set[str], b: set[str], bins: int = 128, band_rows: int = 4, se
     return float(np.mean(bins_agree)), float(np.mean(bands_agree))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [12, 40, 400])  # sparse (most bins empty) to dense signatures
 def test_densified_bins_agree_with_probability_jaccard_and_bands_with_its_power(size):
     """The property LSH rests on, for short and long texts alike: a bin agrees with probability J,
@@ -96,6 +98,7 @@ def test_densified_bins_agree_with_probability_jaccard_and_bands_with_its_power(
 
 # --- planted cases ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_one_word_edit_punctuation_and_case_are_near_but_a_new_sentence_is_not():
     edit = SENTENCE.replace("thursday", "friday")
     assert _jaccard(normalize_text(edit), SENTENCE) >= 0.8
@@ -107,11 +110,13 @@ def test_one_word_edit_punctuation_and_case_are_near_but_a_new_sentence_is_not()
     assert row["test_rows_near_contaminated"] == 2 and row["near_contaminated_test_pct"] == pytest.approx(200 / 3)
 
 
+@pytest.mark.slow
 def test_short_texts_below_n_match_only_whole():
     row = _near(["ok", "yes"], ["ok", "ok!", "no"])
     assert row["test_rows_near_train"] == 1  # "ok" is train's "ok"; "ok!" shares no shingle with it
 
 
+@pytest.mark.slow
 def test_a_flipped_label_is_a_near_conflict():
     edit = SENTENCE.replace("budget", "budgets")
     row = _near([SENTENCE], [edit, SENTENCE + " too"], train_labels=[1], test_labels=[0, 1])
@@ -119,6 +124,7 @@ def test_a_flipped_label_is_a_near_conflict():
     assert row["test_rows_near_train_conflicting_label"] == 1  # the first: all its near train rows say 1
 
 
+@pytest.mark.slow
 def test_near_repeated_counts_positions_and_contaminated_counts_each_row_once():
     edit = SENTENCE.replace("library", "libraries")
     # test: [edit, SENTENCE (in train too), edit again]: rows 1 and 2 repeat row 0; row 1 is in train
@@ -128,6 +134,7 @@ def test_near_repeated_counts_positions_and_contaminated_counts_each_row_once():
     assert row["test_rows_near_contaminated"] == 3
 
 
+@pytest.mark.slow
 def test_validation_figures_and_nr_without_splits():
     edit = SENTENCE.replace("meet", "gather")
     row = _near([SENTENCE], ["something else entirely, nothing to see"], validation=[edit, "x"])
@@ -138,6 +145,7 @@ def test_validation_figures_and_nr_without_splits():
     assert no_train["test_rows_near_train_conflicting_label"] is None  # no label column
 
 
+@pytest.mark.slow
 def test_sampling_over_the_budget_is_recorded(monkeypatch):
     monkeypatch.setattr(Engine, "near_params", dataclasses.replace(Engine.near_params, max_texts=3))
     train = [f"train sentence number {i} about things" for i in range(20)]
@@ -156,6 +164,7 @@ _COLUMN_KINDS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "stored"), [(kind, stored) for kind in [*_COLUMN_KINDS, "string_view", "dictionary", "large_string"]
                                                for stored in ("table", "files")
                                                if (kind, stored) != ("string_view", "files")])  # Parquet stores it as a string
@@ -215,6 +224,7 @@ def test_the_pass_gets_each_rows_normalized_text_from_files_and_tables(tmp_path,
     assert set(given) == expected and len(given) == len(expected)
 
 
+@pytest.mark.slow
 def test_the_near_method_alone_gives_the_figures_it_gives_beside_the_others(shared_datasets, monkeypatch):
     """Measured alone, the near method skips the raw profile's GROUP BYs (LLE's figures, which it
     would drop) and gives the same near figures, per label column, as a measurement of every method.
@@ -253,6 +263,7 @@ def test_the_near_method_alone_gives_the_figures_it_gives_beside_the_others(shar
     assert alone[0].get("text_leaks_train_wrt_test") is None
 
 
+@pytest.mark.slow
 def test_the_near_method_alone_gives_nr_when_the_normalized_hash_collides(shared_datasets, monkeypatch):
     """The near method measured alone checks the normalized hash on its own keys: a hash that
     collides gives the NR status and no near figure."""

@@ -68,11 +68,13 @@ def _same_pairs(texts: list[str], query: np.ndarray, params: near.NearParams = P
     return new
 
 
+@pytest.mark.slow
 def test_planted_texts_sketch_as_the_reference():
     _same_sketches(PLANTED)
     _same_sketches(PLANTED, near.NearParams(shingle_size=3, bins=64, band_rows=2, seed=7))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.text(alphabet=st.sampled_from("abcde .é中😀\u0301"), max_size=40), min_size=1, max_size=30),
        st.integers(0, 2**63 - 1))
@@ -83,6 +85,7 @@ def test_random_texts_sketch_and_pair_as_the_reference(texts, seed):
     _same_pairs(texts, query, params)
 
 
+@pytest.mark.slow
 def test_texts_around_the_shingle_buffer_sketch_as_the_reference():
     """A text is shingled a buffer of code points at a time, the last n - 1 carried into the next:
     texts ending just before, at and after a buffer's edge (and two, three buffers), ASCII or not."""
@@ -107,6 +110,7 @@ def _family(count: int, size: int = 20) -> list[str]:
     return [" ".join(f"w{i}" if k == i % len(words) else f"{w}{i // size}" for k, w in enumerate(words)) for i in range(count)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_bucket,max_pairs", [(5_000, 10_000_000), (3, 10_000_000), (5_000, 400), (2, 50)])
 def test_candidate_pairs_and_their_caps_as_the_reference(max_bucket, max_pairs):
     texts = _family(600, size=60)
@@ -118,6 +122,7 @@ def test_candidate_pairs_and_their_caps_as_the_reference(max_bucket, max_pairs):
     assert len(new) or max_pairs < 1000  # the case has candidates, not an empty agreement
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threads", [1, 2])
 def test_one_thread_or_two_give_the_same_pairs(threads, monkeypatch):
     monkeypatch.setattr(near, "TEXTS_PER_THREAD", 100)  # two threads from 200 texts
@@ -149,7 +154,8 @@ def test_one_thread_holds_for_the_calling_thread_alone():
 
 SHARED = [(e["id"], c) for e in shared_index() for c in e["configs"]]
 _SMALLEST = sorted((sum(splits.values()), e["id"], c) for e in shared_index() for c, splits in e["configs"].items())
-FAST = {(d, c) for _, d, c in _SMALLEST[:2]}
+#: README's command's `sample` of the sweep (the two smallest configs); CI takes every config
+SAMPLE = {(d, c) for _, d, c in _SMALLEST[:2]}
 
 
 def _distinct_texts(data) -> tuple[list[str], np.ndarray]:
@@ -166,7 +172,8 @@ def _distinct_texts(data) -> tuple[list[str], np.ndarray]:
 
 
 @pytest.mark.parametrize("dataset_id,config", [
-    pytest.param(d, c, marks=[] if (d, c) in FAST else [pytest.mark.slow]) for d, c in SHARED
+    pytest.param(d, c, marks=[pytest.mark.slow, pytest.mark.sample] if (d, c) in SAMPLE else [pytest.mark.slow])
+    for d, c in SHARED
 ] or [pytest.param(None, None, marks=pytest.mark.skip("no shared datasets"))])
 def test_shared_configs_pair_as_the_reference(shared_datasets, dataset_id, config):
     data = check_config(FolderSource(shared_datasets / dataset_id.replace("/", "__")).load(config))
@@ -175,6 +182,7 @@ def test_shared_configs_pair_as_the_reference(shared_datasets, dataset_id, confi
     _same_pairs(texts, query)
 
 
+@pytest.mark.slow
 def test_arrow_row_texts_equal_the_python_ones():
     column = pa.chunked_array([["a b", None, ""], ["x", None, "ü"]], pa.large_string())
     assert near.arrow_row_texts([column]).to_pylist() == ["a b", None, "", "x", None, "ü"]  # NULL: the pass's ""
@@ -186,6 +194,7 @@ def test_arrow_row_texts_equal_the_python_ones():
 
 # --- the text cap --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_text_over_the_cap_is_shingled_on_its_first_characters():
     params = near.NearParams(max_text_chars=200)
     head = (SENTENCE + " ") * 3
@@ -200,6 +209,7 @@ def test_a_text_over_the_cap_is_shingled_on_its_first_characters():
     assert info["max_text_chars"] == near.NearParams.max_text_chars and info["texts_cut"] == 0
 
 
+@pytest.mark.slow
 def test_the_cap_and_the_texts_it_cut_are_recorded(monkeypatch):
     from hubsurvey.survey.metrics import Engine
 
@@ -243,6 +253,7 @@ def _assert_normalizes_as_the_definition(texts: list[str | None], arrow_type: pa
     assert got.to_pylist() == [None if t is None else normalize.normalize_text(t) for t in texts]
 
 
+@pytest.mark.slow
 def test_every_code_point_alone_and_in_context_normalizes_as_the_definition():
     """Below U+3400 (Latin to Hangul jamo, the combining marks, the Indic vowel signs) and the
     tricky characters of the contamination pass's tests, alone, between letters and spaces, after a
@@ -263,6 +274,7 @@ def test_random_texts_normalize_as_the_definition(texts):
     _assert_normalizes_as_the_definition(texts, pa.large_string())
 
 
+@pytest.mark.slow
 def test_slices_nulls_and_folds_longer_than_the_text_normalize_as_the_definition():
     texts = ["  Hello\tWORLD  ", None, "İ" * 100, "", None, "ﬁne  ß", "a\u0301", " "]  # İ folds to 3 bytes from 2
     column = pa.array(texts, pa.string())
@@ -276,6 +288,7 @@ def _is_plain(text: str) -> bool:
     return all(32 <= ord(c) <= 126 for c in text) and "  " not in text and text == text.strip(" ")
 
 
+@pytest.mark.slow
 def test_plain_rows_are_found_as_defined_and_normalize_as_the_definition():
     """The shortcut for plain rows (their bytes with A-Z lowered): the rows it takes are exactly the
     plain ones, at any slice, with rows longer than a tested block and a double space, a tab or a
@@ -301,6 +314,7 @@ def test_plain_rows_are_found_as_defined_and_normalize_as_the_definition():
     _assert_normalizes_as_the_definition(every.to_pylist())
 
 
+@pytest.mark.slow
 def test_a_column_in_another_script_takes_the_walk_not_the_shortcut():
     from hubsurvey.survey import passages
 
@@ -310,6 +324,7 @@ def test_a_column_in_another_script_takes_the_walk_not_the_shortcut():
     _assert_normalizes_as_the_definition(texts)
 
 
+@pytest.mark.slow
 def test_the_ascii_table_is_the_whole_tables_first_rows():
     from hubsurvey.survey import passages
 
@@ -323,6 +338,7 @@ def test_the_ascii_table_is_the_whole_tables_first_rows():
             == bytes(whole.folded[whole.starts[whole.classes[cp]]:whole.starts[whole.classes[cp] + 1]]))
 
 
+@pytest.mark.slow
 def test_the_character_table_is_built_once_then_read_from_the_cache_and_rebuilt_when_unreadable(tmp_path, monkeypatch):
     from hubsurvey.survey import passages
 

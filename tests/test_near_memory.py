@@ -46,6 +46,7 @@ def _config(seed: int = 11) -> dict[str, pa.Table]:
             "validation": pa.table({"text": validation, "label": label(len(validation))})}
 
 
+@pytest.mark.slow
 def test_the_near_stage_sets_duckdbs_tables_aside_with_the_same_figures(monkeypatch, tmp_path):
     tables = _config()
     near.warm_up()
@@ -82,6 +83,7 @@ def test_the_near_stage_sets_duckdbs_tables_aside_with_the_same_figures(monkeypa
     assert list((tmp_path / "cwd").iterdir()) == []  # DuckDB's default (.tmp in the working directory) unused
 
 
+@pytest.mark.slow
 def test_a_limit_duckdb_refuses_leaves_the_tables_where_they_are(monkeypatch):
     tables = _config(seed=3)
     expected = measure(tables, text_columns=["text"], label_columns=["label"])

@@ -49,6 +49,7 @@ def _reading_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("near-read")]
 
 
+@pytest.mark.slow
 def test_the_first_batch_is_read_before_the_pass_asks_for_it(monkeypatch, tmp_path):
     folder = _folder(tmp_path)
     expected = _measure(folder)
@@ -74,6 +75,7 @@ def test_the_first_batch_is_read_before_the_pass_asks_for_it(monkeypatch, tmp_pa
     assert _reading_threads() == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_rows", [1, 97, 4096])
 def test_the_figures_and_fingerprints_do_not_depend_on_the_batches(monkeypatch, tmp_path, batch_rows):
     folder = _folder(tmp_path)
@@ -82,6 +84,7 @@ def test_the_figures_and_fingerprints_do_not_depend_on_the_batches(monkeypatch, 
     assert _measure(folder) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["the keys to keep", "setting the tables aside", "the pass"])
 def test_a_near_stage_that_fails_leaves_no_reading_thread(monkeypatch, tmp_path, where):
     folder = _folder(tmp_path)

@@ -91,6 +91,7 @@ def test_a_groups_mark_changes_when_its_kernels_source_changes(tmp_path, monkeyp
     assert before is not None and kernels._mark("fake") != before
 
 
+@pytest.mark.slow
 def test_duckdb_draws_no_progress_bar_on_any_connection(tmp_path):
     from hubsurvey.core import duck
 
@@ -133,6 +134,7 @@ def test_a_command_stopped_by_a_signal_ends_in_one_line_with_its_exit_code(tmp_p
     assert interrupted_line(KeyboardInterrupt()) == "interrupted: run again with `hubsurvey run --db 'my db.duckdb'`"
 
 
+@pytest.mark.slow
 def test_status_names_the_survey_as_the_last_run_and_a_later_command_beside_it(tmp_path):
     db = tmp_path / "r.duckdb"
     with Store(db) as store:

@@ -52,6 +52,7 @@ def test_a_value_is_one_code_span_holding_exactly_its_visible_text(value):
     assert "<a " not in out and "<img" not in out and "@" not in out and "\x1b" not in out
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
 def test_any_text_stays_inside_its_code_span(value):
@@ -202,6 +203,7 @@ def _mine(hub: StandinHub) -> dict[str, list[str]]:
     return {repo: [d["title"] for d in found] for repo, found in hub.discussions.items() if found}
 
 
+@pytest.mark.slow
 def test_dry_run_drafts_reviews_and_touches_no_hub(hub_db, monkeypatch):
     hub, db = hub_db
     hub.reset_stats()
@@ -310,6 +312,7 @@ def test_at_most_n_posts_a_run(hub_db, monkeypatch):
     assert sorted(_mine(hub)) == ["acme/leaky", "beta/three"]
 
 
+@pytest.mark.slow
 def test_no_token_or_a_read_only_or_refused_token_posts_nothing(hub_db, monkeypatch):
     hub, db = hub_db
     r = _notify(db, "--post", token=None, monkeypatch=monkeypatch)

@@ -98,6 +98,7 @@ def test_plain_escapes_every_dollar():
 # --- 2. export: refuse a used folder, or replace exactly what hubsurvey wrote ------------------------------
 
 
+@pytest.mark.slow
 def test_export_refuses_a_non_empty_folder(planted_db, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -108,6 +109,7 @@ def test_export_refuses_a_non_empty_folder(planted_db, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.slow
 def test_export_error_is_a_hubsurvey_error_with_exit_2(planted_db, tmp_path):
     from hubsurvey.analysis.export import export_results
     from hubsurvey.core.errors import ExitCode, HubsurveyError
@@ -148,6 +150,7 @@ def test_overwrite_removes_the_files_hubsurvey_wrote_and_only_them(planted_db, t
     assert pq.read_table(out / "data").num_rows == 4
 
 
+@pytest.mark.slow
 def test_overwrite_of_a_folder_from_before_manifests(planted_db, tmp_path):
     from hubsurvey.analysis.export import export_results
 

@@ -36,6 +36,7 @@ def code_points(stop: int) -> list[str]:
     return [chr(cp) for cp in range(stop) if not 0xD800 <= cp <= 0xDFFF]
 
 
+@pytest.mark.slow
 def test_every_code_point_of_the_scripts_with_marks_alone_folds_as_normalize_text():
     """Below U+3400: Latin to Hangul jamo, the combining marks and the Indic vowel signs (the whole
     table, and beyond, in four contexts, is the slow test below)."""
@@ -65,6 +66,7 @@ def test_random_text_folds_as_normalize_text(texts):
     assert_words_match(texts)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(["w", "x", "Y", "zz", "é", "Ä", "ﬁ", "a\u0301"]), max_size=40)
                 .map(" ".join), min_size=1, max_size=20))
@@ -87,6 +89,7 @@ def test_windows_and_whole_texts_are_the_reference_hashes(texts):
     assert len(none.hit_row) == 0 and len(none.whole_row) == 0
 
 
+@pytest.mark.slow
 def test_a_batch_with_more_windows_than_room_is_walked_again():
     passage = " ".join(f"w{i}" for i in range(13))
     texts = [" ".join([passage] * 400)] + ["short"] * 10  # 5,188 windows, room for 1,024 at first
@@ -96,6 +99,7 @@ def test_a_batch_with_more_windows_than_room_is_walked_again():
     assert len(got.hit_row) == len(values) - 12 and set(got.hit_row.tolist()) == {0}
 
 
+@pytest.mark.slow
 def test_a_large_string_array_and_a_slice_read_their_own_bytes():
     texts = ["zero", "One two", "ÉTÉ three", "four"]
     small = passages.scan_texts(pa.array(texts).slice(1, 2), None, None, ALL_BITS, with_values=True)
@@ -105,6 +109,7 @@ def test_a_large_string_array_and_a_slice_read_their_own_bytes():
     assert small.row_words.tolist() == [2, 2]
 
 
+@pytest.mark.slow
 def test_key_sets_hold_their_keys_and_nothing_else():
     rng = np.random.default_rng(0)
     keys = rng.integers(0, 2**63, 5000, dtype=np.int64).view(np.uint64)
@@ -114,6 +119,7 @@ def test_key_sets_hold_their_keys_and_nothing_else():
     assert len(keyset.table) >= 2 * len(keys)
 
 
+@pytest.mark.slow
 def test_the_pass_compiles_without_numbas_cache_when_it_cannot_be_written(monkeypatch):
     """A read-only install and home: numba refuses to cache at decoration; the pass is compiled
     per process instead of failing the import."""

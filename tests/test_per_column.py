@@ -71,6 +71,7 @@ def _qa_splits() -> dict[str, list[dict]]:
     return {"train": train, "test": test}
 
 
+@pytest.mark.slow
 def test_qa_passages_shared_across_splits_are_counted_per_column():
     splits = _qa_splits()
     rows = measure({s: _table(r) for s, r in splits.items()}, text_columns=["context", "question"],
@@ -88,6 +89,7 @@ def test_qa_passages_shared_across_splits_are_counted_per_column():
     assert rows[0]["raw_test_rows_in_train"] == 1 and rows[0]["normalized_test_rows_in_train"] == 1
 
 
+@pytest.mark.slow
 def test_nli_premises_shared_across_splits_with_labels():
     premise = "A man plays a guitar on stage."
     train = [{"premise": premise, "hypothesis": "A man performs music.", "label": 0},
@@ -107,11 +109,13 @@ def test_nli_premises_shared_across_splits_with_labels():
     assert per_column["hypothesis"]["raw"]["test_rows_column_in_train_only"] == 0
 
 
+@pytest.mark.slow
 def test_one_text_column_has_no_per_column_figures():
     rows = measure({"train": _table([{"text": "a"}]), "test": _table([{"text": "a"}])}, text_columns=["text"])
     assert "per_column" not in rows[0]
 
 
+@pytest.mark.slow
 def test_without_train_the_train_figures_are_nr():
     splits = {"test": [{"a": "x", "b": "y"}, {"a": "x", "b": "z"}]}
     rows = measure({"test": _table(splits["test"])}, text_columns=["a", "b"])
@@ -134,13 +138,14 @@ MULTI = [
     *(("universal-dependencies/universal_dependencies", c) for c in ("cop_scriptorium", "cs_cltt")),
     ("community-datasets/definite_pronoun_resolution", "plain_text"),
 ] if shared_index() else []
-FAST = {("community-datasets/definite_pronoun_resolution", "plain_text")}  # 1,886 rows, three text columns
+#: README's command's `sample` of the sweep (1,886 rows, three text columns); CI takes every config
+SAMPLE = {("community-datasets/definite_pronoun_resolution", "plain_text")}
 
 
 def _shared_params():
     if not MULTI:
         return [pytest.param(None, marks=pytest.mark.skip("no shared datasets"))]
-    return [pytest.param(case, id="/".join(case), marks=() if case in FAST else pytest.mark.slow) for case in MULTI]
+    return [pytest.param(case, id="/".join(case), marks=[pytest.mark.slow, pytest.mark.sample] if case in SAMPLE else pytest.mark.slow) for case in MULTI]
 
 
 @pytest.mark.parametrize("case", _shared_params())
@@ -204,6 +209,7 @@ def test_random_splits_equal_reference(case):
 # --- stored: column_measurements, written with the measurement rows --------------------------------
 
 
+@pytest.mark.slow
 def test_audit_stores_one_row_per_column_and_profile_with_provenance(tmp_path, shared_datasets):
     from hubsurvey import __version__
     from hubsurvey.core.store import Store
@@ -235,6 +241,7 @@ def test_audit_stores_one_row_per_column_and_profile_with_provenance(tmp_path, s
 # --- audit --json and the table --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_audit_json_carries_per_column_under_exact_and_leaves_it_out_for_one_text_column(tmp_path, shared_datasets):
     import json
 
@@ -359,6 +366,7 @@ def test_minihub_shared_passages_and_premises_equal_their_truth(minihub):
     assert premise["test_rows_in_train_conflicting_label"] > 0  # a premise carries three labels
 
 
+@pytest.mark.slow
 def test_a_column_hash_that_collides_falls_back_to_the_values(monkeypatch):
     """With a hash of four values, different passages share one: the check sees it and the column's
     rows are grouped by their values instead, giving the reference's figures."""

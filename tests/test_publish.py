@@ -88,6 +88,7 @@ def test_bad_repo_id(planted_db, tmp_path, repo):
     assert r.exit_code == 2 and r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_empty_db_is_not_published(tmp_path):
     from hubsurvey.core.store import Store
 

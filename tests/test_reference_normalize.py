@@ -30,6 +30,7 @@ TRICKY = (
 )
 
 
+@pytest.mark.slow
 def test_whitespace_is_what_str_split_sees_on_every_code_point():
     for code in range(sys.maxunicode + 1):
         char = chr(code)
@@ -61,12 +62,14 @@ def test_normalize_string_by_hand(text, expected):
     assert normalize_string(text) == expected == normalize_text(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=TRICKY, max_size=24))
 def test_agrees_with_the_engine_on_tricky_strings(text):
     assert normalize_string(text) == normalize_text(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=24))
 def test_agrees_with_the_engine_on_any_string(text):
@@ -86,6 +89,7 @@ def _strings(value):
             yield from _strings(v)
 
 
+@pytest.mark.slow
 def test_agrees_with_the_engine_on_the_shared_datasets(shared_datasets):
     checked = 0
     non_ascii = 0

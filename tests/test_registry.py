@@ -67,6 +67,7 @@ def test_a_new_figure_is_measured_stored_and_exported(tmp_path, with_dummy_figur
     assert "`text_test_rows_in_train`" in figure_docs.markdown_figure_table()
 
 
+@pytest.mark.slow
 def test_an_existing_db_gains_the_new_figure_column(tmp_path, monkeypatch):
     db = tmp_path / "old.duckdb"
     Store(db).close()  # created without the figure

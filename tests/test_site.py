@@ -166,6 +166,7 @@ def test_the_data_file_cannot_close_a_tag():
     assert json.loads(text) == [["</script><script>alert(1)</script>", "a&b>c"]]
 
 
+@pytest.mark.slow
 def test_a_folder_that_is_not_a_site_is_never_overwritten(tmp_path):
     out = tmp_path / "mine"
     out.mkdir()

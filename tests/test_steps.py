@@ -69,6 +69,7 @@ def _measured_db(tmp_path, audited):
     return db
 
 
+@pytest.mark.slow
 def test_a_new_step_is_one_class_and_one_line_and_runs_recorded(tmp_path, audited):
     db = _measured_db(tmp_path, audited)
     steps = [*run_steps(), ShareOfConfigsMeasured()]  # the one line a new step adds to the list
@@ -90,6 +91,7 @@ def test_a_new_step_is_one_class_and_one_line_and_runs_recorded(tmp_path, audite
     assert not summary.partial
 
 
+@pytest.mark.slow
 def test_a_step_that_fails_fails_the_run_recorded_and_the_steps_after_it_do_not_run(tmp_path, audited):
     db = _measured_db(tmp_path, audited)
     after = ShareOfConfigsMeasured()

@@ -51,6 +51,7 @@ def _statuses(store: Store) -> dict[str, str]:
 
 # --- the job queue ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_job_killed_with_its_run_goes_back_to_pending_without_losing_an_attempt(tmp_path):
     with Store(tmp_path / "q.duckdb") as store:
         _datasets(store, 1)
@@ -62,6 +63,7 @@ def test_a_job_killed_with_its_run_goes_back_to_pending_without_losing_an_attemp
         assert store.query("SELECT status, attempts FROM jobs")[1] == [("pending", 0)]
 
 
+@pytest.mark.slow
 def test_rows_and_done_are_one_transaction_and_attempts_count_when_they_end(tmp_path):
     with Store(tmp_path / "q.duckdb") as store:
         _datasets(store, 1)
@@ -78,6 +80,7 @@ def test_rows_and_done_are_one_transaction_and_attempts_count_when_they_end(tmp_
         assert store.query("SELECT status, attempts, seconds FROM jobs")[1] == [("done", 1, 1.0)]
 
 
+@pytest.mark.slow
 def test_failures_stay_failed_unless_transient_or_retried_by_class(tmp_path):
     with Store(tmp_path / "q.duckdb") as store:
         _datasets(store, 3)
@@ -226,6 +229,7 @@ def test_a_read_only_folder_is_refused_in_one_line(tmp_path):
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_a_full_disk_during_a_write_is_refused_in_one_line_and_the_db_stays_consistent(tmp_path):
     with _tmpfs(tmp_path / "full", "size=2m") as folder:
         db = folder / "results.duckdb"
@@ -283,6 +287,7 @@ def _older_db(path, monkeypatch, version: int) -> None:
         Store(path).close()
 
 
+@pytest.mark.slow
 def test_a_read_command_upgrades_an_older_db_once_then_reads_it(tmp_path, monkeypatch):
     from hubsurvey.core.store import SCHEMA_VERSION
 
@@ -311,6 +316,7 @@ def test_an_older_db_that_cannot_be_upgraded_is_refused_in_one_line(tmp_path, mo
     assert "older than this hubsurvey's" in result.stderr and "cannot be upgraded" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_finished_job_writes_its_rows_and_fingerprints_once_in_its_transaction(tmp_path, shared_datasets, monkeypatch):
     """A real job (CogComp/trec measured by the worker function) recorded by the queue: one write of
     its measurement rows, with their fingerprints, in the transaction that marks it done."""
