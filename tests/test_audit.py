@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import datasets
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -93,6 +92,8 @@ def test_split_file_layout_and_aliases(tmp_path):
 
 @pytest.mark.slow
 def test_save_to_disk_folder(tmp_path):
+    import datasets  # here, not at import: collecting the module needs no `datasets` (a second of imports)
+
     features = datasets.Features({"sentence": datasets.Value("string"), "label": datasets.ClassLabel(names=["x", "y"])})
     dd = datasets.DatasetDict(
         {

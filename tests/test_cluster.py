@@ -19,10 +19,8 @@ from hubsurvey.crawler.crawl import crawl
 from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey.pipeline import RunOptions, run_survey
 from hubsurvey.survey.executors.limits import LimitsService, remote_limits
-from hubsurvey_standin import Faults, Quota, Scope, StandinHub, generate_minihub
+from hubsurvey_standin import Faults, Quota, Scope, StandinHub
 from hubsurvey_standin.catalog import write_hub_root, write_tiny_hub
-
-distributed = pytest.importorskip("distributed")
 
 # a cluster test that hangs fails alone instead of holding the whole tier
 pytestmark = pytest.mark.timeout(600)
@@ -30,13 +28,9 @@ pytestmark = pytest.mark.timeout(600)
 WORKERS = 3
 
 
-@pytest.fixture(scope="module")
-def minihub(tmp_path_factory) -> Path:
-    return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
-
-
 @pytest.fixture
 def cluster():  # one per test: a test's hung downloads or stopped children never reach the next
+    distributed = pytest.importorskip("distributed")  # here, not at import: collecting the module needs no Dask
     with distributed.LocalCluster(n_workers=WORKERS, threads_per_worker=2, processes=True,
                                   dashboard_address=None) as cluster:
         yield cluster
