@@ -97,7 +97,7 @@ def test_a_malformed_or_silent_scheduler_is_one_line_before_anything_runs(tmp_pa
     started = time.monotonic()
     with pytest.raises(ClusterUnreachableError, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:9"):
         connect("tcp://127.0.0.1:9", timeout=2)
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 30  # a deadline is the behaviour: the 2 s timeout, not Dask's 30 s
 
 
 # --- whole surveys on the cluster -------------------------------------------------------------------
@@ -217,4 +217,4 @@ def test_a_job_past_its_timeout_is_stopped_and_the_worker_takes_the_next(cluster
     assert recorded["slow/big"]["status"] == "failed" and recorded["slow/big"]["error_class"] == "timeout"
     assert "took longer than 5 s" in recorded["slow/big"]["error_message"]
     assert all(recorded[f"quick/ds{n}"]["status"] == "done" for n in range(4)), recorded
-    assert summary.done == 4 and took < 60, took
+    assert summary.done == 4 and took < 60, took  # a deadline is the behaviour: --job-timeout 5 ends the big job

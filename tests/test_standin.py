@@ -119,7 +119,7 @@ def test_full_listing_of_100k_is_fast(tmp_path):
         n = sum(1 for _ in HfApi(endpoint=hub.url, token=False).list_datasets(expand=["tags", "gated"]))
         elapsed = time.monotonic() - start
         assert n == 100_000 and hub.stats()["list"] == 100
-    assert elapsed < 20, elapsed
+    assert elapsed < 20, elapsed  # the bound is the behaviour: the Hub-scale tests list 100k through it within their deadlines
 
 
 # ---------------------------------------------------------------- metadata, refs, tree, parquet API
@@ -342,7 +342,7 @@ def test_slow_responses(hub):
     hub.set_faults(Faults(slow_ms=300, scope=Scope(categories={"info"})))
     start = time.monotonic()
     assert httpx2.get(f"{hub.url}/api/datasets/mini-nlp/toy_ner").status_code == 200
-    assert time.monotonic() - start >= 0.3
+    assert time.monotonic() - start >= 0.3  # the injected delay is the behaviour (a lower bound: load only adds)
     with pytest.raises(httpx2.TimeoutException):
         httpx2.get(f"{hub.url}/api/datasets/mini-nlp/toy_ner", timeout=0.05)
     assert httpx2.get(f"{hub.url}/api/datasets/mini-nlp/toy_ner/refs", timeout=0.2).status_code == 200
