@@ -189,6 +189,17 @@ def minihub(tmp_path_factory) -> Path:
     return generate_minihub(tmp_path_factory.mktemp("minihub"), seed=0)
 
 
+def benchmarks_file(path: Path, benchmarks: list[dict]) -> Path:
+    """A benchmarks file (``--benchmarks``) at ``path`` listing ``benchmarks`` (the mini-hub's truth
+    names its planted ones): used by the contamination tests and the nights of the history."""
+    lines = []
+    for b in benchmarks:
+        lines += ["[[benchmark]]", f"id = {json.dumps(b['id'])}", f"config = {json.dumps(b['config'])}",
+                  f"split = {json.dumps(b['split'])}", f"text_columns = {json.dumps(b['text_columns'])}", ""]
+    path.write_text("\n".join(lines))
+    return path
+
+
 def standin_client(hub: Any, cache: Path | None = None, **settings: Any) -> Any:
     """The Hub client of a stand-in ``hub``: no token, unpaced (rate 0), short waits, its download
     cache in ``cache``; ``settings`` overrides any of them (HubClient's keywords). Imported by the

@@ -8,14 +8,9 @@ import math
 
 import pyarrow.parquet as pq
 import pytest
+from leaks import secret_hits
+from test_analysis_fixtures import PLANTED, SECRET, build_planted_db
 from typer.testing import CliRunner
-
-try:
-    from leaks import secret_hits
-    from test_analysis_fixtures import PLANTED, SECRET, build_planted_db
-except ImportError:  # tests/ imported as a package
-    from tests.leaks import secret_hits
-    from tests.test_analysis_fixtures import PLANTED, SECRET, build_planted_db
 
 from hubsurvey.analysis.export import LLE_PUBLISHED_HEADER, columns, export_results
 from hubsurvey.analysis.findings import FINDINGS, create_views, findings, load_sql, parse_sql

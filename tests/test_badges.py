@@ -8,11 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-try:
-    from test_analysis_fixtures import audit_folder, write_folder
-except ImportError:  # tests/ imported as a package
-    from tests.test_analysis_fixtures import audit_folder, write_folder
+from test_analysis_fixtures import audit_folder, write_folder
 
 from hubsurvey.analysis import badges as b
 from hubsurvey.core.store import Store, safe_name

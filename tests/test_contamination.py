@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import standin_client
+from conftest import benchmarks_file, standin_client
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
@@ -20,15 +20,6 @@ from hubsurvey.core.store import Store
 from hubsurvey.survey import contamination as c
 from hubsurvey.survey.sources import FolderSource, check_config
 from hubsurvey_standin import StandinHub
-
-
-def benchmarks_file(path: Path, benchmarks: list[dict]) -> Path:
-    lines = []
-    for b in benchmarks:
-        lines += ["[[benchmark]]", f"id = {json.dumps(b['id'])}", f"config = {json.dumps(b['config'])}",
-                  f"split = {json.dumps(b['split'])}", f"text_columns = {json.dumps(b['text_columns'])}", ""]
-    path.write_text("\n".join(lines))
-    return path
 
 
 def truth_of(minihub: Path) -> dict:

@@ -6,12 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from leaks import secret_hits
 from typer.testing import CliRunner
-
-try:
-    from leaks import secret_hits
-except ImportError:  # tests/ imported as a package
-    from tests.leaks import secret_hits
 
 from hubsurvey.cli import app
 from hubsurvey.core.hub import HubClient

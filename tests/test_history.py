@@ -9,6 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+import test_analysis_exact
+import test_outputs
+from test_analysis_fixtures import write_folder
+from test_outputs import VERDICT_CASES
 from typer.testing import CliRunner
 
 from hubsurvey.analysis.findings import findings
@@ -21,14 +25,7 @@ from hubsurvey.core.runs import Runs
 from hubsurvey.core.store import Store
 from hubsurvey.survey.audit import audit
 
-try:
-    from test_analysis_exact import exact_db  # a fixture
-    from test_analysis_fixtures import write_folder
-    from test_outputs import VERDICT_CASES, verdict_db  # a fixture
-except ImportError:  # tests/ imported as a package
-    from tests.test_analysis_exact import exact_db  # noqa: F401  (a fixture)
-    from tests.test_analysis_fixtures import write_folder
-    from tests.test_outputs import VERDICT_CASES, verdict_db  # noqa: F401  (a fixture)
+exact_db, verdict_db = test_analysis_exact.exact_db, test_outputs.verdict_db  # their modules' fixtures
 
 # The fixtures audit small folders (a few seconds): the fast tier leaves the tests using them out.
 

@@ -16,7 +16,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from test_contamination import benchmarks_file
+from conftest import benchmarks_file
+from test_site import article
+from test_site_results import Tables, tables_of
 from typer.testing import CliRunner
 
 from hubsurvey.analysis.card import render_card
@@ -32,13 +34,6 @@ from hubsurvey.core.store import Store
 from hubsurvey.pipeline import RunOptions, run_survey
 from hubsurvey_standin import StandinHub, generate_minihub
 from hubsurvey_standin import parquetio as pio
-
-try:
-    from test_site import article
-    from test_site_results import Tables, tables_of
-except ImportError:  # tests/ imported as a package
-    from tests.test_site import article
-    from tests.test_site_results import Tables, tables_of
 
 pytestmark = pytest.mark.slow
 

@@ -750,10 +750,7 @@ def test_the_demo_runs_with_offline_mode_set(tmp_path):
 
 @pytest.fixture(scope="module")
 def site_db(tmp_path_factory):
-    try:
-        from test_analysis_fixtures import build_planted_db
-    except ImportError:  # tests/ imported as a package
-        from tests.test_analysis_fixtures import build_planted_db
+    from test_analysis_fixtures import build_planted_db
 
     return build_planted_db(tmp_path_factory.mktemp("site-db") / "db")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from test_hostile_data import _check
 
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.hub import RepoFile
@@ -18,11 +19,6 @@ from hubsurvey.core.splits import branch_layouts, file_layout, folder_layout
 from hubsurvey.survey.jobs import JobSpec, run_job
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.survey.sources import FolderSource, HubSource
-
-try:
-    from test_hostile_data import _check
-except ImportError:  # tests/ imported as a package
-    from tests.test_hostile_data import _check
 
 DATASET = "hostile/ds"
 TRAIN = pa.table({"text": ["a", "b", "b", "c"], "label": [0, 1, 1, 0]})

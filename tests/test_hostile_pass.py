@@ -10,15 +10,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from test_hostile_data import _check
 
 from hubsurvey.core.errors import SurveyError
 from hubsurvey.survey.measure import measure_config
 from hubsurvey.survey.sources import FolderSource
-
-try:
-    from test_hostile_data import _check
-except ImportError:  # tests/ imported as a package
-    from tests.test_hostile_data import _check
 
 DATASET = "pass/ds"
 TRAIN = pa.table({"text": ["a", "b", "b", "c"], "label": [0, 1, 1, 0]})

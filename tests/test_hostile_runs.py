@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from conftest import standin_client
+from test_hostile_data import _check
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
@@ -24,11 +25,6 @@ from hubsurvey.pipeline import RunOptions, run_survey
 from hubsurvey.survey.jobs import error_outcome
 from hubsurvey_standin import Faults, Scope, StandinHub
 from hubsurvey_standin.catalog import write_hub_root
-
-try:
-    from test_hostile_data import _check
-except ImportError:  # tests/ imported as a package
-    from tests.test_hostile_data import _check
 
 runner = CliRunner()
 SHARED_TEST = pa.table({"text": ["a", "b", "z"], "label": [0, 1, 0]})

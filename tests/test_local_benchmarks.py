@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
-from conftest import standin_client
-from test_contamination import _norm, benchmarks_file, reference, truth_of
+from conftest import benchmarks_file, standin_client
+from test_contamination import _norm, reference, truth_of
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app

@@ -216,10 +216,7 @@ def parse(argv: list[str]) -> None:
 
 @pytest.mark.slow
 def test_publish_without_push_never_prints_a_folder_it_removed(tmp_path):
-    try:
-        from test_analysis_fixtures import build_planted_db
-    except ImportError:  # tests/ imported as a package
-        from tests.test_analysis_fixtures import build_planted_db
+    from test_analysis_fixtures import build_planted_db
 
     db = build_planted_db(tmp_path / "db")
     result = runner.invoke(app, ["publish", "--repo", "me/results", "--db", str(db)])

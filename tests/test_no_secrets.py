@@ -12,11 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-try:
-    from leaks import db_hits, db_text_columns, secret_hits
-except ImportError:  # run as a package
-    from tests.leaks import db_hits, db_text_columns, secret_hits
+from leaks import db_hits, db_text_columns, secret_hits
 
 from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
 

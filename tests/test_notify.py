@@ -14,13 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from leaks import db_hits, secret_hits
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
-
-try:
-    from leaks import db_hits, secret_hits
-except ImportError:  # tests/ imported as a package
-    from tests.leaks import db_hits, secret_hits
 
 from hubsurvey.analysis import notify as bot
 from hubsurvey.analysis.site import dataset_href, dataset_page_path, href

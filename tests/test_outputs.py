@@ -14,12 +14,8 @@ from datetime import UTC, datetime
 
 import pyarrow.parquet as pq
 import pytest
+from test_analysis_fixtures import DATASETS, T0, audit_folder, build_planted_db, write_folder
 from typer.testing import CliRunner
-
-try:
-    from test_analysis_fixtures import DATASETS, T0, audit_folder, build_planted_db, write_folder
-except ImportError:  # tests/ imported as a package
-    from tests.test_analysis_fixtures import DATASETS, T0, audit_folder, build_planted_db, write_folder
 
 from hubsurvey.analysis.report import render_report
 from hubsurvey.cli import app

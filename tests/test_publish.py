@@ -6,14 +6,9 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from leaks import secret_hits
+from test_analysis_fixtures import SECRET, audit_folder, build_planted_db, write_folder
 from typer.testing import CliRunner
-
-try:
-    from leaks import secret_hits
-    from test_analysis_fixtures import SECRET, audit_folder, build_planted_db, write_folder
-except ImportError:  # tests/ imported as a package
-    from tests.leaks import secret_hits
-    from tests.test_analysis_fixtures import SECRET, audit_folder, build_planted_db, write_folder
 
 from hubsurvey.analysis.publish import git_blob_sha1
 from hubsurvey.cli import app

@@ -11,12 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_analysis_fixtures import DATASETS, SECRET, T0, audit_folder, build_planted_db, write_folder
 from typer.testing import CliRunner
-
-try:
-    from test_analysis_fixtures import DATASETS, SECRET, T0, audit_folder, build_planted_db, write_folder
-except ImportError:  # tests/ imported as a package
-    from tests.test_analysis_fixtures import DATASETS, SECRET, T0, audit_folder, build_planted_db, write_folder
 
 from hubsurvey.analysis.card import render_card
 from hubsurvey.analysis.charts import TEXT_AND_LABEL_COLOR, TEXT_COLOR

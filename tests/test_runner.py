@@ -14,12 +14,8 @@ from pathlib import Path
 
 import pytest
 from conftest import standin_client
+from leaks import secret_hits
 from typer.testing import CliRunner
-
-try:
-    from leaks import secret_hits
-except ImportError:  # tests/ imported as a package
-    from tests.leaks import secret_hits
 
 from hubsurvey.cli import app
 from hubsurvey.core.figures import figure_names

@@ -13,12 +13,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from markupsafe import escape
+from test_analysis_fixtures import T0, audit_folder, build_planted_db, write_folder
 from typer.testing import CliRunner
-
-try:
-    from test_analysis_fixtures import T0, audit_folder, build_planted_db, write_folder
-except ImportError:  # tests/ imported as a package
-    from tests.test_analysis_fixtures import T0, audit_folder, build_planted_db, write_folder
 
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.site import (

@@ -8,15 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-try:
-    from site_data import dataset_ids, synthetic_db
-    from test_analysis_fixtures import audit_folder, build_planted_db, write_folder
-    from test_site import HOSTILE_CONFIG, HOSTILE_ID
-except ImportError:  # tests/ imported as a package
-    from tests.site_data import dataset_ids, synthetic_db
-    from tests.test_analysis_fixtures import audit_folder, build_planted_db, write_folder
-    from tests.test_site import HOSTILE_CONFIG, HOSTILE_ID
+from site_data import dataset_ids, synthetic_db
+from test_analysis_fixtures import audit_folder, build_planted_db, write_folder
+from test_site import HOSTILE_CONFIG, HOSTILE_ID
 
 from hubsurvey.analysis.site import build_site
 from hubsurvey.core.store import Store

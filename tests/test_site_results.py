@@ -15,16 +15,10 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
+from test_analysis_fixtures import write_folder
+from test_history import _night
+from test_site import HOSTILE_ID, article, broken_links
 from typer.testing import CliRunner
-
-try:
-    from test_analysis_fixtures import write_folder
-    from test_history import _night
-    from test_site import HOSTILE_ID, article, broken_links
-except ImportError:  # tests/ imported as a package
-    from tests.test_analysis_fixtures import write_folder
-    from tests.test_history import _night
-    from tests.test_site import HOSTILE_ID, article, broken_links
 
 from hubsurvey.analysis.badges import badge_path, read_badges
 from hubsurvey.analysis.findings import create_views

@@ -7,11 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-try:
-    from test_analysis_fixtures import build_planted_db
-except ImportError:  # tests/ imported as a package
-    from tests.test_analysis_fixtures import build_planted_db
+from test_analysis_fixtures import build_planted_db
 
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.history import _ensure_view
