@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import ROOT
 from typer.testing import CliRunner
 
 from hubsurvey.analysis.findings import create_views
@@ -29,7 +30,7 @@ from hubsurvey.survey import semantic
 from hubsurvey.survey.normalize import normalize_text
 from hubsurvey.survey.sources import ConfigData, FolderSource, SplitData, check_config
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from semantic_rewrites import KINDS, rewrite
 
 DIM = 64

@@ -7,19 +7,16 @@ import json
 import math
 import random
 import struct
-import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-sys.path.insert(0, str(Path(__file__).parent))
 from conftest import SHARED_DATASETS, shared_index
 from fingerprint_reference import reference_fingerprint
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hubsurvey.core.fingerprint import files_fingerprint, split_fingerprint
 from hubsurvey.core.store import Store

@@ -1,7 +1,7 @@
 """The history view and analysis.history on small planted folders measured by the real pipeline:
 each row's verdict, a dataset's verdict (equal to the report's findings_dataset_verdict on every
 basis and threshold), "since the last run" across two recorded runs, and the command's one lines.
-The whole two-night survey through the stand-in is tests/test_history_nights.py."""
+The whole two-night survey through the stand-in is tests/analysis/test_history_nights.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """hubsurvey site: the static site's figures equal the DB's, every link resolves, hostile names stay
 text, every page has its history and split fingerprints, and publish --site pushes it
-as a static Space to the stand-in. The browser's side is tests/test_site_browser.py."""
+as a static Space to the stand-in. The browser's side is tests/analysis/test_site_browser.py."""
 
 from __future__ import annotations
 
@@ -409,7 +409,7 @@ def test_hostile_names_stay_text(hostile, tmp_path):
 @pytest.mark.slow
 def test_history_and_fingerprints_are_on_every_page_of_a_db_of_audits(hostile, tmp_path):
     """A DB of one-off audits: every page has its history (one revision) and its split fingerprints,
-    the DB's values; the index says there is no run to compare with. tests/test_site_results.py has
+    the DB's values; the index says there is no run to compare with. tests/analysis/test_site_results.py has
     two recorded runs."""
     with Store(hostile, read_only=True) as store:
         build_site(store, tmp_path / "site")

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import standin_client
+from conftest import ROOT, standin_client
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
@@ -29,7 +29,7 @@ from hubsurvey.core.pacing import Breaker, QuotaBucket, QuotaState, parse_rateli
 from hubsurvey.core.settings import PLANS, Settings, SettingsError
 from hubsurvey_standin import Faults, Quota, Scope, StandinHub
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = ROOT
 PRODUCT = ("hubsurvey", "crawler", "survey", "analysis")  # the folders installed as hubsurvey.*
 runner = CliRunner()
 

@@ -46,7 +46,7 @@ def measure(store: Store, dataset_id: str, config: str, sha: str, text_columns: 
 def check(store: Store, minihub: Path, hub: StandinHub, dataset_id: str, config: str, sha: str,
           counts: dict[tuple[str, str], int] | None = None) -> None:
     """The contamination check's rows of one config at ``sha``, as the 13-gram scan finds them (the
-    mini-hub's truth, which tests/test_contamination.py shows the scan equals), or ``counts``
+    mini-hub's truth, which tests/survey/test_contamination.py shows the scan equals), or ``counts``
     ((canonical split, benchmark id) -> rows) in their place."""
     truth = truth_of(minihub)
     own = next(e["configs"] for e in json.loads((minihub / "index.json").read_text())["datasets"] if e["id"] == dataset_id)

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 import typer
+from conftest import ROOT
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = ROOT
 SOURCES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "templates").glob("*.j2"))]
 runner = CliRunner()
 

@@ -4,16 +4,16 @@ decided it, on stdout and in the JSON, the same verdict the DB's `history` view 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_DATASETS
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
 from hubsurvey.core.store import Store
 
-SHARED = Path(os.environ.get("HUBSURVEY_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+SHARED = SHARED_DATASETS
 runner = CliRunner()
 
 #: the keys of an audit --json object before verdicts: kept, none renamed

@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fingerprint_reference import reference_fingerprint
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
-
-sys.path.insert(0, str(Path(__file__).parent))
-from fingerprint_reference import reference_fingerprint
 
 from hubsurvey.cli import app
 from hubsurvey.core.errors import BadInputError, OutputExistsError

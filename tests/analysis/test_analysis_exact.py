@@ -76,7 +76,7 @@ EXACT_DATASETS: dict[str, dict[str, dict[str, list[tuple]]]] = {
 #: (dataset, config) made "measured before the exact method".
 NOT_EXACT = (("x/old", "default"), ("x/mixed", "c2"))
 #: (dataset, config) made "measured without the near-duplicate method" (--no-near): judged on the exact
-#: figure. Every other config is measured by near-2026 too, and judged on it (tests/test_analysis_near.py);
+#: figure. Every other config is measured by near-2026 too, and judged on it (tests/analysis/test_analysis_near.py);
 #: here its near figures equal the normalized ones: the planted texts that are not identical after
 #: normalization are shorter than 5 characters, one shingle each, so their Jaccard is 0.
 NOT_NEAR = (("x/normgain", "default"),)

@@ -16,13 +16,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import ROOT
 from typer.testing import CliRunner
 
 from hubsurvey import __version__
 from hubsurvey.cli import COMMANDS, app
 from hubsurvey.core.errors import UsageError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = ROOT
 runner = CliRunner()
 FEATURES = {"text": {"dtype": "string", "_type": "Value"}, "label": {"names": ["a", "b"], "_type": "ClassLabel"}}
 

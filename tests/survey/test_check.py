@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from conftest import ROOT
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
@@ -21,7 +22,7 @@ from hubsurvey.core.errors import ExitCode
 from hubsurvey.core.safety import visible
 from hubsurvey.survey import check as gate
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = ROOT
 runner = CliRunner()
 
 

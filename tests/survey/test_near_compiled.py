@@ -257,7 +257,7 @@ def _assert_normalizes_as_the_definition(texts: list[str | None], arrow_type: pa
 def test_every_code_point_alone_and_in_context_normalizes_as_the_definition():
     """Below U+3400 (Latin to Hangul jamo, the combining marks, the Indic vowel signs) and the
     tricky characters of the contamination pass's tests, alone, between letters and spaces, after a
-    letter it may compose with and before a combining mark (tests/test_passages.py has the rest)."""
+    letter it may compose with and before a combining mark (tests/survey/test_passages.py has the rest)."""
     from test_passages import TRICKY, code_points
 
     points = code_points(0x3400) + list(TRICKY)
