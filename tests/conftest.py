@@ -46,7 +46,10 @@ SHARED_DATASETS = Path(
 )
 
 # --- the tiers -------------------------------------------------------------------------------------
-# fast     `pytest -n auto -m "not slow"`: for every edit.
+# fast     `pytest -n auto -m "not slow"`: for every edit, within 30 s on 2 cores. So a test that
+#          starts the stand-in, a subprocess, Dask or a survey is slow, and so is one that runs a
+#          compiled pass (numba: every audit and measurement, and a fixture built by audits): on a
+#          fresh checkout numba compiles its passes first (half a minute), never in the fast tier.
 # default  `pytest -n auto` (the README's command): the fast tier and the `slow` tests, about 5
 #          minutes on 2 cores: every module, the stand-in, the CLI and the outputs, on real data.
 #          `-n auto` (pytest-xdist) runs them on one worker process per core: most of the slow
