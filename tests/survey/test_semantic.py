@@ -193,6 +193,7 @@ SHARED = [("cardiffnlp__tweet_eval", "irony"), ("cardiffnlp__tweet_eval", "stanc
           ("community-datasets__definite_pronoun_resolution", "plain_text"), ("openai__gsm8k", "main")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder, config", SHARED)
 def test_candidates_on_shared_configs_equal_the_reference(shared_datasets, folder, config, monkeypatch):
     """Real data, its own text columns (one, or several as in gsm8k and definite_pronoun_resolution),
