@@ -1,4 +1,4 @@
-"""Planted rewrites for the paraphrase candidates' recall (``bench_semantic.py``, ``tests/test_semantic.py``).
+"""Planted rewrites for the paraphrase candidates' recall (``bench_semantic.py``, ``tests/survey/test_semantic.py``).
 
 Three kinds of rewording, each deterministic (seeded), each leaving the words' meaning and changing
 the text's exact key, shingles and 13-grams:

@@ -6,7 +6,7 @@ auto-converted export: Arrow types derived from the features, and the features J
 schema metadata under the key ``b"huggingface"`` as ``{"info": {"features": ...}}``.
 
 Feature dicts are written by hand (not with ``datasets.Features``) so that the server never has to
-import ``datasets``; ``tests/test_standin.py`` checks that ``datasets`` parses them.
+import ``datasets``; ``tests/standin/test_standin.py`` checks that ``datasets`` parses them.
 """
 
 from __future__ import annotations

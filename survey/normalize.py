@@ -17,7 +17,7 @@ about 5 s per million tweets here, more than the whole engine, so the engine
 - a list of strings, with :func:`normalize_array` (Arrow kernels for the ASCII elements), as a
   DuckDB function.
 
-``tests/test_normalize.py`` checks every path against the definition.
+``tests/survey/test_normalize.py`` checks every path against the definition.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ densification, LSH bands and candidate pairs in numpy, one text batch at a time,
 with Python sets.
 
 Kept, unchanged, as the plain reference the compiled pass (``hubsurvey.survey.near``) is checked
-against bit for bit (tests/test_near*.py), and as the baseline ``benchmarks/bench_near.py`` runs
+against bit for bit (tests/survey/test_near*.py), and as the baseline ``benchmarks/bench_near.py`` runs
 beside it. Not used by the product.
 """
 

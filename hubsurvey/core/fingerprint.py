@@ -30,7 +30,7 @@ repeating one row changes it. It is defined here, in plain terms, so that anyone
 MD5 and SHA-256 are fixed standards and the serialization is this module's, so the string does not
 depend on the DuckDB or pyarrow version (DuckDB's ``hash()`` would: it is stable only within one
 version). The sum is additive, so a split is fingerprinted batch by batch, in constant memory.
-``tests/test_fingerprint.py`` compares this vectorized code with a plain-Python implementation of
+``tests/core/test_fingerprint.py`` compares this vectorized code with a plain-Python implementation of
 the same definition.
 """
 
