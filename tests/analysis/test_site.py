@@ -623,3 +623,49 @@ def test_leaks_across_datasets_are_measured_only_where_a_run_computed_them(tmp_p
         store.con.execute("INSERT INTO runs (run_id, command, started_at, status, counts, tool_version) "
                           "VALUES ('r1', $c, now(), 'done', $j, '0')", {"c": command, "j": json.dumps(counts)})
         assert cross_measured(store) is measured
+
+
+def _duplicate_ids(path: Path) -> list[str]:
+    counts: dict[str, int] = {}
+    for found in re.findall(r'\sid="([^"]*)"', path.read_text(encoding="utf-8")):
+        counts[found] = counts.get(found, 0) + 1
+    return sorted(i for i, n in counts.items() if n > 1)
+
+
+def test_a_shard_page_holding_every_dataset_of_the_demo_has_no_duplicate_id(surveyed, tmp_path, monkeypatch):
+    """Every article of the demo's datasets on one shard page (as at Hub scale, where a page holds
+    about 25): no element id twice on the page, and every link to a section still resolves."""
+    import hubsurvey.analysis.site as site_module
+    import hubsurvey.analysis.site_links as site_links
+
+    for module in (site_module, site_links):  # every dataset on one page: d/000.html
+        monkeypatch.setattr(module, "dataset_shard", lambda dataset_id: "000")
+    with Store(surveyed, read_only=True) as store:
+        build_site(store, tmp_path / "site")
+        surveyed_ids = [r[0] for r in store.query("SELECT DISTINCT dataset_id FROM current_measurements")[1]]
+    (page,) = (tmp_path / "site" / "d").glob("*.html")
+    html = page.read_text(encoding="utf-8")
+    assert html.count('<article class="dataset"') == len(surveyed_ids) >= 13
+    assert _duplicate_ids(page) == []
+    assert broken_links(tmp_path / "site") == []
+
+
+@pytest.mark.slow
+def test_a_section_id_is_never_another_datasets_anchor(tmp_path, monkeypatch):
+    """Two datasets on one page whose ids differ by a section's name (``acme/x`` and ``acme/x-cite``):
+    a section's id is ``<anchor>/<section>``, and ``/`` is never in an anchor, so no id repeats."""
+    import hubsurvey.analysis.site as site_module
+    import hubsurvey.analysis.site_links as site_links
+
+    for module in (site_module, site_links):  # every dataset on one page: d/000.html
+        monkeypatch.setattr(module, "dataset_shard", lambda dataset_id: "000")
+    db = tmp_path / "r.duckdb"
+    for dataset_id in ("acme/x", "acme/x-cite", "acme/x-facts"):
+        audit_folder(write_folder(tmp_path, dataset_id, {"train": [("a", 0), ("b", 1)], "test": [("a", 0)]}), db,
+                     dataset_id=dataset_id)
+    with Store(db, read_only=True) as store:
+        build_site(store, tmp_path / "site")
+    (page,) = (tmp_path / "site" / "d").glob("*.html")
+    assert page.read_text(encoding="utf-8").count('<article class="dataset"') == 3
+    assert _duplicate_ids(page) == []
+    assert broken_links(tmp_path / "site") == []

@@ -97,8 +97,8 @@ def section(path: Path, name: str) -> str:
 
 
 def part(site: Path, dataset_id: str, name: str) -> str:
-    """One part of a dataset's article: its ``<section id="<anchor>-<name>">``."""
-    return re.split(rf'<section id="[^"]*-{name}">', article(site, dataset_id))[1].split("</section>")[0]
+    """One part of a dataset's article: its ``<section id="<anchor>/<name>">``."""
+    return re.split(rf'<section id="[^"]*/{name}">', article(site, dataset_id))[1].split("</section>")[0]
 
 
 @pytest.fixture(scope="module")
