@@ -52,7 +52,7 @@ from markupsafe import Markup, escape
 from hubsurvey import __version__
 from hubsurvey.analysis import beside
 from hubsurvey.analysis.badges import LABEL, badge_path, read_badges
-from hubsurvey.analysis.examples import KIND_WORDS
+from hubsurvey.analysis.examples import KIND_WORDS, label_text, named_labels, short_list
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.history import since_last_run
 from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
@@ -414,10 +414,13 @@ def history_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
 PAGE_EXAMPLES = 2
 
 
-def example_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def example_rows(rows: Sequence[Mapping[str, Any]],
+                 label_names: Mapping[tuple[str, str, str], Mapping[int, str]] | None = None) -> list[dict[str, Any]]:
     """A dataset's stored examples as one table: an example stored under both key profiles (the
     same kind, config, label column, text and positions) is one row whose ``profiles`` names both;
-    the first :data:`PAGE_EXAMPLES` per (config, kind)."""
+    the first :data:`PAGE_EXAMPLES` per (config, kind). ``labels_text``: an example's labels per
+    split, each ClassLabel id as ``name (id)`` when ``label_names`` (per (dataset, config, label
+    column), ``{id: name}``) names it."""
     out: dict[tuple, dict[str, Any]] = {}
     for e in rows:
         key = (e["config"], e["kind"], e["label_column"], json_text(_json(e["key"])), json_text(_json(e["positions"])),
@@ -426,7 +429,9 @@ def example_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             out[key]["profiles"].append(e["profile"])
             continue
         out[key] = {**e, "profiles": [e["profile"]], "words": KIND_WORDS.get(e["kind"], e["kind"]),
-                    "key": _json(e["key"]), "partner": _json(e.get("partner")), "where": positions_text(e["positions"])}
+                    "key": _json(e["key"]), "partner": _json(e.get("partner")), "where": positions_text(e["positions"]),
+                    "labels_text": labels_text(_json(e.get("labels")),
+                                               (label_names or {}).get((e["dataset_id"], e["config"], e["label_column"])))}
     ordered = sorted(out.values(), key=lambda e: (e["config"], e["kind"], e["label_column"] or "", e["rank"]))
     shown: dict[tuple[str, str], int] = defaultdict(int)
     kept = []
@@ -435,6 +440,21 @@ def example_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if shown[(e["config"], e["kind"])] <= PAGE_EXAMPLES:
             kept.append(e)
     return kept
+
+
+#: Characters of an example's labels a page shows per split (a tag per token makes long lists).
+LABELS_WIDTH = 80
+
+
+def labels_text(labels: Any, names: Mapping[int, str] | None) -> str | None:
+    """An example's labels per split as a line of text, ``train fear (4); test sadness (0)``: each
+    ClassLabel id with its name when ``names`` has it, each split's list cut at whole items."""
+    if not isinstance(labels, dict):
+        return None
+    named = named_labels(labels, names) if names else labels
+    item = label_text if names else json_text
+    parts = [f"{split} {short_list(value, LABELS_WIDTH, item=item)}" for split, value in named.items() if value]
+    return "; ".join(parts) or None
 
 
 def positions_text(value: Any) -> str:
@@ -861,6 +881,10 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str], site_
         cleaned = _grouped(store, CLEAN_PAGE_SQL)
         per_column = _grouped(store, COLUMN_PAGE_SQL)
         group_columns, date_columns = _grouped(store, beside.GROUP_PAGE_SQL), _grouped(store, beside.TIME_PAGE_SQL)
+        label_names: dict[tuple[str, str, str], dict[int, str]] = defaultdict(dict)
+        for r in store.records(f"SELECT l.dataset_id, l.config, l.label_column, l.label_id, l.name FROM label_names l "
+                               f"JOIN {_CURRENT} USING (dataset_id, revision_sha, config)"):
+            label_names[(r["dataset_id"], r["config"], r["label_column"])][r["label_id"]] = r["name"]
     finally:
         store.con.unregister("site_ids")
 
@@ -895,7 +919,7 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str], site_
             "cite": cite_text(dataset_id, rows, f"{site_url}/{dataset_href(dataset_id)}" if site_url else None),
             "judged": dataset_verdict(rows) if rows else None,
             "configs": list(configs.values()),
-            "examples": example_rows([e for e in examples.get(dataset_id, []) if e["config"] in configs]),
+            "examples": example_rows([e for e in examples.get(dataset_id, []) if e["config"] in configs], label_names),
             "hub_url": HUB_DATASETS_URL + quote(dataset_id, safe="/") if rows and rows[0]["source"] == "hub" else None,
             "contamination_line": lines.get(dataset_id),
             "contamination": pairs.get(dataset_id, []),
