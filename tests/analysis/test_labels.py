@@ -16,13 +16,10 @@ from typer.testing import CliRunner
 from hubsurvey import __version__
 from hubsurvey.core.roles import MAX_LABEL_NAME_CHARS, MAX_LABEL_NAMES, class_label_names, features_from_arrow
 
-try:
-    from conftest import shared_index
-except ImportError:  # tests/ imported as a package
-    from tests.conftest import shared_index
+from conftest import SHARED_DATASETS as SHARED
+from conftest import shared_index
 
 runner = CliRunner()
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 
 def plain_names(path: Path) -> dict[str, tuple[int, list[str]]]:
