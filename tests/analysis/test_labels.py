@@ -11,13 +11,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import SHARED_DATASETS as SHARED
+from conftest import shared_index
 from typer.testing import CliRunner
 
 from hubsurvey import __version__
 from hubsurvey.core.roles import MAX_LABEL_NAME_CHARS, MAX_LABEL_NAMES, class_label_names, features_from_arrow
-
-from conftest import SHARED_DATASETS as SHARED
-from conftest import shared_index
 
 runner = CliRunner()
 
