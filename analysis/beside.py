@@ -39,10 +39,18 @@ def checks_list(value: Any) -> list[dict[str, Any]]:
     return value if isinstance(value, list) else []
 
 
+#: Reasons a check did not run that every config without it gives, said briefly on a dataset page
+#: and in full once, on the site's glossary page (templates/site_figures.html.j2).
+BRIEF_WHY_NOT = {
+    "no group column (id-like columns whose values repeat within a split, or declared)": "no group column",
+}
+
+
 def _check_words(check: Mapping[str, Any]) -> str:
     """What one check ran with, or why it did not, in a few words."""
     if not check.get("ran"):
-        return str(check.get("why_not") or "")
+        why = str(check.get("why_not") or "")
+        return BRIEF_WHY_NOT.get(why, why)
     if check.get("check") == "semantic":  # paraphrase candidates for review: never a figure
         return (f"cosine >= {check.get('threshold')}, {check.get('model')}: "
                 f"{check.get('test_rows_with_candidates')} test rows with candidates for review")
@@ -69,7 +77,7 @@ def beside_section(rows: Sequence[Mapping[str, Any]], groups: Sequence[Mapping[s
     """One config's section: its measurement rows (one per label column), its group and date
     columns' rows. ``{groups, dates, checks}``, every value a published string (the template
     escapes them); None when nothing of it was measured (rows of an older hubsurvey). The blank-row
-    figures, columns of ``measurements``, are a method table of the page (``site.figure_tables``)."""
+    figures, columns of ``measurements``, are a method of the page's figures table (``site.figure_table``)."""
     splits = [s for s in figures.SPLITS if rows and rows[0].get(f"rows_{s}") is not None]
     definitions = {c.name: c.definition for c in figures.group_columns()}
     group_rows = [{

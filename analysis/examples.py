@@ -8,10 +8,11 @@ The survey stores, per (dataset, config), up to N examples of each kind, profile
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hubsurvey.core.errors import BadInputError
+from hubsurvey.core.safety import visible
 from hubsurvey.core.store import Store
 
 #: ``show --kind``: the groups of example kinds (an exact kind name is accepted too).
@@ -103,11 +104,49 @@ def find_examples(
         {"dataset": dataset_id, "config": config, "kinds": list(kinds), "profile": profile, "label": label_column,
          "limit": limit},
     )
+    names = label_names(store, dataset_id)
     for row in rows:
         for column in ("key", "positions", "labels", "partner"):
             if row.get(column) is not None:
                 row[column] = json.loads(row[column])
+        named = names.get((row["revision_sha"], row["config"], row["label_column"]))
+        row["labels_named"] = named_labels(row["labels"], named) if named and row["labels"] is not None else None
+        if named and row.get("partner") and row["partner"].get("labels") is not None:
+            row["partner"]["labels_named"] = named_labels(row["partner"]["labels"], named)
     return rows
+
+
+def label_names(store: Store, dataset_id: str) -> dict[tuple[str, str, str], dict[int, str]]:
+    """A dataset's ClassLabel names (the ``label_names`` table), per (revision, config, label column):
+    ``{id: name}``."""
+    out: dict[tuple[str, str, str], dict[int, str]] = {}
+    for revision, config, column, label_id, name in store.query(
+            "SELECT revision_sha, config, label_column, label_id, name FROM label_names WHERE dataset_id = $d",
+            {"d": dataset_id})[1]:
+        out.setdefault((revision, config, column), {})[label_id] = name
+    return out
+
+
+def named_labels(value: Any, names: Mapping[int, str]) -> Any:
+    """A stored label value with each ClassLabel id that has a name as ``name (id)``: a per-split
+    mapping, a list (multi-label, a tag per token) or one id; anything else (a string label, an id
+    without a name) as it is. The names are untrusted Hub text: callers escape or make them visible."""
+    if isinstance(value, Mapping):
+        return {k: named_labels(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [named_labels(v, names) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and value in names:
+        return f"{names[value]} ({value})"
+    return value
+
+
+def label_text(value: Any) -> str:
+    """A named label value as text: a name as it is, a list in brackets, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "[" + ", ".join(label_text(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _has_examples_table(store: Store) -> bool:
@@ -139,19 +178,26 @@ def render_examples(rows: Sequence[dict[str, Any]], width: int = 160) -> str:
         where = "  ".join(f"{s}@{','.join(map(str, p))}" for s, p in row["positions"].items())
         lines.append(f"       positions {where}")
         if row["labels"] is not None:
-            labels = "  ".join(f"{s}: {short_list(v)}" for s, v in row["labels"].items() if v)
-            lines.append(f"       labels {labels}")
+            named = row.get("labels_named")  # ClassLabel ids as their names (label_names)
+            item = label_text if named else _json_text
+            shown = "  ".join(f"{s}: {short_list(v, item=item)}" for s, v in (named or row["labels"]).items() if v)
+            lines.append(f"       labels {visible(shown)}")
     return "\n".join(lines)
 
 
-def short_list(value: Any, width: int = 60) -> str:
-    """``value`` as JSON in about ``width`` characters: a list keeps whole items and says how many
-    it leaves out (``[[7, 8], [1], … 5 more]``), never a cut item; any other value is shown whole."""
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def short_list(value: Any, width: int = 60, item: Callable[[Any], str] = _json_text) -> str:
+    """``value`` as JSON (or as ``item`` writes each item) in about ``width`` characters: a list keeps
+    whole items and says how many it leaves out (``[[7, 8], [1], … 5 more]``), never a cut item; any
+    other value is shown whole."""
     if not isinstance(value, list):
-        return json.dumps(value, ensure_ascii=False)
+        return item(value)
     shown: list[str] = []
-    for i, item in enumerate(value):
-        text = json.dumps(item, ensure_ascii=False)
+    for i, entry in enumerate(value):
+        text = item(entry)
         if shown and len(", ".join([*shown, text])) + 2 > width:
             return "[" + ", ".join(shown) + f", … {len(value) - i} more]"
         shown.append(text)
@@ -162,13 +208,15 @@ def _render_pair(row: dict[str, Any], width: int) -> list[str]:
     """A near-duplicate pair: its Jaccard, then each side's split@position, text and labels."""
     partner = row["partner"]
     (split, positions), = row["positions"].items()
-    sides = [(f"{split}@{positions[0]}", row["key"], row["labels"]),
-             (f"{partner['split']}@{partner['position']}", partner["text"], partner.get("labels"))]
+    sides = [(f"{split}@{positions[0]}", row["key"], row.get("labels_named") or row["labels"]),
+             (f"{partner['split']}@{partner['position']}", partner["text"],
+              partner.get("labels_named") or partner.get("labels"))]
     lines = [f"  #{row['rank']:<3} J={row['jaccard']:.3f}"]
+    item = label_text if row.get("labels_named") else _json_text
     for where, text, labels in sides:
         shown = json.dumps(text, ensure_ascii=False)
         if len(shown) > width:
             shown = shown[: width - 1] + "…"
-        label = f"  labels {short_list(labels)}" if labels else ""
+        label = f"  labels {visible(short_list(labels, item=item))}" if labels else ""
         lines.append(f"       {where:<16}{shown}{label}")
     return lines

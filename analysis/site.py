@@ -52,7 +52,7 @@ from markupsafe import Markup, escape
 from hubsurvey import __version__
 from hubsurvey.analysis import beside
 from hubsurvey.analysis.badges import LABEL, badge_path, read_badges
-from hubsurvey.analysis.examples import KIND_WORDS
+from hubsurvey.analysis.examples import KIND_WORDS, label_text, named_labels, short_list
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.history import since_last_run
 from hubsurvey.analysis.render import TEMPLATES_PACKAGE, environment
@@ -106,6 +106,9 @@ INDEX_COLUMNS = ("id", "href", "verdict", "contaminated_pct", "near_pct", "bench
 METHOD_TITLES = ((figures.LLE_METHOD, "LLE figures"), (figures.EXACT_METHOD, "Exact figures (raw and normalized key profiles)"),
                  (figures.NEAR_METHOD, "Near-duplicate figures"),
                  (figures.ROWS_METHOD, "Blank texts and NULL labels"))
+#: Each method's heading in a dataset page's figures table (the glossary: METHOD_TITLES).
+PAGE_TITLES = {figures.LLE_METHOD: "LLE", figures.EXACT_METHOD: "Exact", figures.NEAR_METHOD: "Near-duplicates",
+               figures.ROWS_METHOD: "Blank texts and NULL labels"}
 #: The split fingerprint columns of measurements, shown per label column.
 FINGERPRINT_COLUMNS = ("fingerprint_train", "fingerprint_validation", "fingerprint_test")
 #: Where shields.io renders an endpoint badge from the JSON served at ``?url=``.
@@ -223,30 +226,116 @@ def index_rows(store: Store) -> list[dict[str, Any]]:
     return rows
 
 
-def figure_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One config's figures, one table per method: a row per figure (its name, then its value in
-    each label column's measurement row). The definitions are on the site's glossary page, once.
+def figure_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One config's figures as one table: a column per label column (its measurement row), a body
+    per method, each opened by a heading row; the definitions are on the site's glossary page, once.
 
-    ``[{method, title, html}]``: the LLE figures always; the exact and near figures when the
-    config's rows name their method in ``methods`` (else they were not measured, and are not shown as
-    NR). ``html`` is the table's body, built from names escaped once per process and published
-    values (a number, a percentage or NR: nothing to escape), so that 100,000 datasets render in minutes.
+    The LLE figures always; the exact and near figures when the config's rows name their method in
+    ``methods`` (else they were not measured, and are not shown as NR). A count and its percentage
+    are one row (``4 (66.667%)``, as the group table shows them; :func:`figure_rows`), and so are
+    an LLE figure's two keys and an exact figure's two key profiles (:data:`TWINS`): one value when
+    they agree, else ``text / text_and_label``, ``raw / normalized``. A config without a
+    validation split leaves out the validation figures, NR by rule; a method of
+    :data:`NONE_IN_A_LINE` whose every figure is 0 is its heading row, "none in any split".
+
+    ``{html, hidden, methods}``: the table (a Markup string built from names escaped once per
+    process and published values, a number, a percentage or NR, with nothing to escape, so that
+    100,000 datasets render in minutes), how many validation figures it leaves out, and the methods
+    it shows.
     """
     measured = set.intersection(*(set(_methods(r.get("methods"))) for r in rows)) if rows else set()
-    out = []
-    for method, title in METHOD_TITLES:
+    no_validation = bool(rows) and all(r.get("rows_validation") is None for r in rows)
+    width = len(rows) + 1
+    heads = "".join(f"<th>{escape(r['label_column']) if r.get('label_column') is not None else 'value'}" for r in rows)
+    parts = [f"<table class=\"figures\">\n<thead><tr><th>figure{heads}</thead>"]
+    hidden, shown = 0, []
+    for method, _ in METHOD_TITLES:
         if method != figures.LLE_METHOD and method not in measured:
             continue
-        body = []
-        profiles = EXACT_PROFILES if method == figures.EXACT_METHOD else ("",)
-        for name, head in _figure_cells(method):
+        shown.append(method)
+        body, zero = [], True
+        for row in figure_rows(method):
+            values = [_cell(r, row) for r in rows]
+            if no_validation and row.validation and all(v == figures.NR for v in values):
+                hidden += 1
+                continue
             # end tags omitted (HTML implies them): the figures are most of a page's bytes
-            values = "".join(f"<td>{figures.published(r.get(p + name), _FORMATS[p + name])}"
-                             for r in rows for p in profiles)
-            body.append(f"{head}{values}")
-        out.append({"method": method, "title": title, "profiles": [p.rstrip("_") for p in profiles if p],
-                    "html": Markup("\n".join(body))})
-    return out
+            body.append(row.head + "".join(f"<td>{v}" for v in values))
+            zero = zero and all(v.split(" ", 1)[0] == "0" or v == figures.NR for v in values)
+        head = f'<tbody data-method="{method}"><tr><th colspan="{width}" class="method">{PAGE_TITLES[method]} ({method})'
+        if method in NONE_IN_A_LINE and zero:
+            parts.append(f"{head}: none in any split")
+            continue
+        twins = TWINS.get(method)
+        parts.append(f"{head}: {twins[0].rstrip('_')} / {twins[1].rstrip('_')}" if twins else head)
+        parts.append("\n".join(body))
+    parts.append("</table>")
+    return {"html": Markup("\n".join(parts)), "hidden": hidden, "methods": shown}
+
+
+#: The methods whose figures are one line when every one is 0 (or NR): "none in any split".
+NONE_IN_A_LINE = frozenset({figures.ROWS_METHOD})
+
+
+@dataclass(frozen=True)
+class FigureRow:
+    """One row of a method's table on a dataset page: a figure's count (or value) column and its
+    percentage column when it has one, named without the prefix of its key or key profile
+    (``prefixes``: one value per prefix, e.g. ``raw_`` and ``normalized_``; ``("",)``: one value)."""
+
+    name: str  # the row's name: the count's, and the percentage's when it is not ``<count>_pct``
+    column: str
+    percent: str | None
+    prefixes: tuple[str, ...]
+    validation: bool  # NR without a validation split (left out of a config that has none)
+    head: str  # the row's escaped head cell
+
+
+#: The exact method's key profiles, as its columns' prefixes: a page shows each figure once, a value per profile (one when they agree).
+EXACT_PROFILES = ("raw_", "normalized_")
+_FORMATS = {c.name: c.fmt for c in figures.figure_columns()}
+
+#: The methods whose figures come in twins, one per key (LLE) or key profile (exact), shown as one
+#: row with one value when the twins agree, else ``first / second``.
+TWINS = {figures.LLE_METHOD: ("text_", "text_and_label_"), figures.EXACT_METHOD: EXACT_PROFILES}
+
+
+@functools.cache
+def figure_rows(method: str) -> tuple[FigureRow, ...]:
+    """The rows of ``method``'s table on a dataset page, in the registry's order: a count with its
+    percentage (one figure of the registry) is one row, and so are a figure's twins (:data:`TWINS`)."""
+    first, second = TWINS.get(method, ("", ""))
+    out: list[list[Any]] = []  # [name, column, percent, prefixes, figure]
+    for c in figures.figure_columns(method):
+        if second and c.name.startswith(second):
+            continue  # the twin of a first-prefix column
+        twinned = bool(first) and c.name.startswith(first) and second + c.name.removeprefix(first) in _FORMATS
+        base = c.name.removeprefix(first) if twinned else c.name
+        prefixes = (first, second) if twinned else ("",)
+        if c.percent_of is not None and out and out[-1][2] is None and c.figure is out[-1][4] and out[-1][3] == prefixes:
+            count = out[-1]
+            count[2] = base
+            if base != f"{count[0]}_pct":
+                count[0] = f"{count[0]} · {base}"
+            continue
+        out.append([base, base, None, prefixes, c.figure])
+    assert all(p + n in _FORMATS for r in out for n in (r[1], r[2]) if n for p in r[3]), "a figure without its twin"
+    return tuple(FigureRow(name, column, percent, prefixes, "validation" in column and "train_or_validation" not in column,
+                           f"<tr><th>{escape(name)}") for name, column, percent, prefixes, _ in out)
+
+
+def _cell(row: Mapping[str, Any], figure: FigureRow) -> str:
+    """A figure's published value in one measurement row, its percentage beside a count; a twinned
+    figure's value once when its twins agree, else both, ``first / second``."""
+    values = [_value(row, p, figure) for p in figure.prefixes]
+    return values[0] if len(set(values)) == 1 else " / ".join(values)
+
+
+def _value(row: Mapping[str, Any], profile: str, figure: FigureRow) -> str:
+    value = figures.published(row.get(profile + figure.column), _FORMATS[profile + figure.column])
+    if figure.percent is None or value == figures.NR:
+        return value
+    return f"{value} ({figures.published(row.get(profile + figure.percent), _FORMATS[profile + figure.percent])})"
 
 
 #: The figures of each text column alone at the batch's current revisions (column_measurements).
@@ -278,20 +367,6 @@ def column_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-#: The exact method's key profiles, as its columns' prefixes: a page shows each figure once, a value per profile.
-EXACT_PROFILES = ("raw_", "normalized_")
-_FORMATS = {c.name: c.fmt for c in figures.figure_columns()}
-
-
-@functools.cache
-def _figure_cells(method: str) -> tuple[tuple[str, str], ...]:
-    """Each figure of ``method`` as a page's row names it (the exact method's without its profile
-    prefix, once for both profiles), with its row's escaped head cell."""
-    names = [c.name for c in figures.figure_columns(method)]
-    if method == figures.EXACT_METHOD:
-        names = [n.removeprefix(EXACT_PROFILES[0]) for n in names if n.startswith(EXACT_PROFILES[0])]
-        assert all(p + n in _FORMATS for n in names for p in EXACT_PROFILES), "an exact figure without its twin"
-    return tuple((n, f"<tr><th>{escape(n)}") for n in names)
 
 
 def _methods(value: Any) -> dict[str, Any]:
@@ -339,10 +414,13 @@ def history_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
 PAGE_EXAMPLES = 2
 
 
-def example_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def example_rows(rows: Sequence[Mapping[str, Any]],
+                 label_names: Mapping[tuple[str, str, str], Mapping[int, str]] | None = None) -> list[dict[str, Any]]:
     """A dataset's stored examples as one table: an example stored under both key profiles (the
     same kind, config, label column, text and positions) is one row whose ``profiles`` names both;
-    the first :data:`PAGE_EXAMPLES` per (config, kind)."""
+    the first :data:`PAGE_EXAMPLES` per (config, kind). ``labels_text``: an example's labels per
+    split, each ClassLabel id as ``name (id)`` when ``label_names`` (per (dataset, config, label
+    column), ``{id: name}``) names it."""
     out: dict[tuple, dict[str, Any]] = {}
     for e in rows:
         key = (e["config"], e["kind"], e["label_column"], json_text(_json(e["key"])), json_text(_json(e["positions"])),
@@ -351,7 +429,9 @@ def example_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             out[key]["profiles"].append(e["profile"])
             continue
         out[key] = {**e, "profiles": [e["profile"]], "words": KIND_WORDS.get(e["kind"], e["kind"]),
-                    "key": _json(e["key"]), "partner": _json(e.get("partner")), "where": positions_text(e["positions"])}
+                    "key": _json(e["key"]), "partner": _json(e.get("partner")), "where": positions_text(e["positions"]),
+                    "labels_text": labels_text(_json(e.get("labels")),
+                                               (label_names or {}).get((e["dataset_id"], e["config"], e["label_column"])))}
     ordered = sorted(out.values(), key=lambda e: (e["config"], e["kind"], e["label_column"] or "", e["rank"]))
     shown: dict[tuple[str, str], int] = defaultdict(int)
     kept = []
@@ -360,6 +440,21 @@ def example_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if shown[(e["config"], e["kind"])] <= PAGE_EXAMPLES:
             kept.append(e)
     return kept
+
+
+#: Characters of an example's labels a page shows per split (a tag per token makes long lists).
+LABELS_WIDTH = 80
+
+
+def labels_text(labels: Any, names: Mapping[int, str] | None) -> str | None:
+    """An example's labels per split as a line of text, ``train fear (4); test sadness (0)``: each
+    ClassLabel id with its name when ``names`` has it, each split's list cut at whole items."""
+    if not isinstance(labels, dict):
+        return None
+    named = named_labels(labels, names) if names else labels
+    item = label_text if names else json_text
+    parts = [f"{split} {short_list(value, LABELS_WIDTH, item=item)}" for split, value in named.items() if value]
+    return "; ".join(parts) or None
 
 
 def positions_text(value: Any) -> str:
@@ -372,17 +467,19 @@ def positions_text(value: Any) -> str:
 
 
 def cite_text(dataset_id: str, rows: Sequence[Mapping[str, Any]], url: str | None) -> str:
-    """The dataset's citable block: per config and label column, the revision, the split
-    fingerprints and what measured it (tool version, methods, when); the page's URL when known."""
+    """The dataset's citable block: per config and label column, the revision, the Parquet commit
+    read, the split fingerprints and what measured it (tool version, methods, when, the run); the
+    page's URL when known."""
     lines = [f"dataset: {dataset_id}"]
     for r in rows:
         label = f" (label column {r['label_column']})" if r["label_column"] is not None else ""
         methods = ", ".join(f"{k} v{v}" for k, v in sorted(_methods(r.get("methods")).items())) or \
             f"{r['method']} v{r['method_version']}"
         fingerprints = ", ".join(f"{split} {value or figures.NR}" for split, value in fingerprint_values(r).items())
+        run = f", run {r['run_id']}" if r.get("run_id") else ""
         lines += [f"config: {r['config']}{label}", f"  revision: {r['revision_sha']}",
-                  f"  fingerprints: {fingerprints}",
-                  f"  measured by: hubsurvey {r['tool_version']} ({methods}), {render_when(r['measured_at'])}"]
+                  f"  parquet commit: {r.get('parquet_sha') or figures.NR}", f"  fingerprints: {fingerprints}",
+                  f"  measured by: hubsurvey {r['tool_version']} ({methods}), {render_when(r['measured_at'])}{run}"]
     if url:
         lines.append(f"page: {url}")
     return "\n".join(lines)
@@ -626,7 +723,8 @@ def _write_site(store: Store, root: Path, progress: Callable[[int, int], None] |
     (root / GLOSSARY).write_text(env.get_template("site_figures.html.j2").render(
         **common, up="", rules=verdict_rules(), methods=[
             {"method": m, "title": t, "columns": figures.figure_columns(m)} for m, t in METHOD_TITLES],
-        per_column=figures.per_column_columns()), encoding="utf-8")
+        per_column=figures.per_column_columns(), kinds=KIND_WORDS,
+        brief_why_not=beside.BRIEF_WHY_NOT), encoding="utf-8")
     # the table's data, in chunks
     (root / "data").mkdir()
     chunks = [rows[i:i + CHUNK_ROWS] for i in range(0, len(rows), CHUNK_ROWS)] or [[]]
@@ -783,6 +881,10 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str], site_
         cleaned = _grouped(store, CLEAN_PAGE_SQL)
         per_column = _grouped(store, COLUMN_PAGE_SQL)
         group_columns, date_columns = _grouped(store, beside.GROUP_PAGE_SQL), _grouped(store, beside.TIME_PAGE_SQL)
+        label_names: dict[tuple[str, str, str], dict[int, str]] = defaultdict(dict)
+        for r in store.records(f"SELECT l.dataset_id, l.config, l.label_column, l.label_id, l.name FROM label_names l "
+                               f"JOIN {_CURRENT} USING (dataset_id, revision_sha, config)"):
+            label_names[(r["dataset_id"], r["config"], r["label_column"])][r["label_id"]] = r["name"]
     finally:
         store.con.unregister("site_ids")
 
@@ -802,7 +904,7 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str], site_
         for r in per_column.get(dataset_id, []):
             columns_of[r["config"]].append(r)
         for c in configs.values():
-            c["tables"] = figure_tables([row["measurement"] for row in c["rows"]])
+            c["figures"] = figure_table([row["measurement"] for row in c["rows"]])
             c["column_tables"] = column_tables(columns_of.get(c["config"], []))
             c["beside"] = beside.beside_section(
                 [row["measurement"] for row in c["rows"]],
@@ -817,7 +919,7 @@ def _dataset_pages(store: Store, batch: Sequence[str], surveyed: set[str], site_
             "cite": cite_text(dataset_id, rows, f"{site_url}/{dataset_href(dataset_id)}" if site_url else None),
             "judged": dataset_verdict(rows) if rows else None,
             "configs": list(configs.values()),
-            "examples": example_rows([e for e in examples.get(dataset_id, []) if e["config"] in configs]),
+            "examples": example_rows([e for e in examples.get(dataset_id, []) if e["config"] in configs], label_names),
             "hub_url": HUB_DATASETS_URL + quote(dataset_id, safe="/") if rows and rows[0]["source"] == "hub" else None,
             "contamination_line": lines.get(dataset_id),
             "contamination": pairs.get(dataset_id, []),

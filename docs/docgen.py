@@ -407,6 +407,17 @@ TABLES: dict[str, dict[str, str]] = {
         "method, method_version, tool_version, measured_at, run_id": _PROVENANCE + " (`semantic-2026`, 1; run_id "
                                                                     "NULL: a one-off audit)",
     },
+    "label_names": {
+        "dataset_id, revision_sha, config": "the config measured, at the revision measured",
+        "label_column": "the measurement row's label column whose HF feature is a ClassLabel, or a list of them",
+        "label_id": "the ClassLabel id: the name's position in the feature's `names`",
+        "name": "the id's name as the Parquet schema's `huggingface` metadata gives it: untrusted Hub text, cut at "
+                "200 characters (ending in …), at most 10,000 names per column (an id past them is shown as its id)",
+        "feature": "`ClassLabel` (one label per row), or `List(ClassLabel)` (a list per row: multi-label, a tag per "
+                   "token; nested lists nest it)",
+        "tool_version, measured_at, run_id": "provenance: the hubsurvey version that read the names, when, and by "
+                                             "which run (with the config's measurements)",
+    },
 }
 
 
@@ -507,6 +518,10 @@ TABLE_NOTES: dict[str, str] = {
                            "and no verdict reads it. The config's `checks` entry `semantic` holds the counts over every "
                            "pair. Replaced with the config's measurements, in the same transaction (a measurement "
                            "without `--semantic` leaves none). [Method](method.md#paraphrase-candidates-for-review).",
+    "label_names": "The ClassLabel names of each label column measured, one row per (config, label column, id), "
+                   "read by the workers from the Parquet schema's features (no dataset code runs). Replaced with "
+                   "the config's measurements, in the same transaction. The site and `hubsurvey show` print a label "
+                   "as its name and id (`joy (1)`) from them; the figures, examples and exports keep the ids.",
     "schema_version": "The migrations applied, one row each.",
 }
 

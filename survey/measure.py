@@ -33,7 +33,7 @@ from hubsurvey.core.figures import (
     registered_methods,
 )
 from hubsurvey.core.fingerprint import files_fingerprint, split_fingerprint
-from hubsurvey.core.roles import ColumnRoles, RoleOverrides, resolve_roles
+from hubsurvey.core.roles import ColumnRoles, RoleOverrides, class_label_names, resolve_roles
 from hubsurvey.core.store import now
 from hubsurvey.survey.metrics import Engine
 from hubsurvey.survey.semantic import SemanticRequest, SemanticResult, candidates
@@ -142,6 +142,7 @@ def measure_config(
     checks = checks_statement(methods, near.info if near else None, measurements, groups, group_candidates,
                               date_rows, {d["date_column"]: d["error"] for d in dates or [] if "error" in d},
                               paraphrases)
+    label_names = class_label_names(data.features)  # the features' ClassLabel names (the Parquet schema's)
     rows = []
     for m in measurements:
         row: dict[str, Any] = {
@@ -185,6 +186,8 @@ def measure_config(
         if paraphrases is not None:  # semantic_candidates: never a figure of the row
             row["semantic"] = paraphrases.info
             row["semantic_candidates"] = paraphrases.pairs
+        if (named := label_names.get(m.label_column or "")) is not None:  # the label_names table
+            row["label_names"] = {"feature": named.feature, "names": list(named.names)}
         rows.append(row)
     stored = [example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in samples]
     stored += [near_example_row(data, ex, measured_at=measured_at, run_id=run_id) for ex in (near.examples if near else [])]

@@ -84,6 +84,8 @@ E2E_TESTS: dict[str, str] = {
     "tests/pipeline/test_signals.py": "a demo and a run stopped by real signals in subprocesses, then resumed (60 s)",
     "tests/survey/test_hostile_runs.py": "whole surveys against hostile stand-ins: shared files, removed configs, SIGTERM (60 s)",
     "tests/analysis/test_site.py::test_the_demo_db_builds_a_site_whose_figures_equal_the_db": "the demo's whole survey, then its site",
+    "tests/analysis/test_site.py::test_a_shard_page_holding_every_dataset_of_the_demo_has_no_duplicate_id":
+        "the demo's whole survey, then its site on one shard page",
     "tests/survey/test_exposure.py::test_runs_list_the_models_once_and_again_when_a_revision_changes": "three whole runs",
     "tests/analysis/test_history_nights.py": "two nights of the mini-hub survey with benchmarks, a commit between them (40 s at load 5, 230 s at load 10)",
     "tests/survey/test_cache.py::test_a_survey_with_a_small_budget_never_goes_over_it": "two whole surveys under a cache budget (10 s)",

@@ -178,6 +178,54 @@ def _arrow_feature(t: pa.DataType) -> Any:
     return {"_type": "Value", "dtype": str(t)}
 
 
+# --- ClassLabel names ---------------------------------------------------------------------------
+
+#: Bounds on the names kept per label column: the names are untrusted Hub text (a feature may list
+#: any number of names of any length). A longer name is cut and ends with "…"; an id past the bound
+#: has no name and is shown as its id.
+MAX_LABEL_NAMES = 10_000
+MAX_LABEL_NAME_CHARS = 200
+
+
+@dataclass(frozen=True)
+class LabelNames:
+    """A label column's ClassLabel names, in id order (``names[i]`` names id ``i``), and its feature:
+    ``ClassLabel``, or ``List(ClassLabel)`` for a list of them (multi-label, a tag per token)."""
+
+    feature: str
+    names: tuple[str, ...]
+
+
+def class_label_names(features: Mapping[str, Any]) -> dict[str, LabelNames]:
+    """The ClassLabel names of each column whose HF feature is a ``ClassLabel`` or a list of them
+    (``Sequence``/``List``/``LargeList``, nested, or the legacy ``[feature]`` spelling), read from the
+    features alone (the Parquet schema's ``huggingface`` metadata: no dataset code runs). A ClassLabel
+    without a ``names`` list (only ``num_classes``) has none. Bounded: :data:`MAX_LABEL_NAMES` names
+    of :data:`MAX_LABEL_NAME_CHARS` characters at most."""
+    out = {}
+    for column, feature in features.items():
+        depth, inner = 0, feature
+        while True:
+            if isinstance(inner, list) and len(inner) == 1:
+                inner = inner[0]
+            elif isinstance(inner, dict) and inner.get("_type") in ("List", "Sequence", "LargeList"):
+                inner = inner.get("feature")
+            else:
+                break
+            depth += 1
+        if not (isinstance(inner, dict) and inner.get("_type") == "ClassLabel" and isinstance(inner.get("names"), list)):
+            continue
+        names = tuple(_bounded_name(n) for n in inner["names"][:MAX_LABEL_NAMES])
+        if names:
+            out[str(column)] = LabelNames("List(" * depth + "ClassLabel" + ")" * depth, names)
+    return out
+
+
+def _bounded_name(name: Any) -> str:
+    text = name if isinstance(name, str) else str(name)
+    return text if len(text) <= MAX_LABEL_NAME_CHARS else text[:MAX_LABEL_NAME_CHARS - 1] + "…"
+
+
 # --- inference -------------------------------------------------------------------------------
 
 def _is_id_like(name: str) -> bool:

@@ -296,8 +296,9 @@ SIDE_TABLES = {"groups": ("group_measurements", figures.GROUPS_METHOD, figures.G
 
 
 #: Keys of a measured row that are not columns of ``measurements``: the paraphrase candidates and
-#: what ran to find them (``semantic_candidates``; the row's ``checks`` say it too).
-NOT_COLUMNS = ("semantic", "semantic_candidates")
+#: what ran to find them (``semantic_candidates``; the row's ``checks`` say it too), and the label
+#: column's ClassLabel names (``label_names``).
+NOT_COLUMNS = ("semantic", "semantic_candidates", "label_names")
 
 
 def _figure_columns_ddl(existing: set[str], table: str = "measurements") -> list[str]:
@@ -356,6 +357,19 @@ def semantic_candidate_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str,
          "method_version": info["method_version"], "tool_version": first["tool_version"],
          "measured_at": first["measured_at"], "run_id": first.get("run_id")}
         for pair in first.get("semantic_candidates") or []
+    ]
+
+
+def label_name_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The ``label_names`` rows of one config's measurement rows: each row's ``label_names``
+    (``{"feature", "names"}``, the worker's reading of its label column's ClassLabel), one row per id."""
+    return [
+        {"dataset_id": row["dataset_id"], "revision_sha": row["revision_sha"], "config": row["config"],
+         "label_column": row["label_column"], "label_id": label_id, "name": name,
+         "feature": row["label_names"]["feature"], "tool_version": row["tool_version"],
+         "measured_at": row["measured_at"], "run_id": row.get("run_id")}
+        for row in rows if row.get("label_names") and row.get("label_column") is not None
+        for label_id, name in enumerate(row["label_names"]["names"])
     ]
 
 
@@ -597,11 +611,13 @@ class Store:
         where = {"d": dataset_id, "r": revision_sha, "c": config}
         with self.transaction() as con:
             for table in ("measurements", "examples", "column_measurements", "group_measurements", "time_measurements",
-                          "semantic_candidates"):
+                          "semantic_candidates", "label_names"):
                 con.execute(f"DELETE FROM {table} WHERE dataset_id = $d AND revision_sha = $r AND config = $c", where)
             for row in rows:
                 insert(con, "measurements", {k: v for k, v in row.items() if k not in ("per_column", *SIDE_TABLES,
                                                                                        *NOT_COLUMNS)})
+            if named := label_name_rows(rows):
+                insert_many(con, "label_names", named)
             per_column = [r for row in rows for r in column_measurement_rows(row)]
             if per_column:
                 insert_many(con, "column_measurements", per_column)

@@ -18,7 +18,6 @@ from typer.testing import CliRunner
 
 from hubsurvey.analysis.findings import create_views
 from hubsurvey.analysis.site import (
-    EXACT_PROFILES,
     GLOSSARY,
     INDEX_COLUMNS,
     MARKER,
@@ -242,9 +241,35 @@ def figure_rows(html: str) -> dict[tuple[str, str], dict[str, list[str]]]:
     out: dict[tuple[str, str], dict[str, list[str]]] = {}
     for config_html in html.split('<section class="config">')[1:]:
         config = unescape(re.search(r'<span class="config-name">(.*?)</span>', config_html).group(1))
-        for method, body in re.findall(r'<table class="figures" data-method="([^"]+)">(.*?)</table>', config_html, re.DOTALL):
+        table = config_html.split('<table class="figures">')[1].split("</table>")[0]
+        for method, body in re.findall(r'<tbody data-method="([^"]+)">(.*?)(?=<tbody|$)', table, re.DOTALL):
             rows = re.findall(r"^<tr><th>([^<]+)((?:<td>[^<\n]*)+)$", body, re.MULTILINE)
-            out[(config, method)] = {name: values.split("<td>")[1:] for name, values in rows}
+            out[(config, method)] = {unescape(name): values.split("<td>")[1:] for name, values in rows}
+    return out
+
+
+#: A page shows an LLE figure's two keys and an exact figure's two key profiles in one cell.
+PAGE_TWINS = {figures.LLE_METHOD: ("text_", "text_and_label_"), figures.EXACT_METHOD: ("raw_", "normalized_")}
+
+
+def shown_values(method: str, name: str, cell: str, row: dict) -> dict[str, str]:
+    """Read one cell of a figure row back into the registry's columns and their published values:
+    ``a`` or ``a · b`` names the count (or value) column and its percentage (``a_pct`` when the
+    registry has it, else ``b``), ``x (y)`` the two values, ``first / second`` the twins' (one value:
+    both twins agree)."""
+    columns = {c.name: c for c in figures.figure_columns(method)}
+    count, _, pct = name.partition(" · ")
+    twins = PAGE_TWINS.get(method, ("",))
+    twins = twins if any(t + count in columns for t in twins if t) else ("",)
+    pct = pct or (f"{count}_pct" if twins[0] + f"{count}_pct" in columns else "")
+    parts = cell.split(" / ")
+    assert len(parts) in (1, len(twins)), (name, cell)
+    out = {}
+    for twin, part in zip(twins, parts * len(twins) if len(parts) == 1 else parts, strict=True):
+        value, _, percent = part.partition(" (")
+        out[twin + count] = value
+        if pct:
+            out[twin + pct] = percent.removesuffix(")") if percent else value  # NR: NR alone
     return out
 
 
@@ -278,22 +303,22 @@ def assert_pages_equal_the_db(db: Path, site: Path) -> int:
             configs.setdefault(r["config"], []).append(r)
         for config, config_rows in configs.items():
             measured_by = set.intersection(*(set(json.loads(r["methods"] or "{}")) for r in config_rows))
+            no_validation = all(r["rows_validation"] is None for r in config_rows)
             for method in (figures.LLE_METHOD, figures.EXACT_METHOD, figures.NEAR_METHOD):
                 if method != figures.LLE_METHOD and method not in measured_by:
                     assert (config, method) not in shown  # not measured: not shown as NR
                     continue
-                expected: dict[str, list[str]] = {}
-                for column in figures.figure_columns(method):
-                    if method == figures.EXACT_METHOD:
-                        base = column.name.split("_", 1)[1]
-                        expected.setdefault(base, [])
-                        continue
-                    expected[column.name] = [figures.published(r[column.name], column.fmt) for r in config_rows]
-                if method == figures.EXACT_METHOD:
-                    fmt = {c.name: c.fmt for c in figures.figure_columns(method)}
-                    expected = {base: [figures.published(r[p + base], fmt[p + base]) for r in config_rows
-                                       for p in EXACT_PROFILES] for base in expected}
-                assert shown[(config, method)] == expected, (dataset_id, config, method)
+                # each label column's cell, read back into the registry's columns, is the DB's value
+                for i, r in enumerate(config_rows):
+                    got: dict[str, str] = {}
+                    for name, cells in shown[(config, method)].items():
+                        got.update(shown_values(method, name, cells[i], r))
+                    expected = {c.name: figures.published(r[c.name], c.fmt) for c in figures.figure_columns(method)}
+                    assert {k: expected[k] for k in got} == got, (dataset_id, config, method)
+                    # every figure is shown, but a validation figure of a config without a validation split (NR)
+                    missing = set(expected) - set(got)
+                    assert all(no_validation and "validation" in k and expected[k] == figures.NR for k in missing), \
+                        (dataset_id, config, method, missing)
         for r in rows:
             assert r["revision_sha"] in text and (r["parquet_sha"] is None or r["parquet_sha"] in text)
         # the answer first: the verdict naming its config, and a verdict per config and label column
@@ -302,10 +327,21 @@ def assert_pages_equal_the_db(db: Path, site: Path) -> int:
         assert page.value("data-verdict", judged.verdict) == [judged.verdict]
         assert page.value("data-field", "verdict_reason") == [judged.because]
         assert f"from config {judged.decided_by.config}" in judged.because
-        assert page.value("data-field", "config_value") == [figures.published(c.value, figures.Format.PERCENT)
-                                                            for c in judged.configs]
-        assert html.index('class="config-verdicts"') < html.index('class="toc"') < html.index('class="figures"') \
-            < html.index('class="history"') < html.index('class="cite"') < html.index('<h2>Examples behind the counts')
+        several = len(judged.configs) > 1
+        # a verdict per config and label column in a table; one alone is the verdict line's (no table of one row)
+        assert page.value("data-field", "config_value") == ([figures.published(c.value, figures.Format.PERCENT)
+                                                             for c in judged.configs] if several else [])
+        assert ('class="config-verdicts"' in html) == several
+        assert ('class="toc"' in html) == (len(configs) > 1)  # a table of contents where the article is long
+        if not several:
+            assert f"{judged.decided_by.figure} {figures.published(judged.decided_by.value, figures.Format.PERCENT)}" \
+                in judged.because and f'href="../{GLOSSARY}#verdicts"' in html.split("</p>")[0]
+        # the answer first, then the figures, the history (when a revision before the current one was
+        # measured), the citable block and the examples
+        order = ['class="verdict-line"', 'class="config-verdicts"', 'class="toc"', 'class="figures"',
+                 'class="history"', 'class="cite"', "<h2>Examples behind the counts"]
+        at = [html.index(marker) for marker in order if marker in html]
+        assert at == sorted(at) and len(at) >= 4, (dataset_id, at)
         # the stored examples of the current revision: one row each (both profiles on one), the first few per kind
         assert html.count('<td class="example-key">') == shown_examples.get(dataset_id, 0), dataset_id
     return len(by_dataset)
@@ -395,7 +431,7 @@ def test_hostile_names_stay_text(hostile, tmp_path):
         html = path.read_text()
         page = read_page(path)
         assert all(s.get("src") for s in page.scripts), path  # only the site's own script files
-        assert "<script>alert" not in html and "<img src=x" not in html and "<td><td>" not in html
+        assert "<script>alert" not in html and "<img src=x" not in html and "</script>\"</td>" not in html
     page = page_of(out, HOSTILE_ID)
     text = "".join(page.text)
     assert HOSTILE_ID in text and HOSTILE_CONFIG in text  # shown as text, exactly
@@ -408,7 +444,7 @@ def test_hostile_names_stay_text(hostile, tmp_path):
 
 @pytest.mark.slow
 def test_history_and_fingerprints_are_on_every_page_of_a_db_of_audits(hostile, tmp_path):
-    """A DB of one-off audits: every page has its history (one revision) and its split fingerprints,
+    """A DB of one-off audits: every page has its one revision and its split fingerprints in its citable block,
     the DB's values; the index says there is no run to compare with. tests/analysis/test_site_results.py has
     two recorded runs."""
     with Store(hostile, read_only=True) as store:
@@ -419,11 +455,11 @@ def test_history_and_fingerprints_are_on_every_page_of_a_db_of_audits(hostile, t
     for row in rows:
         page = page_of(tmp_path / "site", row["dataset_id"])
         (cite,) = page.value("data-field", "cite")
-        assert f"  revision: {row['revision_sha']}\n  fingerprints: " + ", ".join(
+        assert f"  revision: {row['revision_sha']}\n  parquet commit: NR\n  fingerprints: " + ", ".join(
             f"{split} {row[f'fingerprint_{split}'] or 'NR'}" for split in ("train", "validation", "test")) in cite
         assert row["fingerprint_train"].startswith("hs1:") and row["fingerprint_validation"] is None
-        history = article(tmp_path / "site", row["dataset_id"]).split('<table class="history">')[1].split("</table>")[0]
-        assert history.count('<tr class="current"><td>') == 1 and row["revision_sha"][:12] in history
+        # measured once: the citable block is its history (a table of the current revision alone would repeat it)
+        assert 'class="history"' not in article(tmp_path / "site", row["dataset_id"])
     index_page = read_page(tmp_path / "site" / "index.html")
     index = "".join(index_page.text)
     assert "No survey run is recorded in this DB (one-off audits only)" in index
@@ -587,3 +623,49 @@ def test_leaks_across_datasets_are_measured_only_where_a_run_computed_them(tmp_p
         store.con.execute("INSERT INTO runs (run_id, command, started_at, status, counts, tool_version) "
                           "VALUES ('r1', $c, now(), 'done', $j, '0')", {"c": command, "j": json.dumps(counts)})
         assert cross_measured(store) is measured
+
+
+def _duplicate_ids(path: Path) -> list[str]:
+    counts: dict[str, int] = {}
+    for found in re.findall(r'\sid="([^"]*)"', path.read_text(encoding="utf-8")):
+        counts[found] = counts.get(found, 0) + 1
+    return sorted(i for i, n in counts.items() if n > 1)
+
+
+def test_a_shard_page_holding_every_dataset_of_the_demo_has_no_duplicate_id(surveyed, tmp_path, monkeypatch):
+    """Every article of the demo's datasets on one shard page (as at Hub scale, where a page holds
+    about 25): no element id twice on the page, and every link to a section still resolves."""
+    import hubsurvey.analysis.site as site_module
+    import hubsurvey.analysis.site_links as site_links
+
+    for module in (site_module, site_links):  # every dataset on one page: d/000.html
+        monkeypatch.setattr(module, "dataset_shard", lambda dataset_id: "000")
+    with Store(surveyed, read_only=True) as store:
+        build_site(store, tmp_path / "site")
+        surveyed_ids = [r[0] for r in store.query("SELECT DISTINCT dataset_id FROM current_measurements")[1]]
+    (page,) = (tmp_path / "site" / "d").glob("*.html")
+    html = page.read_text(encoding="utf-8")
+    assert html.count('<article class="dataset"') == len(surveyed_ids) >= 13
+    assert _duplicate_ids(page) == []
+    assert broken_links(tmp_path / "site") == []
+
+
+@pytest.mark.slow
+def test_a_section_id_is_never_another_datasets_anchor(tmp_path, monkeypatch):
+    """Two datasets on one page whose ids differ by a section's name (``acme/x`` and ``acme/x-cite``):
+    a section's id is ``<anchor>/<section>``, and ``/`` is never in an anchor, so no id repeats."""
+    import hubsurvey.analysis.site as site_module
+    import hubsurvey.analysis.site_links as site_links
+
+    for module in (site_module, site_links):  # every dataset on one page: d/000.html
+        monkeypatch.setattr(module, "dataset_shard", lambda dataset_id: "000")
+    db = tmp_path / "r.duckdb"
+    for dataset_id in ("acme/x", "acme/x-cite", "acme/x-facts"):
+        audit_folder(write_folder(tmp_path, dataset_id, {"train": [("a", 0), ("b", 1)], "test": [("a", 0)]}), db,
+                     dataset_id=dataset_id)
+    with Store(db, read_only=True) as store:
+        build_site(store, tmp_path / "site")
+    (page,) = (tmp_path / "site" / "d").glob("*.html")
+    assert page.read_text(encoding="utf-8").count('<article class="dataset"') == 3
+    assert _duplicate_ids(page) == []
+    assert broken_links(tmp_path / "site") == []

@@ -354,8 +354,10 @@ def test_the_site_page_shows_checks_groups_and_dates_as_the_db_holds_them(maptas
         dated = store.records("SELECT * FROM time_measurements")
     html = (tmp_path / "site" / dataset_page_path("PierreColombo/miam")).read_text()
     section = html.split('<section class="beside"')[1].split("</section>")[0]
-    assert re.findall(r'<tr data-check="([^"]+)" data-ran="([^"]+)">', section) == [
-        (c["check"], "yes" if c["ran"] else "no") for c in checks]
+    ran, not_run = re.search(r'<p class="checks"><strong>Checked</strong>: (.*)\.<br>\n<strong>Not run</strong>: (.*)\.</p>',
+                             section).groups()
+    names = {line: [part.split(" (")[0] for part in text.split("; ")] for line, text in (("ran", ran), ("no", not_run))}
+    assert names == {"ran": [c["check"] for c in checks if c["ran"]], "no": [c["check"] for c in checks if not c["ran"]]}
     for g in groups:
         row = section.split(f'data-group-column="{g["group_column"]}"')[1].split("</tr>")[0]
         assert f'data-in-verdict="{"yes" if g["in_verdict"] else "no"}"' in row
