@@ -133,56 +133,52 @@ def audit(
             raise BadInputError(f"{source.dataset_id} [{config}]: no such config (have: {', '.join(configs)})")
     outcome = AuditOutcome(source.dataset_id)
     kind = "folder" if isinstance(source, FolderSource) else "hub"
-    store = Store(db) if db is not None else None
     args: dict[str, Any] = {"target": target, "config": config, "roles": str(roles_file) if roles_file else None}
     if semantic is not None:
         args.update(semantic=True, semantic_threshold=semantic.threshold, semantic_model=semantic.model)
     if benchmarks_file is not None:
-        if store is None:
+        if db is None:
             raise UsageError("an audit against benchmarks stores its contamination rows: it needs a DB")
         args["benchmarks"] = str(benchmarks_file)
-    try:
-        with Runs(store).recording("audit", args) if store is not None else nullcontext(None) as recording:
-            if recording is not None:
-                recording.counts = lambda: {"configs": len(outcome.results), "rows": len(outcome.rows),
-                                            "errors": len(outcome.errors)}
-            index = benchmarks if benchmarks is not None else _benchmark_index(store, client, benchmarks_file, recording, outcome)
-            # a fresh install's one-time compile, said in one line, in child processes side by side
-            kernels.compile_groups(kernels.groups_for(near=near, benchmarks=index is not None), say=log.info)
-            for name in [config] if config else configs:
-                try:
-                    data = source.load(name)
-                    result = measure_config(
-                        data, n_configs=len(configs), source=kind, overrides=overrides, examples=examples,
-                        methods=list(methods_measured(near=near)), semantic=semantic,
-                    )
-                    contamination = (_config_contamination(data, result.roles.text_columns, index,
-                                                           run_id=recording.run_id if recording is not None else None)
-                                     if index is not None else None)
-                    with_contamination_check(result.rows, [(b.benchmark.id, b.benchmark.config, b.benchmark.split)
-                                                           for b in index.benchmarks] if index is not None else None)
-                except (HubUnreachableError, StoreError, KeyboardInterrupt):
-                    raise
-                except Exception as e:
-                    outcome.failed(_config_error(e, f"{source.dataset_id} [{name}]"))
-                    continue
-                if store is not None and recording is not None:
-                    with store.transaction():  # a config's measurements and its contamination rows, or neither
-                        store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows,
-                                                   result.examples, fingerprints=result.fingerprints,
-                                                   run_id=recording.run_id)
-                        if index is not None and contamination is not None:
-                            store.replace_contamination(result.dataset_id, result.revision_sha, result.config,
-                                                        [(b.benchmark.id, b.benchmark.config, b.benchmark.split)
-                                                         for b in index.benchmarks], contamination)
-                outcome.results.append(result)
-                if contamination is not None:
-                    outcome.contamination += contamination
-            if recording is not None and outcome.errors and not outcome.results:
-                recording.status = RunStatus.FAILED
-    finally:
-        if store is not None:
-            store.close()
+    with (Store(db) if db is not None else nullcontext(None) as store,  # closed however the block ends
+          Runs(store).recording("audit", args) if store is not None else nullcontext(None) as recording):
+        if recording is not None:
+            recording.counts = lambda: {"configs": len(outcome.results), "rows": len(outcome.rows),
+                                        "errors": len(outcome.errors)}
+        index = benchmarks if benchmarks is not None else _benchmark_index(store, client, benchmarks_file, recording, outcome)
+        # a fresh install's one-time compile, said in one line, in child processes side by side
+        kernels.compile_groups(kernels.groups_for(near=near, benchmarks=index is not None), say=log.info)
+        for name in [config] if config else configs:
+            try:
+                data = source.load(name)
+                result = measure_config(
+                    data, n_configs=len(configs), source=kind, overrides=overrides, examples=examples,
+                    methods=list(methods_measured(near=near)), semantic=semantic,
+                )
+                contamination = (_config_contamination(data, result.roles.text_columns, index,
+                                                       run_id=recording.run_id if recording is not None else None)
+                                 if index is not None else None)
+                with_contamination_check(result.rows, [(b.benchmark.id, b.benchmark.config, b.benchmark.split)
+                                                       for b in index.benchmarks] if index is not None else None)
+            except (HubUnreachableError, StoreError, KeyboardInterrupt):
+                raise
+            except Exception as e:
+                outcome.failed(_config_error(e, f"{source.dataset_id} [{name}]"))
+                continue
+            if store is not None and recording is not None:
+                with store.transaction():  # a config's measurements and its contamination rows, or neither
+                    store.replace_measurements(result.dataset_id, result.revision_sha, result.config, result.rows,
+                                               result.examples, fingerprints=result.fingerprints,
+                                               run_id=recording.run_id)
+                    if index is not None and contamination is not None:
+                        store.replace_contamination(result.dataset_id, result.revision_sha, result.config,
+                                                    [(b.benchmark.id, b.benchmark.config, b.benchmark.split)
+                                                     for b in index.benchmarks], contamination)
+            outcome.results.append(result)
+            if contamination is not None:
+                outcome.contamination += contamination
+        if recording is not None and outcome.errors and not outcome.results:
+            recording.status = RunStatus.FAILED
     return outcome
 
 

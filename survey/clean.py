@@ -228,31 +228,27 @@ def clean(
         earlier, owned = None, set()
     outcome = CleanOutcome(source.dataset_id, out)
     hub = isinstance(source, HubSource)
-    store = Store(db) if db is not None else None
     args = {"target": target, "config": config, "profile": profile, "roles": str(roles_file) if roles_file else None}
-    try:
-        with Runs(store).recording("clean", args) if store is not None else nullcontext(None) as recording:
-            if recording is not None:
-                recording.counts = lambda: {"configs": len(outcome.configs), "errors": len(outcome.errors)}
-            for name in [config] if config else configs:
-                try:
-                    entry = clean_config(source.load(name), out, profile, overrides)
-                except (HubUnreachableError, StoreError, KeyboardInterrupt):
-                    raise
-                except Exception as e:
-                    error = _config_error(e, f"{source.dataset_id} [{name}]")
-                    outcome.failures.append(error)
-                    outcome.errors.append(scrub(str(error)))
-                    continue
-                outcome.configs[name] = entry
-                if store is not None and recording is not None:
-                    _record(store, source.dataset_id, source.revision_sha, source.parquet_sha if hub else None,  # type: ignore[union-attr]
-                            name, profile, entry, recording.run_id)
-            if recording is not None and outcome.errors and not outcome.configs:
-                recording.status = RunStatus.FAILED
-    finally:
-        if store is not None:
-            store.close()
+    with (Store(db) if db is not None else nullcontext(None) as store,  # closed however the block ends
+          Runs(store).recording("clean", args) if store is not None else nullcontext(None) as recording):
+        if recording is not None:
+            recording.counts = lambda: {"configs": len(outcome.configs), "errors": len(outcome.errors)}
+        for name in [config] if config else configs:
+            try:
+                entry = clean_config(source.load(name), out, profile, overrides)
+            except (HubUnreachableError, StoreError, KeyboardInterrupt):
+                raise
+            except Exception as e:
+                error = _config_error(e, f"{source.dataset_id} [{name}]")
+                outcome.failures.append(error)
+                outcome.errors.append(scrub(str(error)))
+                continue
+            outcome.configs[name] = entry
+            if store is not None and recording is not None:
+                _record(store, source.dataset_id, source.revision_sha, source.parquet_sha if hub else None,  # type: ignore[union-attr]
+                        name, profile, entry, recording.run_id)
+        if recording is not None and outcome.errors and not outcome.configs:
+            recording.status = RunStatus.FAILED
     if outcome.configs:
         outcome.manifest = _manifest(source, profile, outcome.configs, earlier, owned, out)
         _write_atomic(out / MANIFEST, lambda tmp: tmp.write_text(json.dumps(outcome.manifest, indent=1, ensure_ascii=False)
