@@ -30,7 +30,6 @@ order. "The dog bit the man" and "the man bit the dog" have one vector.
 from __future__ import annotations
 
 import functools
-import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ import pyarrow.parquet as pq
 from hubsurvey.core.errors import UsageError
 from hubsurvey.core.figures import SEMANTIC_METHOD, SEMANTIC_METHOD_VERSION
 from hubsurvey.core.options import DEFAULT_SEMANTIC_THRESHOLD
+from hubsurvey.core.outputs import file_digest
 from hubsurvey.core.settings import hub_offline
 from hubsurvey.survey.normalize import normalize_array
 from hubsurvey.survey.sources import ConfigData, SplitData
@@ -87,14 +87,6 @@ class EmbeddingModel:
     weights_sha256: str
     dim: int
     encode: Callable[[list[str]], np.ndarray] = field(compare=False, repr=False)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _wordllama_folder() -> Path:
@@ -152,7 +144,7 @@ def _load_wordllama() -> EmbeddingModel:
         model = WordLlama.load(cache_dir=folder, disable_download=True)
     weights = sorted((folder / "weights").glob("*.safetensors"))
     name = f"wordllama {weights[0].stem}" if weights else "wordllama"
-    return EmbeddingModel(name, _sha256(weights[0]) if weights else "", int(model.embedding.shape[1]),
+    return EmbeddingModel(name, file_digest(weights[0]) if weights else "", int(model.embedding.shape[1]),
                           lambda texts: np.asarray(model.embed(texts, batch_size=64), dtype=np.float32))
 
 
@@ -166,7 +158,7 @@ def _load_model2vec(spec: str) -> EmbeddingModel:
     except Exception as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise UsageError(f"--semantic-model {spec}: model2vec cannot read it: {first}") from None
-    return EmbeddingModel(f"model2vec {folder.name}", _sha256(folder / "model.safetensors"), int(model.dim),
+    return EmbeddingModel(f"model2vec {folder.name}", file_digest(folder / "model.safetensors"), int(model.dim),
                           lambda texts: np.asarray(model.encode(texts, use_multiprocessing=False), dtype=np.float32))
 
 
