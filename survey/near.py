@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 from numba import prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from hubsurvey.core.compiled import compiled
+from hubsurvey.core.compiled import compiled, read_only
 from hubsurvey.core.figures import NEAR_CURVE, NEAR_DEFAULT_SHINGLE, NEAR_DEFAULT_THRESHOLD
 from hubsurvey.survey import normalize, passages
 
@@ -432,7 +432,7 @@ def _utf8(texts: Texts, cap: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]
             width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
             offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1].astype(np.int64)
             buffer = chunk.buffers()[2]
-            yield first, (np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(1, np.uint8)), offsets
+            yield first, read_only(np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(1, np.uint8)), offsets
             first += len(chunk)
         return
     lengths = np.minimum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), cap + 1)
@@ -441,7 +441,7 @@ def _utf8(texts: Texts, cap: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]
     while start < len(texts):
         stop = max(int(np.searchsorted(ends, (ends[start - 1] if start else 0) + BATCH_CHARS, side="right")), start + 1)
         part = [t if len(t) <= cap else t[:cap + 1] for t in texts[start:stop]]
-        data = np.frombuffer("".join(part).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        data = read_only(np.frombuffer("".join(part).encode("utf-8", "surrogatepass"), dtype=np.uint8))
         offsets = np.empty(stop - start + 1, dtype=np.int64)
         _byte_offsets(data, lengths[start:stop], offsets)
         yield start, data, offsets
@@ -894,10 +894,13 @@ def warm_up() -> None:
 
 def compile_passes() -> None:
     """Run the stage's compiled passes on three texts, two of them near-duplicates (so that every
-    pass runs): each is loaded from numba's cache, or compiled and cached."""
+    pass runs): each is loaded from numba's cache, or compiled and cached. Both kinds of texts the
+    pass takes: one Arrow column (a config's one text column, read in place) and Python strings
+    (the rows of several text columns, joined), whose bytes numba types apart (read-only)."""
     texts = pa.array(["the first text to warm up with", "the first text to warm up with!", "Ünïcödé text"])
-    find_pairs(normalize_column(pa.chunked_array([texts])).combine_chunks(), np.array([True, False, True]),
-               NearParams(), threads=1)
+    normalized = normalize_column(pa.chunked_array([texts])).combine_chunks()
+    for each in (normalized, normalized.to_pylist()):
+        find_pairs(each, np.array([True, False, True]), NearParams(), threads=1)
 
 
 def _warmed() -> None:

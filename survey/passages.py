@@ -48,7 +48,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hubsurvey.core.compiled import cache_folder, compiled
+from hubsurvey.core.compiled import cache_folder, compiled, read_only
 from hubsurvey.survey.normalize import normalize_text
 
 # The hash's definition, shared with the reference in contamination.py (fnv1a, window_hashes).
@@ -456,7 +456,7 @@ def _buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.frombuffer(texts.buffers()[1], dtype=width)[texts.offset:texts.offset + len(texts) + 1].astype(np.int64)
     data_buffer = texts.buffers()[2]
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
-    return data, offsets
+    return read_only(data), offsets
 
 
 def scan_texts(texts: pa.Array, grams: KeySet | None, shorts: KeySet | None, mask: int, *,

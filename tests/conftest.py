@@ -54,8 +54,9 @@ SHARED_DATASETS = Path(
 #          minutes on 2 cores: every module, the stand-in, the CLI and the outputs, on real data.
 #          `-n auto` (pytest-xdist) runs them on one worker process per core: most of the slow
 #          tests wait on a stand-in, a subprocess or a file as much as they compute.
-# ci       `pytest -m "e2e or exhaustive"`: what the default leaves out (pyproject's addopts deselect
-#          it), a CI step of its own, one test at a time (its quota windows and deadlines are timed).
+# ci       what the default leaves out (pyproject's addopts deselect it), two CI steps of their own:
+#          `pytest -n auto -m "exhaustive and not e2e"` (the sweeps time nothing: one worker per core),
+#          then `pytest -m e2e`, one test at a time (its quota windows and deadlines are timed).
 #          `pytest -m ""` runs everything.
 # A test module marks its slow tests itself (`@pytest.mark.slow`). Which slow tests only CI runs is
 # decided here, in one place, by node id prefix (a module, a test, or one parametrization):
@@ -164,6 +165,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if _under(item.nodeid, EXHAUSTIVE_TESTS) and item.get_closest_marker("slow") and not item.get_closest_marker("sample"):
             item.add_marker(pytest.mark.exhaustive)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A run that takes the slow tests compiles the kernels once, here, as `hubsurvey run` does
+    before its jobs: otherwise each pytest-xdist worker compiles them in its first slow test, the
+    same work once per worker. Skipped by the fast tier (it runs no compiled pass), by an xdist
+    worker (its controller did it) and by a run that only collects."""
+    config = session.config
+    if hasattr(config, "workerinput") or config.option.collectonly or "not slow" in (config.option.markexpr or ""):
+        return
+    from hubsurvey.survey.kernels import GROUPS, compile_groups
+
+    compile_groups(list(GROUPS))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

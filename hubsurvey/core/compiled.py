@@ -9,6 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import numba
+import numpy as np
+
+
+def read_only(data: np.ndarray) -> np.ndarray:
+    """``data`` as a read-only view (the array itself untouched). A compiled pass takes a text
+    column's bytes read-only whatever held them (an Arrow buffer read from Parquet is writable, a
+    Python ``bytes`` is not): numba compiles a pass once per array type, and one type is compiled
+    once, in the run's one-time compile, instead of again in a job that brings the other."""
+    view = data.view()
+    view.flags.writeable = False
+    return view
 
 
 def compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:

@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 
 #: seconds to reach the scheduler before the run gives up on it (exit 4)
 CONNECT_TIMEOUT = 20.0
+#: seconds to fetch a finished job's outcome (a few kB) from its worker
+RESULT_TIMEOUT = 120.0
 
 
 def connect(address: str, timeout: float = CONNECT_TIMEOUT) -> Any:
@@ -89,6 +91,7 @@ class DaskExecutor(Inflight):
         per_host = Counter(urlsplit(addr).hostname for addr in info) or Counter({"": 1})
         self._worker_cache_bytes = int(max_cache_gb * GB) // max(per_host.values()) if max_cache_gb else None
         self._hub = ctx.client if ctx is not None else None
+        self._closed = False
         self.limits: Any = None
         if ctx is not None and self.share_limits:
             # the token's quota and the breaker, for every client of the run: the workers' and ours
@@ -116,9 +119,15 @@ class DaskExecutor(Inflight):
         outer: Future[JobOutcome] = Future()
 
         def done(f: Any) -> None:
+            # distributed runs every future's callbacks on one thread of the process: a callback
+            # that waits on a closed client's loop (a result asked for after the run let its jobs
+            # go) would wait forever, and no later run's job in this process would ever settle
+            if self._closed:
+                settle(outer, JobOutcome.failure("interrupted", f"{spec.where}: the run ended first", transient=True))
+                return
             try:
-                settle(outer, f.result())
-            except Exception as e:  # a lost worker, a cancelled task
+                settle(outer, f.result(timeout=RESULT_TIMEOUT))
+            except Exception as e:  # a lost worker, a cancelled task, a client closed meanwhile
                 settle(outer, error_outcome(e, spec.where))
 
         self._client.submit(run_on_worker, spec, self.limits, self._worker_cache_bytes, pure=False).add_done_callback(done)
@@ -127,6 +136,7 @@ class DaskExecutor(Inflight):
     def close(self, *, cancel: bool = False) -> None:
         # interrupted or not, the jobs in flight are let go (their results are not taken: they stay
         # pending in the queue)
+        self._closed = True
         if self._hub is not None and self.limits is not None:
             try:  # the steps after the jobs pace on what the cluster left of the windows
                 self._hub.own_limits.seed(self.limits.snapshot().result())

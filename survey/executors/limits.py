@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hubsurvey.core.errors import HubStoppedAnsweringError
+from hubsurvey.core.errors import ClusterUnreachableError, HubStoppedAnsweringError, one_line
 from hubsurvey.core.pacing import Breaker, HubLimits, Pace, QuotaState
 from hubsurvey.core.settings import Settings
 
@@ -73,9 +73,21 @@ class LimitsService:
         return self._limits.snapshot()
 
 
+#: seconds a client waits for the service's answer: it answers at once, so this bounds only a job
+#: whose run has ended (its service went with the run's Dask client) or whose service's worker is gone
+SERVICE_TIMEOUT = 10.0
+
+
 def _value(result: Any) -> Any:
     """A service call's value: a Dask actor's calls give a future, a local service its value."""
-    return result.result() if hasattr(result, "result") else result
+    if not hasattr(result, "result"):
+        return result
+    try:
+        return result.result(timeout=SERVICE_TIMEOUT)
+    except Exception as e:  # a timeout, a closed connection: either way no service to pace on
+        raise ClusterUnreachableError(
+            f"the run's quota and breaker service did not answer within {SERVICE_TIMEOUT:g} s ({one_line(e)}): "
+            "its run has ended or the worker holding it is gone") from None
 
 
 class RemotePace(Pace):

@@ -226,3 +226,46 @@ def test_publish_without_push_never_prints_a_folder_it_removed(tmp_path):
     kept = tmp_path / "kept"
     result = runner.invoke(app, ["publish", "--repo", "me/results", "--db", str(db), "--out", str(kept)])
     assert f"folder: {kept}" in result.stdout and (kept / "README.md").is_file()
+
+
+# What a job of a dataset with two text columns runs after the run's one-time compile: the child
+# measures it under numba's compile events and prints each pass numba had to compile.
+_MEASURE_TWO_COLUMNS = """
+import json, sys
+import pyarrow as pa, pyarrow.parquet as pq
+from numba.core import event
+from hubsurvey.core.figures import methods_measured
+from hubsurvey.survey.measure import measure_config
+from hubsurvey.survey.sources import open_source
+
+root = sys.argv[1]
+for split, n in (("train", 3000), ("test", 400)):
+    question = [f"what did player {i % 250} say about the {i % 7}th match in season {i % 40}?" for i in range(n)]
+    context = [f"In season {i % 40} the club won {i % 11} of its games; player {i % 250} scored twice. Ü{i}" for i in range(n)]
+    folder = f"{root}/default/{split}"
+    __import__("os").makedirs(folder)
+    pq.write_table(pa.table({"question": question, "context": context, "label": [i % 3 for i in range(n)]}), f"{folder}/0000.parquet")
+source = open_source(root)
+data = source.load(source.configs()[0])
+with event.install_recorder("numba:compile") as compiled:
+    measure_config(data, n_configs=1, source="hub", methods=list(methods_measured(near=True)))
+print(json.dumps(sorted({e.data["dispatcher"].py_func.__qualname__ for _, e in compiled.buffer if e.is_start})))
+"""
+
+
+@pytest.mark.slow
+def test_after_the_one_time_compile_a_two_text_column_job_compiles_nothing(tmp_path):
+    """The run's compile covers the passes' variants a question-and-context dataset uses: a job of
+    one in a fresh process, on the compiled cache, loads every pass and compiles none (before, each
+    worker compiled four near-duplicate passes inside its first such job, 18 s)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    compile_run = "from hubsurvey.survey.kernels import compile_groups; compile_groups(['fingerprint', 'near'])"
+    subprocess.run([sys.executable, "-c", compile_run], env=env, check=True, timeout=900)
+    job = subprocess.run([sys.executable, "-c", _MEASURE_TWO_COLUMNS, str(tmp_path / "qa")], env=env,
+                         check=True, timeout=900, capture_output=True, text=True)
+    compiled = json.loads(job.stdout.strip().splitlines()[-1])
+    assert compiled == [], compiled
