@@ -77,6 +77,8 @@ E2E_TESTS: dict[str, str] = {
     "tests/analysis/test_analysis_minihub.py": "a whole survey of the mini-hub, then every output",
     "tests/commands/test_cli.py::test_demo_writes_only_into_its_own_folder": "the demo in a subprocess, as a new user runs it",
     "tests/core/test_hostile_inputs.py::test_the_demo_runs_with_offline_mode_set": "the demo in a subprocess under HF_HUB_OFFLINE=1",
+    "tests/commands/test_newcomer.py::test_after_the_one_time_compile_a_two_text_column_job_compiles_nothing":
+        "the one-time compile into a fresh numba cache, then a job in a subprocess (40 s)",
     "tests/standin/test_standin.py::test_full_listing_of_100k_is_fast": "the 100k-dataset listing, timed",
     "tests/analysis/test_publish.py::test_publish_end_to_end_against_the_standin": "build, push and re-push to the stand-in",
     "tests/survey/test_contamination.py::test_a_run_with_benchmarks_stores_the_truth_and_the_command_agrees": "a whole run",

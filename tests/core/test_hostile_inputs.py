@@ -508,7 +508,7 @@ def test_an_answer_nested_deeper_than_any_real_one_is_a_hub_fault(hostile_answer
     hostile_answers["body"] = (b'{"a":' * (depth // 2) + b"[" * (depth - depth // 2) + b"1"
                                + b"]" * (depth - depth // 2) + b"}" * (depth // 2))
     client = HubClient(endpoint=hostile_answers["url"], token="hf_NotARealTokenForTheHostileHub", rate=0, file_rate=0,
-                       max_attempts=2)
+                       max_attempts=2, max_wait=0.05)  # retried once (a fault is transient), without a second's backoff
     with pytest.raises(HubError) as caught:
         HUB_CALLS[call](client)
     assert caught.value.error_class == "hub_fault" and exit_code_of(caught.value) == ExitCode.HUB, repr(caught.value)
