@@ -140,7 +140,7 @@ def _run_group(group: str, data: Any) -> None:
     elif group == "near":
         from hubsurvey.survey import near
 
-        near.compile_passes()
+        near.compile_passes(python_strings=True)
         # A job of the near method also fingerprints its splits: once the fingerprint group's child
         # has cached its passes, the whole job on the sample compiles what else it uses (the passes'
         # variants for the arrays it reads), and nothing twice.

@@ -892,14 +892,15 @@ def warm_up() -> None:
     _warming.start()
 
 
-def compile_passes() -> None:
+def compile_passes(*, python_strings: bool = False) -> None:
     """Run the stage's compiled passes on three texts, two of them near-duplicates (so that every
-    pass runs): each is loaded from numba's cache, or compiled and cached. Both kinds of texts the
-    pass takes: one Arrow column (a config's one text column, read in place) and Python strings
-    (the rows of several text columns, joined), whose bytes numba types apart (read-only)."""
+    pass runs): each is loaded from numba's cache, or compiled and cached. The texts are one Arrow
+    column (a config's one text column, read in place); with ``python_strings`` (the run's one-time
+    compile), Python strings too (the rows of several text columns, joined), which take a pass of
+    their own (``_byte_offsets``). A process's warm-up loads only what most jobs use."""
     texts = pa.array(["the first text to warm up with", "the first text to warm up with!", "Ünïcödé text"])
     normalized = normalize_column(pa.chunked_array([texts])).combine_chunks()
-    for each in (normalized, normalized.to_pylist()):
+    for each in (normalized, normalized.to_pylist()) if python_strings else (normalized,):
         find_pairs(each, np.array([True, False, True]), NearParams(), threads=1)
 
 

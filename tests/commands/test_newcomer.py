@@ -231,7 +231,7 @@ def test_publish_without_push_never_prints_a_folder_it_removed(tmp_path):
 # What a job of a dataset with two text columns runs after the run's one-time compile: the child
 # measures it under numba's compile events and prints each pass numba had to compile.
 _MEASURE_TWO_COLUMNS = """
-import json, sys
+import json, os, sys
 import pyarrow as pa, pyarrow.parquet as pq
 from numba.core import event
 from hubsurvey.core.figures import methods_measured
@@ -243,7 +243,7 @@ for split, n in (("train", 3000), ("test", 400)):
     question = [f"what did player {i % 250} say about the {i % 7}th match in season {i % 40}?" for i in range(n)]
     context = [f"In season {i % 40} the club won {i % 11} of its games; player {i % 250} scored twice. Ü{i}" for i in range(n)]
     folder = f"{root}/default/{split}"
-    __import__("os").makedirs(folder)
+    os.makedirs(folder)
     pq.write_table(pa.table({"question": question, "context": context, "label": [i % 3 for i in range(n)]}), f"{folder}/0000.parquet")
 source = open_source(root)
 data = source.load(source.configs()[0])
