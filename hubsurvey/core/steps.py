@@ -94,9 +94,9 @@ class RunOptions:
     # the chosen executor's options, by name (``--dask ADDR``: {"dask": ADDR}); declared by each executor
     executor_options: Mapping[str, Any] = field(default_factory=dict)
     job_timeout: float = field(default=1800.0, metadata=flag(
-        "--job-timeout", "Seconds one job may take (local workers)", parse=more_than_zero(MAX_SECONDS)))
+        "--job-timeout", "Seconds one job may take, its download included (locally and on Dask)", parse=more_than_zero(MAX_SECONDS)))
     memory_mb: int = field(default=4096, metadata=flag(
-        "--memory-mb", "Memory ceiling of one local worker, MB", parse=more_than_zero(MAX_MB)))
+        "--memory-mb", "Memory ceiling of the process measuring one job, MB (locally and on Dask)", parse=more_than_zero(MAX_MB)))
     max_attempts: int = 3  # attempts of one job in one run (not on the command line)
     report_dir: Path | None = field(default=None, metadata=flag(
         "--report-dir", "Where the refreshed report goes", type=Path, default=DEFAULT_REPORT_DIR, parse=_output_folder))
