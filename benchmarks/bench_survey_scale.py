@@ -50,15 +50,16 @@ CORES = 2  # a machine of the projection, as this one
 
 # --- the stand-in, in a process of its own ----------------------------------------------------------
 
-def serve(root: str, conn: Any, quota: tuple[int, int, float]) -> None:
-    """The stand-in, enforcing ``quota`` (API, resolver calls per window, real seconds per Hub second);
-    answers control messages: stats, quota_log, reset, generated, stop."""
+def serve(root: str, conn: Any, quota: tuple[int, int, float], page_size: int = 1000) -> None:
+    """The stand-in, enforcing ``quota`` (API, resolver calls per window, real seconds per Hub second),
+    listing ``page_size`` datasets a page; answers control messages: stats, quota_log, reset,
+    generated, stop."""
     from hubsurvey_standin import Quota, StandinHub
 
     def fresh() -> Quota:
         return Quota(api=quota[0], resolvers=quota[1], window=WINDOW_S, clock_scale=quota[2])
 
-    with StandinHub(Path(root), quota=fresh()) as hub:
+    with StandinHub(Path(root), quota=fresh(), page_size=page_size) as hub:
         conn.send(hub.url)
         while True:
             message = conn.recv()
@@ -88,9 +89,10 @@ def serve(root: str, conn: Any, quota: tuple[int, int, float]) -> None:
 
 
 class Standin:
-    def __init__(self, root: Path, quota: tuple[int, int, float]):
+    def __init__(self, root: Path, quota: tuple[int, int, float], page_size: int = 1000):
         self._conn, child = mp.Pipe()
-        self._process = mp.get_context("spawn").Process(target=serve, args=(str(root), child, quota), daemon=True)
+        self._process = mp.get_context("spawn").Process(target=serve, args=(str(root), child, quota, page_size),
+                                                        daemon=True)
         self._process.start()
         self.url = self._conn.recv()
         self.pid = int(self._process.pid or 0)

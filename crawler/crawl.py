@@ -31,6 +31,7 @@ Every listed dataset is written to the ``datasets`` table as eligible or exclude
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import time
@@ -500,7 +501,8 @@ class _Crawler:
             kept = Resolution(prior["exclusion_reason"], configs or {}, prior["total_rows"], prior["parquet_sha"])
             entry.row = self._row(entry, prior["exclusion_reason"], kept, meta["sha"], "parquet")
         else:
-            entry.future = self.pool.submit(self._resolve_one, meta)
+            # in a copy of this context: the crawl's call tally (HubClient.tally) counts its calls
+            entry.future = self.pool.submit(contextvars.copy_context().run, self._resolve_one, meta)
 
     def _resolve_one(self, meta: dict[str, Any]) -> tuple[Resolution, bool]:
         """(resolution, final): a Hub fault is not final, the next crawl retries it."""
@@ -594,21 +596,22 @@ def _crawl(
 ) -> CrawlSummary:
     filters = filters or CrawlFilters()
     started = time.perf_counter()
-    calls0, files0 = client.calls, client.file_calls
     pool = ThreadPoolExecutor(max_workers=max(1, workers))
     crawler = _Crawler(store, client, filters, run_id=run_id, pool=pool, progress=progress,
                        recheck_listing=recheck_listing, since_last=since_last)
-    try:
-        # Several authors: one server-side listing each, one after the other (never the whole Hub).
-        for query in filters.listing_queries():
-            crawler.listing(query, window=PAGES_IN_FLIGHT)
-    except OutOfTimeError as e:  # --max-hours: what was listed is kept, with its cursor; the next crawl resumes
-        log.warning("crawl: stopped at --max-hours: %s", client.scrub(str(e)))
-        crawler.summary.out_of_time = True
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    # the crawl's own calls: jobs measured beside it download through the same client
+    with client.tally() as tally:
+        try:
+            # Several authors: one server-side listing each, one after the other (never the whole Hub).
+            for query in filters.listing_queries():
+                crawler.listing(query, window=PAGES_IN_FLIGHT)
+        except OutOfTimeError as e:  # --max-hours: what was listed is kept, with its cursor; the next crawl resumes
+            log.warning("crawl: stopped at --max-hours: %s", client.scrub(str(e)))
+            crawler.summary.out_of_time = True
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
     summary = crawler.summary
-    summary.api_calls = client.calls - calls0
-    summary.file_calls = client.file_calls - files0
+    summary.api_calls = tally.calls
+    summary.file_calls = tally.file_calls
     summary.seconds = time.perf_counter() - started
     return summary

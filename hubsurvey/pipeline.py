@@ -62,10 +62,11 @@ class RunLockedError(StoreError):
 
 def run_steps(filters: CrawlFilters | None = None) -> list[Step]:
     """The steps of ``hubsurvey run``, in order. A new step: one class in its stage, one line here."""
+    crawl = CrawlStep(filters)
     return [
-        CrawlStep(filters),
+        crawl,
         BenchmarksStep(),  # before the jobs: they check contamination while their files are on disk
-        MeasureStep(),
+        MeasureStep(beside=crawl),  # with --measure-during-crawl the crawl runs beside the jobs
         CrossleaksStep(),  # reads the fingerprints alone: it needs the measurements, nothing after them
         ContaminationStep(),
         ExposureStep(),  # the models declaring the datasets found contaminated

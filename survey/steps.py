@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from hubsurvey.core.figures import methods_measured
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobSettings, JobStatus
 from hubsurvey.core.runs import is_interruption
-from hubsurvey.core.steps import Counts, Recorded, RunContext, RunEnd, Step
+from hubsurvey.core.steps import BesideJobs, Counts, FeedsJobs, Recorded, RunContext, RunEnd, Step
 from hubsurvey.survey import kernels
 from hubsurvey.survey.contamination_check import saved_index
 from hubsurvey.survey.executors import open_executor
@@ -82,8 +82,13 @@ def job_settings(ctx: RunContext) -> JobSettings:
 @dataclass
 class MeasureStep(Step):
     """Queue, then run every job to its end: done, failed, or (out of ``max_hours``) left pending.
-    Its counts are the run's headline: at the top of the run's row, and in the line naming the run."""
+    Its counts are the run's headline: at the top of the run's row, and in the line naming the run.
 
+    With ``measure_during_crawl``, ``beside`` (the crawl step) runs beside the jobs: each page's
+    eligible datasets are queued as the crawl writes them, and its counts are recorded under its
+    own name when it ends."""
+
+    beside: FeedsJobs | None = None
     name: str = "measure"
     recorded = Recorded(top={k: v for k, v in MeasureCounts().as_json().items() if k not in _TIMES},
                         times={k: v for k, v in MeasureCounts().as_json().items() if k in _TIMES})
@@ -103,32 +108,51 @@ class MeasureStep(Step):
         settings = job_settings(ctx)
         todo = deque(JobSpec(job, settings) for job in queue.enqueue(ctx.run_id, o.retry_failed))
         counts = MeasureCounts(queued=len(todo))
-        if todo and o.executor == "local":  # a cluster's workers compile on their own hosts
-            ctx.phase("compiling", pending=len(todo))
-            # before the first job, and before the ETA's clock starts (the phase "measuring")
-            kernels.compile_groups(kernels.groups_for(near=o.near, benchmarks=settings.benchmarks_index is not None),
-                                   say=log.info)
-        ctx.phase("measuring", pending=len(todo))
-        ctx.snapshot()
-        if todo:
-            self._execute(ctx, queue, todo, counts)
+        feeder = (_Feeder(self.beside, ctx, queue, settings)
+                  if self.beside is not None and o.crawl and o.measure_during_crawl else None)
+        try:
+            if feeder is not None:
+                feeder.start(todo)
+            if (todo or feeder is not None) and o.executor == "local":  # a cluster's workers compile on their own hosts
+                ctx.phase("compiling", pending=len(todo))
+                # before the first job, and before the ETA's clock starts (the phase "measuring")
+                kernels.compile_groups(kernels.groups_for(near=o.near, benchmarks=settings.benchmarks_index is not None),
+                                       say=log.info)
+            ctx.phase("measuring", pending=len(todo))
+            ctx.snapshot()
+            if todo or feeder is not None:
+                self._execute(ctx, queue, todo, counts, feeder)
+        finally:
+            if feeder is not None:
+                feeder.stop()  # ended early (an error, Ctrl-C, the breaker): what it wrote stays
         return counts.as_json()
 
     @staticmethod
-    def _execute(ctx: RunContext, queue: JobQueue, todo: deque[JobSpec], counts: MeasureCounts) -> None:
+    def _execute(ctx: RunContext, queue: JobQueue, todo: deque[JobSpec], counts: MeasureCounts,
+                 feeder: _Feeder | None = None) -> None:
         executor = open_executor(ctx)
         measuring_since = time.perf_counter()  # the rates and the ETA count from here
         interrupted = False
         with ctx.bounded():  # --max-hours stops the downloads in flight too, not only the taking of new jobs
             try:
-                while todo or executor.inflight:
+                while todo or executor.inflight or feeder is not None:
+                    if feeder is not None:  # its writes, and the jobs of the datasets they made eligible
+                        ended = not feeder.running  # asked first: its last writes are then run below
+                        counts.queued += feeder.pump(todo, wait=not (todo or executor.inflight))
+                        if ended:
+                            feeder.finish()
+                            feeder = None
                     while todo and executor.inflight < executor.capacity and not ctx.out_of_time():
                         spec = todo.popleft()
-                        queue.mark_running(spec.job.job_id, ctx.run_id)
+                        if not queue.mark_running(spec.job.job_id, ctx.run_id):
+                            counts.queued -= 1  # superseded since it was queued: the crawl found a newer revision
+                            continue
                         executor.submit(spec)
                     if not executor.inflight:
+                        if feeder is not None:
+                            continue  # the crawl goes on, and may find more
                         break  # out of time: the rest stays pending
-                    for spec, outcome in executor.completed(timeout=1.0):
+                    for spec, outcome in executor.completed(timeout=0.05 if feeder is not None else 1.0):
                         if not outcome.ok and (outcome.error_class == "hub_stopped" or ctx.client.breaker.open):  # pending for the next run
                             continue
                         status = queue.record(spec.job, outcome, run_id=ctx.run_id)
@@ -158,3 +182,45 @@ class MeasureStep(Step):
             ctx.live.progress(done=counts.done, failed=counts.failed, rows=counts.data_rows, pending=len(todo),
                               force=True)
             ctx.snapshot()
+
+
+class _Feeder:
+    """The measure step's side of work running beside its jobs (the crawl): it runs that work's
+    DB writes, queues the jobs of each dataset it makes eligible, and records its counts."""
+
+    def __init__(self, step: FeedsJobs, ctx: RunContext, queue: JobQueue, settings: JobSettings):
+        self._step, self._ctx, self._queue, self._settings = step, ctx, queue, settings
+        self._work: BesideJobs | None = None
+        self._queued: set[str] = set()
+
+    def start(self, todo: deque[JobSpec]) -> None:
+        self._queued.update(spec.job.job_id for spec in todo)
+        self._work = self._step.beside(self._ctx)
+
+    @property
+    def running(self) -> bool:
+        return self._work is not None and self._work.running
+
+    def pump(self, todo: deque[JobSpec], *, wait: bool) -> int:
+        """Run the work's DB calls (waiting a moment for one when the workers are idle); queue the
+        jobs of the datasets they made eligible. Returns how many jobs were queued."""
+        if self._work is None:
+            return 0
+        found = self._work.pump(0.2 if wait else 0.0)
+        if not found:
+            return 0
+        fresh = [job for job in self._queue.enqueue(self._ctx.run_id, datasets=found) if job.job_id not in self._queued]
+        self._queued.update(job.job_id for job in fresh)
+        todo.extend(JobSpec(job, self._settings) for job in fresh)
+        return len(fresh)
+
+    def finish(self) -> None:
+        """Its counts, recorded under its step's name, once it has ended (what it raised is raised)."""
+        if self._work is not None:
+            work, self._work = self._work, None
+            self._ctx.counts[self._step.name] = work.finish()
+
+    def stop(self) -> None:
+        if self._work is not None:
+            work, self._work = self._work, None
+            work.stop()

@@ -90,6 +90,18 @@ T = TypeVar("T")
 _JOB_END: ContextVar[float] = ContextVar("hubsurvey_job_end", default=math.inf)
 
 
+@dataclass
+class CallTally:
+    """The calls one piece of work made through a client (:meth:`HubClient.tally`), apart from
+    the calls other work made through the same client at the same time."""
+
+    calls: int = 0  # API calls
+    file_calls: int = 0  # file (resolve) requests
+
+
+_TALLY: ContextVar[CallTally | None] = ContextVar("hubsurvey_call_tally", default=None)
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for failures worth retrying: rate limits, 5xx, timeouts, resets, truncated bodies,
     Hub faults. An unreachable Hub (no DNS, connection refused, offline mode) is not transient.
@@ -273,6 +285,17 @@ class HubClient:
         self._stop_at = math.inf if not seconds else time.monotonic() + seconds
 
     @contextlib.contextmanager
+    def tally(self) -> Iterator[CallTally]:
+        """Count the calls made inside the block (in this context: a thread it starts counts too
+        when it runs in a copy of it, ``contextvars.copy_context().run``)."""
+        counted = CallTally()
+        token = _TALLY.set(counted)
+        try:
+            yield counted
+        finally:
+            _TALLY.reset(token)
+
+    @contextlib.contextmanager
     def time_limit(self, seconds: float | None) -> Iterator[None]:
         """The calls made inside the block (in this thread) end within ``seconds``: a job's downloads
         under ``--job-timeout``."""
@@ -318,10 +341,15 @@ class HubClient:
                 active.deadline += pacer.acquire(active.hard_deadline)
             except OutOfTimeError as e:
                 raise OutOfTimeError(f"{what}: {e}") from None
+            counted = _TALLY.get()
             if _file:
                 self.file_calls += 1
+                if counted is not None:
+                    counted.file_calls += 1
             else:
                 self.calls += 1
+                if counted is not None:
+                    counted.calls += 1
             try:
                 return fn(*args, **kwargs)
             except Exception as e:

@@ -15,7 +15,7 @@ retried by the next run, and ``retry_failed`` puts failures of the given classes
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -154,23 +154,34 @@ class JobQueue:
 
     # --- filling the queue -------------------------------------------------------------------------
 
-    def enqueue(self, run_id: str, retry_failed: Iterable[str] | None = None) -> list[QueuedJob]:
+    def enqueue(self, run_id: str, retry_failed: Iterable[str] | None = None, *,
+                datasets: Sequence[str] | None = None) -> list[QueuedJob]:
         """Queue every eligible (dataset, config) not yet measured at its current sha; return the
         pending jobs, in dataset order.
 
         Also puts back: jobs a stopped run left running (``requeue_stale``), transient failures,
         and, with ``retry_failed``, failures of those classes (an empty collection: every class).
+
+        ``datasets``: only these, just written by a crawl running beside the jobs; nothing is put
+        back (the run's own jobs may be running).
         """
-        datasets = self.store.records(
-            "SELECT dataset_id, sha, configs, parquet_sha FROM datasets WHERE status = 'eligible' AND sha IS NOT NULL ORDER BY dataset_id"
-        )
+        where, bound = "", {}
+        if datasets is not None:
+            where, bound = " AND dataset_id IN (SELECT unnest($ids::VARCHAR[]))", {"ids": list(datasets)}
+        records = self.store.records(
+            "SELECT dataset_id, sha, configs, parquet_sha FROM datasets WHERE status = 'eligible' AND sha IS NOT NULL"
+            f"{where} ORDER BY dataset_id", bound or None)
         jobs: list[QueuedJob] = []
         with self.store.transaction() as con:
-            self.requeue_stale()
-            self.requeue_failed(retry_failed)
-            self.requeue_outdated()
-            existing = {r[0]: r[1] for r in con.execute("SELECT job_id, status FROM jobs").fetchall()}
-            for d in datasets:
+            if datasets is None:
+                self.requeue_stale()
+                self.requeue_failed(retry_failed)
+                self.requeue_outdated()
+                existing = {r[0]: r[1] for r in con.execute("SELECT job_id, status FROM jobs").fetchall()}
+            else:
+                existing = {r[0]: r[1] for r in con.execute(
+                    "SELECT job_id, status FROM jobs WHERE dataset_id IN (SELECT unnest($ids::VARCHAR[]))", bound).fetchall()}
+            for d in records:
                 configs = json.loads(d["configs"]) if isinstance(d["configs"], str) else (d["configs"] or {})
                 for config, splits in sorted(configs.items()):
                     kept = {s: v for s, v in splits.items() if SPLIT_ALIASES.get(s.lower())}
@@ -247,12 +258,15 @@ class JobQueue:
 
     # --- running -----------------------------------------------------------------------------------
 
-    def mark_running(self, job_id: str, run_id: str) -> None:
+    def mark_running(self, job_id: str, run_id: str) -> bool:
+        """Take a pending job; False when it is no longer pending (superseded by a newer revision
+        that a crawl running beside the jobs found since it was queued)."""
         with self.store.transaction() as con:
-            con.execute(
-                "UPDATE jobs SET status = $s, started_at = $t, run_id = $r WHERE job_id = $j",
-                {"s": JobStatus.RUNNING.value, "t": now(), "r": run_id, "j": job_id},
-            )
+            taken = con.execute(
+                "UPDATE jobs SET status = $s, started_at = $t, run_id = $r WHERE job_id = $j AND status = $p RETURNING job_id",
+                {"s": JobStatus.RUNNING.value, "t": now(), "r": run_id, "j": job_id, "p": JobStatus.PENDING.value},
+            ).fetchall()
+        return bool(taken)
 
     def record(self, job: QueuedJob, outcome: JobOutcome, *, run_id: str | None = None) -> JobStatus:
         """Write one attempt's outcome (of run ``run_id``): its rows, fingerprints and contamination

@@ -103,6 +103,9 @@ class RunOptions:
     roles_file: str | None = field(default=None, metadata=flag(
         "--roles", ROLES_HELP, type=Path | None, parse=_text))
     crawl: bool = True  # list the Hub first (False: measure what is queued; not on the command line)
+    measure_during_crawl: bool = field(default=False, metadata=flag(
+        "--measure-during-crawl", "Measure each page's eligible datasets while the crawl goes on listing the Hub, "
+        "instead of after the whole crawl (a first survey: the workers measure while the crawl waits for its quota)"))
     # failed jobs to queue again: None none (transient failures are always retried), () every
     # class, else the error classes given (``run --retry-failed CLASS``; 'all': every class)
     retry_failed: tuple[str, ...] | None = field(default=None, metadata=flag(
@@ -239,6 +242,38 @@ class RunEnd:
     status: str
     seconds: float
     files: tuple[str, ...] = ()
+
+
+class BesideJobs(Protocol):
+    """Work running beside the measure step's jobs that finds datasets to measure (the crawl, with
+    ``measure_during_crawl``): in a thread of its own, its DB writes run on the coordinator when
+    the measure step pumps it (:meth:`pump`), so the DB keeps one writer."""
+
+    @property
+    def running(self) -> bool: ...
+
+    def pump(self, timeout: float = 0.0) -> list[str]:
+        """Run its queued DB calls (waiting up to ``timeout`` for one); the datasets it wrote as
+        eligible since the last pump."""
+        ...
+
+    def finish(self) -> Counts:
+        """Its step's counts, once it has ended; what it raised is raised here."""
+        ...
+
+    def stop(self, wait_s: float = 5.0) -> None:
+        """End it early: the run is ending."""
+        ...
+
+
+class FeedsJobs(Protocol):
+    """A step that can run beside the measure step's jobs (:class:`BesideJobs`)."""
+
+    name: str
+
+    def beside(self, ctx: RunContext) -> BesideJobs | None:
+        """Start it beside the jobs (None: not in this run)."""
+        ...
 
 
 class Step(Protocol):

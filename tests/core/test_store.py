@@ -3,6 +3,7 @@ used (read-only folder, full disk, a foreign DuckDB file, a SQLite file) refused
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -19,6 +20,7 @@ from typer.testing import CliRunner
 
 from hubsurvey.cli import app
 from hubsurvey.core.errors import ExitCode, StoreError, exit_code_of
+from hubsurvey.core.hub import CallTally
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobStatus
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.status import status
@@ -181,6 +183,10 @@ def test_crawl_and_audit_record_their_runs(tmp_path):
 
         def list_dataset_pages(self, **kwargs):
             return iter(())
+
+        @contextlib.contextmanager
+        def tally(self):
+            yield CallTally()
 
     db = tmp_path / "c.duckdb"
     with Store(db) as store:

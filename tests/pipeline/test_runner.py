@@ -315,3 +315,49 @@ def test_roles_override_reaches_the_workers(minihub, tmp_path):
         others = store.query("SELECT DISTINCT roles_source FROM measurements WHERE dataset_id <> $d", {"d": target["dataset_id"]})[1]
     assert rows_ and all(r == {"label_column": None, "roles_source": "override"} for r in rows_)
     assert others == [("inferred",)]
+
+
+@pytest.mark.slow
+def test_measuring_during_the_crawl_starts_jobs_before_the_listing_ends_and_stores_the_same_rows(minihub, clean_run, tmp_path):
+    """With measure_during_crawl the workers take each page's eligible datasets while the crawl
+    lists the next pages (slowed here, two datasets a page); the stored rows are the clean run's,
+    and the crawl's counts are recorded under its name as after a crawl run first."""
+    slow_listing = Faults(slow_ms=300, scope=Scope(categories=frozenset({"list"})))
+
+    def first_job_and_listing_end(db: Path) -> tuple:
+        with Store(db) as store:
+            return store.query("SELECT (SELECT min(started_at) FROM jobs), (SELECT max(completed_at) FROM crawl_listings)")[1][0]
+
+    with StandinHub(minihub, faults=slow_listing, page_size=2) as hub:
+        beside = survey(hub, tmp_path / "beside.duckdb", tmp_path, measure_during_crawl=True)
+        after = survey(hub, tmp_path / "after.duckdb", tmp_path)
+    assert beside.status == after.status == "done" and beside.failed == 0
+    assert rows(tmp_path / "beside.duckdb") == rows(clean_run)
+    assert beside.done == after.done and beside.queued == after.queued
+    untimed = [{k: v for k, v in counts.items() if k != "seconds"} for counts in (beside.crawl, after.crawl)]
+    assert untimed[0] == untimed[1] and beside.crawl["listed"] > 4  # several pages; the crawl's own calls alone
+    started, listed = first_job_and_listing_end(tmp_path / "beside.duckdb")
+    assert started < listed  # a job ran while the crawl was still listing
+    started, listed = first_job_and_listing_end(tmp_path / "after.duckdb")
+    assert started > listed
+
+
+@pytest.mark.slow
+def test_a_listing_that_fails_during_the_measurement_ends_the_run_and_the_next_run_completes(minihub, clean_run, tmp_path):
+    """The Hub fails the listing after a few pages while jobs run beside it: the run fails with the
+    crawl's Hub error (as a run that crawls first does), what was written stays, no job is left
+    running, and the next run lists the rest and stores the clean run's rows."""
+    from hubsurvey.core.errors import HubError
+
+    db = tmp_path / "f.duckdb"
+    failing_listing = Faults(error_burst_every=4, error_burst_len=1000, scope=Scope(categories=frozenset({"list"})))
+    with StandinHub(minihub, faults=failing_listing, page_size=2) as hub, pytest.raises(HubError, match="listing datasets"):
+        survey(hub, db, tmp_path, measure_during_crawl=True)
+    with Store(db) as store:
+        assert store.query("SELECT count(*) FROM datasets")[1][0][0] > 0
+        assert store.query("SELECT count(*) FROM jobs WHERE status = 'running'")[1][0][0] == 0
+        assert store.query("SELECT status FROM runs")[1] == [("failed",)]
+    with StandinHub(minihub, page_size=2) as hub:
+        resumed = survey(hub, db, tmp_path, measure_during_crawl=True)
+    assert resumed.status == "done" and resumed.failed == 0
+    assert rows(db) == rows(clean_run)
