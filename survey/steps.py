@@ -111,8 +111,6 @@ class MeasureStep(Step):
         feeder = (_Feeder(self.beside, ctx, queue, settings)
                   if self.beside is not None and o.crawl and o.measure_during_crawl else None)
         try:
-            if feeder is not None:
-                feeder.start(todo)
             if (todo or feeder is not None) and o.executor == "local":  # a cluster's workers compile on their own hosts
                 ctx.phase("compiling", pending=len(todo))
                 # before the first job, and before the ETA's clock starts (the phase "measuring")
@@ -131,6 +129,8 @@ class MeasureStep(Step):
     def _execute(ctx: RunContext, queue: JobQueue, todo: deque[JobSpec], counts: MeasureCounts,
                  feeder: _Feeder | None = None) -> None:
         executor = open_executor(ctx)
+        if feeder is not None:  # once the executor is open: on a cluster, the crawl draws on the cluster's one quota
+            feeder.start(todo)
         measuring_since = time.perf_counter()  # the rates and the ETA count from here
         interrupted = False
         with ctx.bounded():  # --max-hours stops the downloads in flight too, not only the taking of new jobs
@@ -176,6 +176,8 @@ class MeasureStep(Step):
                 interrupted = is_interruption(e)
                 raise
             finally:
+                if feeder is not None:  # ended early: the crawl stops before the executor (and a cluster's quota) goes
+                    feeder.stop()
                 executor.close(cancel=interrupted)  # interrupted: the jobs in flight are ended, not waited for
         counts.left_pending = len(todo)
         if ctx.live:  # the last job's results, for readers while the report renders

@@ -139,6 +139,28 @@ def test_three_workers_hold_one_resolver_quota_with_no_429_after_the_first_windo
 
 
 @pytest.mark.slow
+def test_a_crawl_during_the_measurement_draws_on_the_cluster_quota_with_the_workers(cluster, tmp_path):
+    """run --measure-during-crawl on the cluster, under 4 API and 30 resolver calls per 3 s window:
+    the coordinator's crawl (listing two datasets a page) and the workers' downloads draw on one
+    quota, no 429 after the first window in either bucket, jobs start before the listing ends, and
+    every dataset is measured."""
+    quota = Quota(api=4, resolvers=30, window=300, clock_scale=0.01)
+    db = tmp_path / "r.duckdb"
+    with StandinHub(write_tiny_hub(tmp_path / "hub", 12), quota=quota, page_size=2) as hub:
+        client = client_for(hub, tmp_path / "cache", clock_scale=0.01, deadline=30)
+        summary = run_survey(db, client, None, on_cluster(cluster, near=False, measure_during_crawl=True))
+    assert summary.status == "done" and summary.done == 12 and summary.failed == 0, jobs(db)
+    assert summary.crawl["listed"] == 12 and summary.crawl["eligible"] == 12
+    for bucket in (API, RESOLVERS):
+        log = windows(quota, bucket)
+        assert all(refused == 0 for index, _, refused in log if index > 0), (bucket, log)
+    assert max(index for index, _, _ in windows(quota, API)) >= 3  # the crawl spanned several windows
+    with Store(db) as store:
+        first_job, listed = store.query("SELECT (SELECT min(started_at) FROM jobs), (SELECT max(completed_at) FROM crawl_listings)")[1][0]
+    assert first_job < listed
+
+
+@pytest.mark.slow
 def test_file_rate_is_one_pace_for_the_whole_cluster(cluster, tmp_path):
     """``--file-rate 3``: three workers download 36 files at three a second between them (not three
     each). The stand-in counts file requests per one-second window (a quota it never reaches)."""
