@@ -104,6 +104,8 @@ E2E_TESTS: dict[str, str] = {
         "three Dask worker processes under quota windows of 15 s (2 min)",
     "tests/survey/test_cluster.py::test_the_run_deadline_and_the_breaker_hold_across_the_cluster": "a cluster run ended by the breaker (30 s)",
     "tests/survey/test_cluster.py::test_file_rate_is_one_pace_for_the_whole_cluster": "a cluster run at --file-rate 3 (30 s)",
+    "tests/survey/test_cluster.py::test_a_crawl_during_the_measurement_draws_on_the_cluster_quota_with_the_workers":
+        "a cluster run crawling during its measurement, under quota windows of 3 s (30 s)",
     "tests/survey/test_cluster.py::test_a_job_past_its_memory_ceiling_is_stopped_and_recorded_as_locally": "a cluster run (40 s)",
     "tests/survey/test_cluster.py::test_a_job_past_its_timeout_is_stopped_and_the_worker_takes_the_next":
         "two cluster runs, one job stopped at its timeout (80 s)",
