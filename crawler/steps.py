@@ -56,15 +56,15 @@ class CrawlStep(Step):
                 f"{json.dumps(excluded, sort_keys=True)}"]
 
 
-class _NotingEligible:
-    """The store, noting the datasets each page writes as eligible (on the coordinator's thread)."""
+class _NotingWritten:
+    """The store, noting the datasets each page writes (on the coordinator's thread)."""
 
-    def __init__(self, store: Store, eligible: list[str]):
-        self._store, self._eligible = store, eligible
+    def __init__(self, store: Store, written: list[str]):
+        self._store, self._written = store, written
 
     def upsert_datasets(self, rows: Any, listing: Mapping[str, Any] | None = None) -> None:
         self._store.upsert_datasets(rows, listing)
-        self._eligible.extend(r["dataset_id"] for r in rows if r["status"] == "eligible")
+        self._written.extend(r["dataset_id"] for r in rows)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -77,10 +77,10 @@ class CrawlBeside:
 
     def __init__(self, step: CrawlStep, ctx: RunContext):
         self._coordinator = OnCoordinator()
-        self._eligible: list[str] = []
+        self._written: list[str] = []
         self._summary: CrawlSummary | None = None
         self._error: BaseException | None = None
-        store = Coordinated(_NotingEligible(ctx.store, self._eligible), self._coordinator)
+        store = Coordinated(_NotingWritten(ctx.store, self._written), self._coordinator)
         # daemon: a run ended by Ctrl-C never waits for a crawl blocked on the quota
         self._thread = threading.Thread(target=self._crawl, args=(store, ctx, step.filters),
                                         name="hubsurvey-crawl", daemon=True)
@@ -98,9 +98,9 @@ class CrawlBeside:
 
     def pump(self, timeout: float = 0.0) -> list[str]:
         """Run the crawl's queued store calls (waiting up to ``timeout`` for one); return the
-        datasets written as eligible since the last pump, in the order written."""
+        datasets written since the last pump (eligible or not), in the order written."""
         self._coordinator.run_pending(timeout)
-        found, self._eligible[:] = list(self._eligible), []
+        found, self._written[:] = list(self._written), []
         return found
 
     def finish(self) -> Counts:

@@ -140,7 +140,7 @@ class MeasureStep(Step):
                         ended = not feeder.running  # asked first: its last writes are then run below
                         counts.queued += feeder.pump(todo, wait=not (todo or executor.inflight))
                         if ended:
-                            feeder.finish()
+                            feeder.finish(todo)
                             feeder = None
                     while todo and executor.inflight < executor.capacity and not ctx.out_of_time():
                         spec = todo.popleft()
@@ -188,15 +188,23 @@ class MeasureStep(Step):
 
 class _Feeder:
     """The measure step's side of work running beside its jobs (the crawl): it runs that work's
-    DB writes, queues the jobs of each dataset it makes eligible, and records its counts."""
+    DB writes, queues the jobs of each dataset it makes eligible, and records its counts.
+
+    Jobs queued before it started (left pending by an earlier run) are held until it has written
+    their dataset again, or has ended: a dataset it finds at a newer revision then supersedes them,
+    so every job is measured at the revision this crawl confirms, as when the crawl runs first."""
 
     def __init__(self, step: FeedsJobs, ctx: RunContext, queue: JobQueue, settings: JobSettings):
         self._step, self._ctx, self._queue, self._settings = step, ctx, queue, settings
         self._work: BesideJobs | None = None
         self._queued: set[str] = set()
+        self._held: dict[str, list[JobSpec]] = {}
 
     def start(self, todo: deque[JobSpec]) -> None:
         self._queued.update(spec.job.job_id for spec in todo)
+        for spec in todo:
+            self._held.setdefault(spec.job.dataset_id, []).append(spec)
+        todo.clear()
         self._work = self._step.beside(self._ctx)
 
     @property
@@ -205,22 +213,29 @@ class _Feeder:
 
     def pump(self, todo: deque[JobSpec], *, wait: bool) -> int:
         """Run the work's DB calls (waiting a moment for one when the workers are idle); queue the
-        jobs of the datasets they made eligible. Returns how many jobs were queued."""
+        jobs of the datasets they wrote (and release the held ones). Returns how many jobs were
+        queued anew."""
         if self._work is None:
             return 0
-        found = self._work.pump(0.2 if wait else 0.0)
-        if not found:
+        written = self._work.pump(0.2 if wait else 0.0)
+        if not written:
             return 0
-        fresh = [job for job in self._queue.enqueue(self._ctx.run_id, datasets=found) if job.job_id not in self._queued]
+        fresh = [job for job in self._queue.enqueue(self._ctx.run_id, datasets=written) if job.job_id not in self._queued]
+        for dataset in written:
+            todo.extend(self._held.pop(dataset, ()))
         self._queued.update(job.job_id for job in fresh)
         todo.extend(JobSpec(job, self._settings) for job in fresh)
         return len(fresh)
 
-    def finish(self) -> None:
-        """Its counts, recorded under its step's name, once it has ended (what it raised is raised)."""
+    def finish(self, todo: deque[JobSpec]) -> None:
+        """Its counts, recorded under its step's name, once it has ended (what it raised is raised);
+        the jobs still held are released."""
         if self._work is not None:
             work, self._work = self._work, None
             self._ctx.counts[self._step.name] = work.finish()
+        for held in self._held.values():
+            todo.extend(held)
+        self._held.clear()
 
     def stop(self) -> None:
         if self._work is not None:

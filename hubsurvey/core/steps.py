@@ -253,8 +253,8 @@ class BesideJobs(Protocol):
     def running(self) -> bool: ...
 
     def pump(self, timeout: float = 0.0) -> list[str]:
-        """Run its queued DB calls (waiting up to ``timeout`` for one); the datasets it wrote as
-        eligible since the last pump."""
+        """Run its queued DB calls (waiting up to ``timeout`` for one); the datasets it wrote since
+        the last pump (eligible or not)."""
         ...
 
     def finish(self) -> Counts:

@@ -361,3 +361,30 @@ def test_a_listing_that_fails_during_the_measurement_ends_the_run_and_the_next_r
         resumed = survey(hub, db, tmp_path, measure_during_crawl=True)
     assert resumed.status == "done" and resumed.failed == 0
     assert rows(db) == rows(clean_run)
+
+
+@pytest.mark.slow
+def test_jobs_left_pending_wait_for_the_crawl_to_confirm_their_revision(minihub, tmp_path):
+    """Jobs an earlier run left pending are held until the crawl beside the jobs has listed their
+    dataset again: one whose dataset moved to a new revision meanwhile is superseded, never
+    measured, and the new revision is; the others are measured as queued. The moved dataset's
+    pending job is the first in the queue and the listing's first page takes a second, so a job
+    taken before the crawl confirms it would be measured at the old revision."""
+    db = tmp_path / "h.duckdb"
+    with StandinHub(minihub, page_size=2) as hub:
+        with Store(db) as store:
+            crawl(store, standin_client(hub, tmp_path / "cache"))
+        stopped = survey(hub, db, tmp_path, max_hours=1e-9, crawl=False)
+        assert stopped.done == 0 and stopped.left_pending > 1
+        with Store(db) as store:
+            target = store.query("SELECT dataset_id FROM jobs ORDER BY dataset_id LIMIT 1")[1][0][0]
+        hub.set_sha(target, "e" * 40)
+        hub.set_faults(Faults(slow_ms=1000, scope=Scope(categories=frozenset({"list"}))))
+        beside = survey(hub, db, tmp_path, measure_during_crawl=True)
+    assert beside.status == "done" and beside.failed == 0
+    with Store(db) as store:
+        measured = store.query("SELECT DISTINCT revision_sha FROM measurements WHERE dataset_id = $d", {"d": target})[1]
+        statuses = dict(store.query("SELECT revision_sha, status FROM jobs WHERE dataset_id = $d", {"d": target})[1])
+        assert store.query("SELECT count(*) FROM jobs WHERE status NOT IN ('done', 'superseded')")[1][0][0] == 0
+    assert measured == [("e" * 40,)]
+    assert statuses["e" * 40] == "done" and set(statuses.values()) == {"done", "superseded"}
