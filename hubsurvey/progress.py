@@ -1,6 +1,7 @@
 """Progress of a survey and of a crawl: a tqdm bar on a terminal, periodic log lines otherwise.
 
-The survey bar shows jobs done, failed and pending, rows per second and the ETA; the crawl bar shows
+The survey bar shows jobs done, failed and pending, rows per second and the ETA (while the crawl
+runs beside the jobs, the datasets it has listed instead); the crawl bar shows
 datasets listed and resolved. Off a terminal (cron) the same figures go to the log every
 ``every_s`` seconds and once at the end, so an overnight log stays short.
 """
@@ -95,6 +96,9 @@ class SurveyProgress(Progress):
         # since the jobs began (the run says; a one-time compile before them is not in it)
         elapsed = counts.get("elapsed_s", time.monotonic() - self._started)
         eta = elapsed / finished * pending if finished and pending is not None else None
+        if counts.get("listed") is not None:  # measuring during the crawl: more jobs come as it lists
+            return {"done": finished - failed, "failed": failed, "pending": pending,
+                    "rows/s": counts.get("rows_per_s", 0), "crawling": f"{counts['listed']} listed"}
         return {"done": finished - failed, "failed": failed, "pending": pending,
                 "rows/s": counts.get("rows_per_s", 0), "eta": _eta(eta)}
 

@@ -167,7 +167,8 @@ class MeasureStep(Step):
                             elapsed = time.perf_counter() - measuring_since
                             ctx.progress({"done": counts.done + counts.failed, "ok": counts.done, "failed": counts.failed,
                                           "total": counts.queued, "elapsed_s": elapsed,
-                                          "rows_per_s": round(counts.data_rows / elapsed, 2) if elapsed else 0})
+                                          "rows_per_s": round(counts.data_rows / elapsed, 2) if elapsed else 0,
+                                          **({"listed": feeder.listed} if feeder is not None else {})})
                     ctx.client.breaker.check()  # the Hub stopped answering: end the run (exit 4), the rest stays pending
                     if ctx.live:  # between transactions: at most once a second (progress), every few (snapshot)
                         ctx.live.tick(ctx.store.con, done=counts.done, failed=counts.failed, rows=counts.data_rows,
@@ -199,6 +200,8 @@ class _Feeder:
         self._work: BesideJobs | None = None
         self._queued: set[str] = set()
         self._held: dict[str, list[JobSpec]] = {}
+        #: the datasets it has written so far (eligible or not)
+        self.listed = 0
 
     def start(self, todo: deque[JobSpec]) -> None:
         self._queued.update(spec.job.job_id for spec in todo)
@@ -220,6 +223,7 @@ class _Feeder:
         written = self._work.pump(0.2 if wait else 0.0)
         if not written:
             return 0
+        self.listed += len(written)
         fresh = [job for job in self._queue.enqueue(self._ctx.run_id, datasets=written) if job.job_id not in self._queued]
         for dataset in written:
             todo.extend(self._held.pop(dataset, ()))

@@ -367,6 +367,16 @@ def test_survey_progress_off_a_tty_logs_done_failed_pending_rate_and_eta(caplog)
     assert line.startswith("survey: done 3, failed 1, pending 6, rows/s 2.5, eta ")
 
 
+def test_survey_progress_during_the_crawl_says_what_it_listed_instead_of_an_eta(caplog):
+    """While the crawl runs beside the jobs the total grows as it lists: no ETA is made up from it."""
+    from hubsurvey.progress import SurveyProgress
+
+    caplog.set_level(logging.INFO, logger="hubsurvey.progress")
+    with SurveyProgress(every_s=0, stream=io.StringIO()) as bar:
+        bar({"done": 4, "ok": 4, "failed": 0, "total": 4, "rows_per_s": 2.5, "listed": 1200})
+    assert caplog.records[0].getMessage() == "survey: done 4, failed 0, pending 0, rows/s 2.5, crawling 1200 listed"
+
+
 # --- demo ----------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
