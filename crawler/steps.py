@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hubsurvey.core.coordinator import Coordinated, CoordinatorGone, OnCoordinator
+from hubsurvey.core.coordinator import Coordinated, OnCoordinator
 from hubsurvey.core.steps import Counts, Recorded, RunContext, RunEnd, Step
 from hubsurvey.core.store import Store
 from hubsurvey.crawler.crawl import CrawlSummary, crawl
@@ -117,5 +117,3 @@ class CrawlBeside:
         and its listing resumes from its last page written on the next run."""
         self._coordinator.close()
         self._thread.join(wait_s)
-        if isinstance(self._error, CoordinatorGone):
-            self._error = None

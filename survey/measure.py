@@ -119,8 +119,8 @@ def measure_config(
     # the near stage's reading thread): after the measurement, it cost as much as the measurement.
     fingerprinting = (ThreadPoolExecutor(1, thread_name_prefix="fingerprint", initializer=one_thread)
                       if methods is not None and NEAR_METHOD not in methods else None)
-    beside = (fingerprinting.submit(lambda: {name: fingerprint_split(split) for name, split in data.splits.items()})
-              if fingerprinting is not None else None)
+    fingerprints_beside = (fingerprinting.submit(lambda: {name: fingerprint_split(split) for name, split in data.splits.items()})
+                           if fingerprinting is not None else None)
     try:
         with Engine(data, **(engine_options or {})) as engine:
             # the examples' kinds are the exact method's: measured with it only
@@ -135,8 +135,8 @@ def measure_config(
             rows_by_split = engine.rows
             fingerprints = engine.fingerprints()
             read = engine.split_fingerprints  # the near stage's read gave them, else they are read now
-        if beside is not None:
-            read = {**beside.result(), **read}
+        if fingerprints_beside is not None:
+            read = {**fingerprints_beside.result(), **read}
         content = {name: read.get(name) or fingerprint_split(split) for name, split in data.splits.items()}
         paraphrases = candidates(data, roles.text_columns, semantic) if semantic is not None else None
     except (SurveyError, UsageError):

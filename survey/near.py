@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 from numba import prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from hubsurvey.core.compiled import compiled, read_only
+from hubsurvey.core.compiled import compiled, read_only, string_buffers
 from hubsurvey.core.figures import NEAR_CURVE, NEAR_DEFAULT_SHINGLE, NEAR_DEFAULT_THRESHOLD
 from hubsurvey.survey import normalize, passages
 
@@ -429,10 +429,8 @@ def _utf8(texts: Texts, cap: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]
     if isinstance(texts, pa.Array | pa.ChunkedArray):
         first = 0
         for chunk in _arrow_chunks(texts):
-            width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-            offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1].astype(np.int64)
-            buffer = chunk.buffers()[2]
-            yield first, read_only(np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(1, np.uint8)), offsets
+            data, offsets = string_buffers(chunk, missing_bytes=1)
+            yield first, data, offsets
             first += len(chunk)
         return
     lengths = np.minimum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), cap + 1)

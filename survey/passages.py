@@ -48,7 +48,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hubsurvey.core.compiled import cache_folder, compiled, read_only
+from hubsurvey.core.compiled import cache_folder, compiled, string_buffers
 from hubsurvey.survey.normalize import normalize_text
 
 # The hash's definition, shared with the reference in contamination.py (fnv1a, window_hashes).
@@ -450,15 +450,6 @@ def _empty() -> KeySet:
     return KeySet.of(np.zeros(0, dtype=np.uint64))
 
 
-def _buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(the string array's bytes, its n + 1 offsets as int64, rebased to those bytes)."""
-    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
-    offsets = np.frombuffer(texts.buffers()[1], dtype=width)[texts.offset:texts.offset + len(texts) + 1].astype(np.int64)
-    data_buffer = texts.buffers()[2]
-    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
-    return read_only(data), offsets
-
-
 def scan_texts(texts: pa.Array, grams: KeySet | None, shorts: KeySet | None, mask: int, *,
                with_values: bool = False) -> Passes:
     """Every candidate of ``texts`` (a string array without NULLs, not yet normalized) against the
@@ -496,7 +487,7 @@ def scan_texts(texts: pa.Array, grams: KeySet | None, shorts: KeySet | None, mas
 
 def _walk(texts: pa.Array, grams: KeySet, shorts: KeySet, mask: int, *, literal: bool, with_values: bool) -> Passes:
     table = char_table()
-    data, offsets = _buffers(texts)
+    data, offsets = string_buffers(texts)
     n = len(texts)
     powers = _powers13()
     hits = max(1024, n // 8)
@@ -706,7 +697,7 @@ def _mask(n: int, rows: np.ndarray) -> np.ndarray:
 
 def _fold(texts: pa.Array, table: CharTable) -> tuple[pa.Array, np.ndarray]:
     """(the folded profile of ``texts``, the non-NULL rows handed back: left empty there)."""
-    data, offsets = _buffers(texts)
+    data, offsets = string_buffers(texts)
     n = len(texts)
     room = int(offsets[-1] - offsets[0]) + 16
     back = np.zeros(n, dtype=np.bool_)

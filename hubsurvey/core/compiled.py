@@ -10,6 +10,7 @@ from typing import Any
 
 import numba
 import numpy as np
+import pyarrow as pa
 
 
 def read_only(data: np.ndarray) -> np.ndarray:
@@ -20,6 +21,17 @@ def read_only(data: np.ndarray) -> np.ndarray:
     view = data.view()
     view.flags.writeable = False
     return view
+
+
+def string_buffers(values: pa.Array, *, missing_bytes: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(the bytes buffer, read-only, whole; the n + 1 offsets into it as int64) of a string or
+    binary array, in place: what a compiled pass takes of a text column. An array of empty values
+    may have no bytes buffer: ``missing_bytes`` zero bytes stand in for it."""
+    large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64 if large else np.int32)[values.offset:values.offset + len(values) + 1]
+    buffer = values.buffers()[2]
+    data = np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(missing_bytes, np.uint8)
+    return read_only(data), offsets.astype(np.int64)
 
 
 def compiled(**options: Any) -> Callable[[Callable[..., Any]], Any]:

@@ -51,7 +51,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hubsurvey.core import duck
-from hubsurvey.core.compiled import compiled, read_only
+from hubsurvey.core.compiled import compiled, string_buffers
 
 #: The fingerprint's version, its prefix: a changed definition gets a new one.
 FINGERPRINT_VERSION = "hs1"
@@ -157,10 +157,8 @@ class SplitFingerprint:
 
 def _buffers(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(bytes, int64 offsets from 0 into them) of a string or binary array, in place."""
-    width = np.int64 if pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type) else np.int32
-    offsets = np.frombuffer(values.buffers()[1], dtype=width)[values.offset: values.offset + len(values) + 1]
-    data = np.frombuffer(values.buffers()[2], dtype=np.uint8) if values.buffers()[2] is not None else np.zeros(0, np.uint8)
-    return read_only(data[offsets[0]:offsets[-1]]), (offsets - offsets[0]).astype(np.int64)
+    data, offsets = string_buffers(values)
+    return data[offsets[0]:offsets[-1]], offsets - offsets[0]
 
 
 # How the compiled pass takes a column: its ``hs1`` bytes as they are (made by ``encode_values``), or

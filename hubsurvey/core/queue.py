@@ -200,7 +200,7 @@ class JobQueue:
                         continue  # done, or failed for good
                     jobs.append(QueuedJob(job_id, d["dataset_id"], d["sha"], config, len(configs), files,
                                           d["parquet_sha"], size))
-            self.supersede()
+            self.supersede(datasets)
         return jobs
 
     def requeue_stale(self) -> int:
@@ -248,13 +248,15 @@ class JobQueue:
                 where += " OR true"
         return self._set_status(JobStatus.PENDING, where + ")", params)
 
-    def supersede(self) -> int:
-        """Pending jobs of an older revision will never run: the dataset has moved on."""
-        return self._set_status(
-            JobStatus.SUPERSEDED,
-            "status = $from AND NOT EXISTS (SELECT 1 FROM datasets d WHERE d.dataset_id = jobs.dataset_id AND d.sha = jobs.revision_sha)",
-            {"from": JobStatus.PENDING.value},
-        )
+    def supersede(self, datasets: Sequence[str] | None = None) -> int:
+        """Pending jobs of an older revision will never run: the dataset has moved on. ``datasets``:
+        only theirs (a crawl beside the jobs wrote just these)."""
+        where = "status = $from AND NOT EXISTS (SELECT 1 FROM datasets d WHERE d.dataset_id = jobs.dataset_id AND d.sha = jobs.revision_sha)"
+        params: dict[str, Any] = {"from": JobStatus.PENDING.value}
+        if datasets is not None:
+            where += " AND dataset_id IN (SELECT unnest($ids::VARCHAR[]))"
+            params["ids"] = list(datasets)
+        return self._set_status(JobStatus.SUPERSEDED, where, params)
 
     # --- running -----------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from conftest import shared_index
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hubsurvey.core.compiled import string_buffers
 from hubsurvey.core.roles import resolve_roles
 from hubsurvey.survey import near, normalize
 from hubsurvey.survey.api import measure
@@ -305,12 +306,12 @@ def test_plain_rows_are_found_as_defined_and_normalize_as_the_definition():
     column = pa.array(texts, pa.string())
     for start in (0, 1, 5, 37):
         part = column.slice(start)
-        data, offsets = passages._buffers(part)
+        data, offsets = string_buffers(part)
         found = passages._plain_rows(data, offsets)
         assert found.tolist() == [t is None or _is_plain(t) for t in texts[start:]]
         _assert_normalizes_as_the_definition(texts[start:])
     every = pa.array(["Plain Words here", "MORE words"] * 1000)
-    assert passages._plain_rows(*passages._buffers(every)).all()  # the whole column in one step
+    assert passages._plain_rows(*string_buffers(every)).all()  # the whole column in one step
     _assert_normalizes_as_the_definition(every.to_pylist())
 
 
@@ -319,7 +320,7 @@ def test_a_column_in_another_script_takes_the_walk_not_the_shortcut():
     from hubsurvey.survey import passages
 
     texts = ["Καλημέρα κόσμε, τι κάνεις; Ωραία μέρα" * 20] * 200 + ["plain tail"]
-    data, offsets = passages._buffers(pa.array(texts))
+    data, offsets = string_buffers(pa.array(texts))
     assert len(passages._plain_rows(data, offsets)) == 0  # every block holds other bytes: no shortcut
     _assert_normalizes_as_the_definition(texts)
 
