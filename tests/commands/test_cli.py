@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from hubsurvey import __version__
 from hubsurvey.cli import COMMANDS, app
-from hubsurvey.core.errors import UsageError
+from hubsurvey.core.errors import ExitCode, UsageError
 
 REPO = ROOT
 runner = CliRunner()
@@ -409,3 +409,30 @@ def test_a_reader_that_stops_reading_is_not_an_error(results_db):
     code = proc.wait(timeout=120)
     assert first.strip() and code == 0
     assert proc.stderr.read() == b""
+
+
+@pytest.mark.slow
+def test_the_console_command_ends_with_its_code_its_output_whole_and_its_exit_hooks_run(results_db, tmp_path):
+    """The console command skips the interpreter's teardown (``cli.main``): what the command wrote
+    still reaches a file whole, its exit code is the command's, and the exit hooks still run (here
+    one a ``sitecustomize`` registers, writing a file)."""
+    hooks = tmp_path / "site"
+    hooks.mkdir()
+    marker = tmp_path / "hook-ran"
+    (hooks / "sitecustomize.py").write_text(
+        f"import atexit, pathlib\natexit.register(lambda: pathlib.Path({str(marker)!r}).write_text('ran'))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")]))}
+    out = tmp_path / "rows.csv"
+    with out.open("wb") as sink:
+        done = subprocess.run([sys.executable, "-m", "hubsurvey.cli", "sql", "--db", str(results_db), "--format", "csv",
+                               "SELECT range AS n FROM range(300000)"], stdout=sink, stderr=subprocess.PIPE, env=env,
+                              timeout=120)
+    assert done.returncode == 0 and done.stderr == b""
+    lines = out.read_text().splitlines()
+    assert lines[0] == "n" and lines[1:] == [str(n) for n in range(300000)]
+    assert marker.read_text() == "ran"
+    marker.unlink()
+    missing = subprocess.run([sys.executable, "-m", "hubsurvey.cli", "sql", "--db", str(tmp_path / "none.duckdb"), "SELECT 1"],
+                             capture_output=True, text=True, env=env, timeout=120)
+    assert missing.returncode == int(ExitCode.STORE) and len(missing.stderr.strip().splitlines()) == 1, missing.stderr
+    assert marker.read_text() == "ran"
