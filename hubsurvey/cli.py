@@ -176,7 +176,7 @@ def main() -> None:
 
     By then every store is closed, every pool joined and every file written, and what the
     interpreter would still do is free its objects one by one and unload numba's compiled code:
-    0.15 s after ``--help`` and 0.4 s after an audit of a million rows (``docs/benchmarks.md``,
+    0.2 s after ``--help`` and 0.5 s after an audit of a million rows (``docs/benchmarks.md``,
     "Start-up and exit"). So the exit hooks run as the interpreter runs them (the thread pools',
     then ``atexit``'s: the logs flushed, Dask's clients closed, temporary folders removed), the
     output is flushed, and the process ends with the command's exit code. ``app`` itself, as tests
