@@ -608,8 +608,12 @@ def _crawl(
         except OutOfTimeError as e:  # --max-hours: what was listed is kept, with its cursor; the next crawl resumes
             log.warning("crawl: stopped at --max-hours: %s", client.scrub(str(e)))
             crawler.summary.out_of_time = True
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:
+            # Ctrl-C, or a failure: the resolutions still in flight are not written, and one the
+            # Hub never answers would hold the stop until its deadline (56 s measured): not waited for
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True, cancel_futures=True)
     summary = crawler.summary
     summary.api_calls = tally.calls
     summary.file_calls = tally.file_calls

@@ -195,10 +195,14 @@ def main() -> None:
 def exit_now(code: int) -> None:
     """End the process with ``code`` once the exit hooks have run and the output is flushed, without
     the interpreter's teardown (see :func:`main`). A second Ctrl-C while a hook waits ends it at
-    once, with the code it had."""
+    once, with the code it had.
+
+    A command stopped by Ctrl-C or SIGTERM has already stopped what it owns (its workers, its
+    store), so its threads are not waited for: what still runs there is a call to the Hub whose
+    answer nobody reads, and one the Hub never answers would hold the exit until its deadline."""
     try:
         shutdown = getattr(threading, "_shutdown", None)  # joins non-daemon threads, runs the pools' hooks
-        if shutdown is not None:
+        if shutdown is not None and code not in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
             shutdown()
         atexit._run_exitfuncs()
     except KeyboardInterrupt:

@@ -112,3 +112,36 @@ def test_a_run_stopped_by_ctrl_c_ends_in_one_line_and_resumes(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     with Store(db, read_only=True) as store:
         assert store.query("SELECT status, count(*) FROM jobs GROUP BY status")[1] == [("done", CONFIGS)]
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_hub_holds_a_resolution_unanswered_ends_the_crawl_at_once(tmp_path):
+    """The crawl's resolutions run in threads: a request the Hub accepted and never answers would
+    hold Ctrl-C until its deadline (60 s), were the threads waited for. They are not: the crawl
+    ends in seconds, in one line, exit 130, and records the run interrupted."""
+    db = tmp_path / "r.duckdb"
+    hang = Faults(hang_every=1, scope=Scope(categories=frozenset({"info", "tree"})))
+    with StandinHub(_slow_hub(tmp_path), faults=hang) as hub:
+        proc = subprocess.Popen([sys.executable, "-m", "hubsurvey.cli", "crawl", "--db", str(db), "--rate", "0"],
+                                cwd=tmp_path, env={**os.environ, "HF_ENDPOINT": hub.url}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while not hub.stats()["faults_injected"] and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert proc.poll() is None and hub.stats()["faults_injected"], proc.communicate()
+            time.sleep(0.5)
+            sent = time.monotonic()
+            os.killpg(proc.pid, signal.SIGINT)
+            _, err = proc.communicate(timeout=120)
+            took = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+    assert proc.returncode == 130, err[-3000:]
+    assert took < 15, f"the crawl took {took:.1f} s to end after Ctrl-C"
+    lines = [line for line in err.strip().splitlines() if not LOG_LINE.match(line)]
+    assert len(lines) == 1 and lines[0].startswith("interrupted: ") and "Traceback" not in err, err[-3000:]
+    with Store(db, read_only=True) as store:
+        assert store.records("SELECT status FROM runs WHERE command = 'crawl'") == [{"status": "interrupted"}]
