@@ -57,7 +57,7 @@ def command_names() -> list[str]:
     """Every command, in the order `hubsurvey --help` lists them (hubsurvey.cli.COMMANDS)."""
     from hubsurvey.cli import COMMANDS
 
-    return [command.__name__ for command in COMMANDS]
+    return [command.name for command in COMMANDS]
 
 
 def cli_reference() -> None:
@@ -73,8 +73,8 @@ def command_list() -> None:
     from hubsurvey.cli import COMMANDS
 
     for command in COMMANDS:
-        summary = (command.__doc__ or "").strip().splitlines()[0].rstrip(".")
-        _out(f"- [`hubsurvey {command.__name__}`](cli.md#hubsurvey-{command.__name__}): {summary}\n")
+        summary = command.summary.rstrip(".")
+        _out(f"- [`hubsurvey {command.name}`](cli.md#hubsurvey-{command.name}): {summary}\n")
 
 
 # The Python function behind each command (the README's table). Generation fails when a command has
@@ -116,7 +116,7 @@ def command_table() -> None:
     """README: every command, its one-line help and the function behind it, linked to docs/cli.md."""
     from hubsurvey.cli import COMMANDS
 
-    names = [c.__name__ for c in COMMANDS]
+    names = [c.name for c in COMMANDS]
     if sorted(names) != sorted(COMMAND_FUNCTIONS):
         raise ValueError(f"docs/docgen.py COMMAND_FUNCTIONS must name every command: {sorted(names)}")
     broken = [f for fs in COMMAND_FUNCTIONS.values() for f in fs if not _resolves(f)]
@@ -124,8 +124,8 @@ def command_table() -> None:
         raise ValueError(f"docs/docgen.py COMMAND_FUNCTIONS names functions that do not import: {broken}")
     lines = ["| command | what it does | Python function behind it |", "|---|---|---|"]
     for command in COMMANDS:
-        name = command.__name__
-        summary = (command.__doc__ or "").strip().splitlines()[0].rstrip(".")
+        name = command.name
+        summary = command.summary.rstrip(".")
         functions = ", ".join(f"`{f}`" for f in COMMAND_FUNCTIONS[name])
         lines.append(f"| [`{name}`](docs/cli.md#hubsurvey-{name}) | {summary} | {functions} |")
     _out("\n".join(lines) + "\n")

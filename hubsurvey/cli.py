@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import importlib
 import logging
 import os
 import shlex
@@ -18,29 +19,16 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import click
 import typer
+from typer.core import TyperGroup
+from typer.models import CommandInfo
 
 from hubsurvey import __version__
-from hubsurvey.commands import (
-    analysis,
-    audit,
-    check,
-    clean,
-    contamination,
-    crawl,
-    crossleaks,
-    exposure,
-    history,
-    notify,
-    results,
-    scores,
-    site,
-    survey,
-)
 from hubsurvey.core.errors import ExitCode, HubsurveyError, one_line
 from hubsurvey.core.runs import STOP_REQUESTED, Interrupted
 from hubsurvey.core.safety import visible, visible_output
@@ -75,7 +63,98 @@ Exit codes:
   143  stopped by SIGTERM, as Ctrl-C stops it
 """
 
+@dataclass(frozen=True)
+class Command:
+    """One command: the function of its name in ``module``, and the one line ``--help`` lists it
+    with (its docstring's first line; a test keeps the two equal)."""
+
+    name: str
+    module: str
+    summary: str
+
+    def function(self) -> Callable[..., Any]:
+        return getattr(importlib.import_module(self.module), self.name)
+
+
+#: The one place commands are registered, in the order ``--help`` lists them. A command's module
+#: (and the stage it calls) is imported only when that command runs or shows its help, as pip's
+#: command table does: ``hubsurvey --help`` imports none of them, and a command only its own.
+COMMANDS: tuple[Command, ...] = (
+    Command("audit", "hubsurvey.commands.audit",
+            "Measure a dataset's leaks and duplicates (LLE, exact and near-duplicate methods), store and print them."),
+    Command("crawl", "hubsurvey.commands.crawl",
+            "List Hub datasets, apply the survey's filters and record every one with its outcome."),
+    Command("run", "hubsurvey.commands.survey",
+            "Crawl, measure every eligible config not measured at its current sha, refresh the report."),
+    Command("status", "hubsurvey.commands.survey", "Summarise the DB: last run, queue, failures by class."),
+    Command("demo", "hubsurvey.commands.survey",
+            "Generate a mini-hub, serve it on loopback and survey it (no network; never touches real results)."),
+    Command("crossleaks", "hubsurvey.commands.crossleaks",
+            "Find leaks across datasets: every test split against every other dataset's splits."),
+    Command("show", "hubsurvey.commands.analysis",
+            "Print the stored examples behind a dataset's counts (leaks, duplicates, label conflicts)."),
+    Command("sql", "hubsurvey.commands.analysis",
+            "Run a SQL query over the results DB (read-only, no file access) and print the result."),
+    Command("report", "hubsurvey.commands.results", "Render the findings as REPORT.md and a self-contained report.html."),
+    Command("export", "hubsurvey.commands.results",
+            "Export the results as Parquet (NULL stays null) and CSV (NULL written NR)."),
+    Command("publish", "hubsurvey.commands.results",
+            "Build the results dataset (Parquet, CSV, card) and, with --push, upload it in one commit."),
+    Command("contamination", "hubsurvey.commands.contamination",
+            "Check the surveyed datasets against benchmark test sets (13-gram contamination), alone."),
+    Command("exposure", "hubsurvey.commands.exposure",
+            "List the Hub models whose cards declare a contaminated dataset as training data."),
+    Command("scores", "hubsurvey.commands.scores",
+            "Read the scores Hub models report on the surveyed datasets, and flag those at risk."),
+    Command("check", "hubsurvey.commands.check",
+            "Gate a dataset in CI: measure it as audit does and fail (exit 6) when a figure is above its limit."),
+    Command("notify", "hubsurvey.commands.notify",
+            "Draft (and with --post, open) one Hub discussion per dataset at or above the threshold."),
+    Command("site", "hubsurvey.commands.site",
+            "Build a static site of the results: an index of every dataset, and each dataset on the page of its shard."),
+    Command("history", "hubsurvey.commands.history",
+            "Print every revision measured of a dataset: when, which run, its verdict and headline figures."),
+    Command("clean", "hubsurvey.commands.clean",
+            "Write each config's test split without its contaminated rows (in train or validation, or repeated)."),
+)
+_BY_NAME = {command.name: command for command in COMMANDS}
+
+
+def command_functions() -> list[Callable[..., Any]]:
+    """Every command's function, in :data:`COMMANDS`' order (each module imported)."""
+    return [command.function() for command in COMMANDS]
+
+
+class _Commands(TyperGroup):
+    """The group of :data:`COMMANDS`: a command is built from its function (inside the error
+    handler) the first time it is asked for; the list in ``--help`` is the table's."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(_BY_NAME)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if self.commands.get(cmd_name) is None and cmd_name in _BY_NAME:
+            entry = _BY_NAME[cmd_name]
+            info = CommandInfo(name=entry.name, callback=handled(entry.function()), short_help=entry.summary)
+            self.commands[cmd_name] = typer.main.get_command_from_info(info, pretty_exceptions_short=True,
+                                                                       rich_markup_mode=None)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(command.name, command.summary) for command in COMMANDS])
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        # the suggestion for a mistyped name comes from every command, not only those built so far
+        self.commands = {**dict.fromkeys(_BY_NAME), **self.commands}  # type: ignore[dict-item]  # names only
+        try:
+            return super().resolve_command(ctx, args)
+        finally:
+            self.commands = {name: command for name, command in self.commands.items() if command is not None}
+
+
 app = typer.Typer(
+    cls=_Commands,
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,  # plain help: no <bool> type tags, and \b blocks kept as written
@@ -159,15 +238,6 @@ def _main(
     register_token()
 
 
-#: the one place commands are registered, each inside the error handler, in the order --help lists them
-COMMANDS: list[Callable[..., Any]] = [
-    audit.audit, crawl.crawl, survey.run, survey.status, survey.demo,
-    crossleaks.crossleaks, analysis.show, analysis.sql, results.report, results.export, results.publish,
-    contamination.contamination, exposure.exposure, scores.scores, check.check, notify.notify, site.site, history.history,
-    clean.clean,
-]
-for _command in COMMANDS:
-    app.command(_command.__name__, short_help=(_command.__doc__ or "").strip().splitlines()[0])(handled(_command))
 
 
 def main() -> None:

@@ -69,7 +69,30 @@ def test_short_help_and_version():
     assert version.exit_code == 0 and version.stdout.strip() == f"hubsurvey {__version__}"
 
 
-@pytest.mark.parametrize("command", [c.__name__ for c in COMMANDS])
+def test_the_command_table_names_each_function_and_its_docstrings_first_line():
+    """``hubsurvey --help`` lists the table's lines without importing the commands: each must be
+    the first line of the docstring of the function the command runs."""
+    for command in COMMANDS:
+        function = command.function()
+        assert function.__name__ == command.name
+        assert (function.__doc__ or "").strip().splitlines()[0] == command.summary, command.name
+
+
+@pytest.mark.slow
+def test_help_and_a_light_command_import_no_other_command():
+    """The commands' modules (and the stages behind them) are imported when their command runs:
+    ``--help`` imports none, ``status`` only its own."""
+    script = ("import sys; from typer.testing import CliRunner; from hubsurvey.cli import app; "
+              "r = CliRunner().invoke(app, sys.argv[1:]); assert r.exit_code == 0, r.output; "
+              "print(sorted(m for m in sys.modules if m.startswith('hubsurvey.commands.')))")
+    listed = subprocess.run([sys.executable, "-c", script, "--help"], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed.stderr
+    status = subprocess.run([sys.executable, "-c", script, "status", "--help"], capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.strip() == str(["hubsurvey.commands.common", "hubsurvey.commands.options", "hubsurvey.commands.survey"])
+
+
+@pytest.mark.parametrize("command", [c.name for c in COMMANDS])
 def test_every_command_has_help_without_bool_tags(command):
     result = runner.invoke(app, [command, "-h"])
     assert result.exit_code == 0, result.output
@@ -118,7 +141,8 @@ def _options_of(command: str) -> dict[str, Any]:
     import typer.main
 
     group = typer.main.get_command(app)
-    return {p.opts[0]: p for p in group.commands[command].params if p.param_type_name == "option"}
+    found = group.get_command(group.context_class(group, info_name="hubsurvey"), command)  # type: ignore[attr-defined]
+    return {p.opts[0]: p for p in found.params if p.param_type_name == "option"}
 
 
 def _help_entries(command: str) -> dict[str, str]:

@@ -195,13 +195,13 @@ OUTPUT_FOLDERS = {"--out", "--report-dir", "--hub-dir"}
 
 def _cli_params():
     """(command, option, "float" | "integer" | "path") for every numeric option and every output
-    folder of the CLI, read from the commands' annotations (``hubsurvey.cli.COMMANDS``)."""
+    folder of the CLI, read from the commands' annotations (``hubsurvey.cli.command_functions``)."""
     import typing
 
-    from hubsurvey.cli import COMMANDS
+    from hubsurvey.cli import command_functions
 
     out = []
-    for command in COMMANDS:
+    for command in command_functions():
         for hint in typing.get_type_hints(command, include_extras=True).values():
             if typing.get_origin(hint) is not typing.Annotated:
                 continue
