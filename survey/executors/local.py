@@ -142,8 +142,38 @@ def _start_forkserver_deaf_to_ctrl_c() -> None:
 
     if threading.current_thread() is not threading.main_thread():
         return
+    _socket_folder_within_reach()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         multiprocessing.forkserver.ensure_running()
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+#: The longest path of a Unix socket (``sun_path``: 108 bytes on Linux, 104 on the BSDs and macOS).
+_SUN_PATH_MAX = 104
+
+
+def _socket_folder_within_reach() -> None:
+    """Keep the fork server's socket path short enough to bind.
+
+    The server listens on a Unix socket in multiprocessing's temporary folder
+    (``$TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX``). Under a deep ``TMPDIR`` its path passed the
+    limit and the run ended with ``AF_UNIX path too long`` (exit 5). As Python 3.14's
+    multiprocessing does, a ``TMPDIR`` too deep for it is passed over for the system's temporary
+    folder; the folder is removed at exit as multiprocessing removes its own."""
+    import multiprocessing.process
+    import multiprocessing.util
+    import shutil
+    import tempfile
+
+    config = multiprocessing.process.current_process()._config  # type: ignore[attr-defined]
+    base = tempfile.gettempdir()
+    if config.get("tempdir") is not None or len(base) + len("/pymp-XXXXXXXX/listener-XXXXXXXX") <= _SUN_PATH_MAX:
+        return
+    for folder in ("/tmp", "/var/tmp", "/usr/tmp"):
+        if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+            tempdir = tempfile.mkdtemp(prefix="pymp-", dir=folder)
+            multiprocessing.util.Finalize(None, shutil.rmtree, args=(tempdir, True), exitpriority=-100)
+            config["tempdir"] = tempdir
+            return

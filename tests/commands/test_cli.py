@@ -405,9 +405,10 @@ def test_survey_progress_during_the_crawl_says_what_it_listed_instead_of_an_eta(
 
 @pytest.mark.slow
 def test_demo_writes_only_into_its_own_folder(tmp_path):
-    work, tmp = tmp_path / "survey", tmp_path / "tmp"
+    # a TMPDIR too deep for the fork server's Unix socket under it (over 104 bytes with its names)
+    work, tmp = tmp_path / "survey", tmp_path / ("deep-" * 16) / "tmp"
     work.mkdir()
-    tmp.mkdir()
+    tmp.mkdir(parents=True)
     env = {**os.environ, "TMPDIR": str(tmp), "HF_HUB_OFFLINE": "0"}
     env.pop("HF_ENDPOINT", None)
     proc = subprocess.run([sys.executable, "-m", "hubsurvey.cli", "demo", "--workers", "1"], cwd=work, env=env,
