@@ -126,11 +126,13 @@ def command_functions() -> list[Callable[..., Any]]:
 
 
 class _Commands(TyperGroup):
-    """The group of :data:`COMMANDS`: a command is built from its function (inside the error
-    handler) the first time it is asked for; the list in ``--help`` is the table's."""
+    """The group of :data:`COMMANDS`: every name is known from the start (the order of ``--help``,
+    the suggestion for a mistyped one), and a command is built from its function, inside the error
+    handler, the first time it is asked for; the list in ``--help`` is the table's."""
 
-    def list_commands(self, ctx: Any) -> list[str]:
-        return list(_BY_NAME)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands.update(dict.fromkeys(_BY_NAME))  # type: ignore[arg-type]  # built by get_command
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if self.commands.get(cmd_name) is None and cmd_name in _BY_NAME:
@@ -143,14 +145,6 @@ class _Commands(TyperGroup):
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(command.name, command.summary) for command in COMMANDS])
-
-    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        # the suggestion for a mistyped name comes from every command, not only those built so far
-        self.commands = {**dict.fromkeys(_BY_NAME), **self.commands}  # type: ignore[dict-item]  # names only
-        try:
-            return super().resolve_command(ctx, args)
-        finally:
-            self.commands = {name: command for name, command in self.commands.items() if command is not None}
 
 
 app = typer.Typer(
