@@ -184,6 +184,7 @@ def main() -> None:
     from hubsurvey.core.hub import HubClient
     from hubsurvey.core.store import Store
     from hubsurvey.crawler.crawl import crawl
+    from hubsurvey.crawler.rules import CrawlFilters
 
     work = Path(tempfile.mkdtemp(prefix="hubsurvey-bench-hubscale-"))
     (work / "hub").mkdir()
@@ -207,10 +208,18 @@ def main() -> None:
             first = measured(lambda c: crawl(store, c, workers=args.workers))
             by = dict(store.query("SELECT decided_by, count(*) FROM datasets GROUP BY 1")[1])
             parquet_reasons = dict(store.query(
-                "SELECT coalesce(exclusion_reason, 'eligible'), count(*) FROM datasets WHERE decided_by = 'parquet' GROUP BY 1")[1])
+                "SELECT coalesce(exclusion_reason, 'eligible'), count(*) FROM datasets"
+                " WHERE decided_by IN ('parquet', 'card') GROUP BY 1")[1])
+            decisions = store.query("SELECT dataset_id, status, exclusion_reason, total_rows FROM datasets ORDER BY 1")[1]
             changed = hub.ask("advance")
             night = measured(lambda c: crawl(store, c, workers=args.workers, since_last=True))
         rss_new = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        # The same crawl listing every Parquet branch (one API call each), on a Hub as it was before the night
+        hub.stop()
+        hub = Standin(work / "hub", args.page_size)
+        with Store(work / "listed.duckdb") as store:
+            listed = measured(lambda c: crawl(store, c, CrawlFilters(list_every_branch=True), workers=args.workers))
+            listed_decisions = store.query("SELECT dataset_id, status, exclusion_reason, total_rows FROM datasets ORDER BY 1")[1]
         old = baseline_crawl()
         with Store(work / "old.duckdb") as store:
             base = measured(lambda c: old.crawl(store, c, old.CrawlFilters(limit=args.baseline_n), workers=args.workers))
@@ -225,39 +234,52 @@ def main() -> None:
           f"peak RSS of the crawling process {rss_new:.0f} MB")
     print(f"eligible found {s.eligible:,}, by the mix's truth {expected['eligible']:,}: "
           f"{'equal' if s.eligible == expected['eligible'] else 'DIFFERENT'}")
-    print(f"decided from the listing {by.get('listing', 0):,}, from the Parquet branch {by.get('parquet', 0):,} "
-          f"(of which {', '.join(f'{k} {v:,}' for k, v in sorted(parquet_reasons.items()))})")
-    print(f"API calls for the datasets the listing decided: "
-          f"{first['resolutions'] - by.get('parquet', 0)} (resolution calls {first['resolutions']:,} = datasets decided "
-          f"from the Parquet branch {by.get('parquet', 0):,})")
+    print(f"decided from the listing {by.get('listing', 0):,}, from the Parquet branch "
+          f"{by.get('parquet', 0) + by.get('card', 0):,}: listed {by.get('parquet', 0):,}, its files named by the card "
+          f"{by.get('card', 0):,} (of which {', '.join(f'{k} {v:,}' for k, v in sorted(parquet_reasons.items()))})")
+    print(f"API calls for the datasets the listing or the card decided: "
+          f"{first['resolutions'] - by.get('parquet', 0)} (resolution calls {first['resolutions']:,} = datasets whose "
+          f"Parquet branch was listed {by.get('parquet', 0):,})")
+    print(f"every dataset's decision and rows, card-named files against every branch listed: "
+          f"{'equal' if decisions == listed_decisions else 'DIFFERENT'} ({len(decisions):,} datasets)")
 
     rows: list[tuple[str, str, str]] = []
 
-    def row(name: str, new: Any, old: Any) -> None:
-        rows.append((name, new if isinstance(new, str) else f"{new:,.3f}" if isinstance(new, float) else f"{new:,}",
-                     old if isinstance(old, str) else f"{old:,.3f}" if isinstance(old, float) else f"{old:,}"))
+    def shown(value: Any) -> str:
+        return value if isinstance(value, str) else f"{value:,.3f}" if isinstance(value, float) else f"{value:,}"
 
-    row("datasets listed (end to end)", s.listed, b.listed)
-    row("eligible", s.eligible, b.eligible)
-    row("unpaced wall time, s", f"{first['seconds']:.1f}", f"{base['seconds']:.1f}")
-    row("listing calls", first["list"], base["list"])
-    row("API calls per listed dataset", first["api"] / s.listed, base["api"] / b.listed)
-    row("API calls per eligible dataset", first["api"] / max(1, s.eligible), base["api"] / max(1, b.eligible))
-    row("resolver calls per listed dataset", first["resolvers"] / s.listed, base["resolvers"] / b.listed)
-    row("resolver calls per eligible dataset", first["resolvers"] / max(1, s.eligible), base["resolvers"] / max(1, b.eligible))
+    def row(name: str, new: Any, old: Any, every: Any = "-") -> None:
+        rows.append((name, shown(new), shown(every), shown(old)))
+
+    ls = listed["summary"]
+    scale_listed = args.hub / ls.listed
+    api_listed, res_listed = listed["api"] * scale_listed, listed["resolvers"] * scale_listed
+    cpu_listed = listed["seconds"] * scale_listed / 3600
+
+    row("datasets listed (end to end)", s.listed, b.listed, ls.listed)
+    row("eligible", s.eligible, b.eligible, ls.eligible)
+    row("unpaced wall time, s", f"{first['seconds']:.1f}", f"{base['seconds']:.1f}", f"{listed['seconds']:.1f}")
+    row("listing calls", first["list"], base["list"], listed["list"])
+    row("API calls per listed dataset", first["api"] / s.listed, base["api"] / b.listed, listed["api"] / ls.listed)
+    row("API calls per eligible dataset", first["api"] / max(1, s.eligible), base["api"] / max(1, b.eligible),
+        listed["api"] / max(1, ls.eligible))
+    row("resolver calls per listed dataset", first["resolvers"] / s.listed, base["resolvers"] / b.listed,
+        listed["resolvers"] / ls.listed)
+    row("resolver calls per eligible dataset", first["resolvers"] / max(1, s.eligible), base["resolvers"] / max(1, b.eligible),
+        listed["resolvers"] / max(1, ls.eligible))
     api_hub, res_hub = first["api"] * scale_new, first["resolvers"] * scale_new
     api_base, res_base = base["api"] * scale_base, base["resolvers"] * scale_base
-    row(f"projected API calls, {args.hub:,} datasets", round(api_hub), round(api_base))
-    row(f"projected resolver calls, {args.hub:,} datasets", round(res_hub), round(res_base))
+    row(f"projected API calls, {args.hub:,} datasets", round(api_hub), round(api_base), round(api_listed))
+    row(f"projected resolver calls, {args.hub:,} datasets", round(res_hub), round(res_base), round(res_listed))
     cpu_new, cpu_base = first["seconds"] * scale_new / 3600, base["seconds"] * scale_base / 3600
-    row("projected unpaced time (this machine), h", f"{cpu_new:.1f}", f"{cpu_base:.1f}")
+    row("projected unpaced time (this machine), h", f"{cpu_new:.1f}", f"{cpu_base:.1f}", f"{cpu_listed:.1f}")
     for plan, quota in QUOTAS.items():
         row(f"projected first crawl, {plan} quota, h", f"{max(cpu_new, hours(api_hub, res_hub, quota)):.1f}",
-            f"{max(cpu_base, hours(api_base, res_base, quota)):.1f}")
+            f"{max(cpu_base, hours(api_base, res_base, quota)):.1f}", f"{max(cpu_listed, hours(api_listed, res_listed, quota)):.1f}")
     # If the Hub caps expanded listing pages at 50 items (as for trees; unconfirmed for /api/datasets):
     extra = math.ceil(args.hub / 50) - math.ceil(args.hub / args.page_size)
     row("  same, free quota, pages of 50 (unconfirmed cap), h", f"{hours(api_hub + extra, res_hub, QUOTAS['free']):.1f}",
-        f"{hours(api_base + extra, res_base, QUOTAS['free']):.1f}")
+        f"{hours(api_base + extra, res_base, QUOTAS['free']):.1f}", f"{hours(api_listed + extra, res_listed, QUOTAS['free']):.1f}")
 
     # The night: 1% changed, found by lastModified; scaled by the changed count.
     changed_hub = args.hub / 100
@@ -276,10 +298,11 @@ def main() -> None:
         row(f"projected night (1% changed), {plan} quota, min",
             f"{hours(night_api, night_res, quota) * 60:.0f}", f"{hours(base_night_api, base_night_res, quota) * 60:.0f}")
 
-    print(f"\n{'':58}{'hubsurvey':>14}{'baseline':>14}")
-    for name, new, old in rows:
-        print(f"{name:58}{new:>14}{old:>14}")
-    print(f"(hubsurvey over {s.listed:,} listed, baseline ({BASELINE_REVISION}) over the first {b.listed:,}; "
+    print(f"\n{'':58}{'hubsurvey':>14}{'every branch':>14}{'baseline':>14}")
+    for name, new, every, old in rows:
+        print(f"{name:58}{new:>14}{every:>14}{old:>14}")
+    print(f"(hubsurvey and 'every branch' (crawl --list-every-branch: no file named from the card) over {s.listed:,} "
+          f"listed, baseline ({BASELINE_REVISION}) over the first {b.listed:,}; "
           f"projections linear to {args.hub:,}; the baseline night lists the whole Hub and re-resolves the changed)")
 
 

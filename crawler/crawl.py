@@ -13,7 +13,9 @@ Stages for each listed dataset, cheapest first:
    configs, splits and bytes), then one ranged read of a test file's Parquet footer (HF features:
    is it text?) from the file (resolvers) quota. Row counts come from the card's ``dataset_info``
    split sizes when it states every split and agrees with that footer; otherwise from every
-   file's footer, stopping as soon as the total passes ``max_rows``.
+   file's footer, stopping as soon as the total passes ``max_rows``. A dataset whose card names
+   its Parquet files (:func:`rules.card_named_files`) is resolved from those files' footers
+   instead, with no API call (``decided_by = 'card'``), unless one is missing or disagrees.
 
 The listing is read page by page, sorted by ``lastModified`` (newest first). Each page's datasets
 are written in one transaction with the listing's cursor (the next page's URL, table
@@ -43,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
-from huggingface_hub.errors import GatedRepoError, RevisionNotFoundError
+from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, RevisionNotFoundError
 
 from hubsurvey.core.errors import (
     GatedError,
@@ -54,7 +56,7 @@ from hubsurvey.core.errors import (
     HubUnreachableError,
     OutOfTimeError,
 )
-from hubsurvey.core.hub import HubClient, RepoFile, branch_split, is_transient
+from hubsurvey.core.hub import PARQUET_REVISION, HubClient, RepoFile, branch_split, is_transient
 from hubsurvey.core.roles import features_from_arrow, infer_roles
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.splits import canonical_split
@@ -80,6 +82,7 @@ class Resolution:
     configs: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     total_rows: int | None = None
     parquet_sha: str | None = None  # the Parquet-branch commit resolved (downloads are pinned to it)
+    files_from: str = "branch"  # "branch": its listing (one API call); "card": the card named them, their footers agreed
 
 
 @dataclass
@@ -89,6 +92,7 @@ class CrawlSummary:
     excluded: Counter = field(default_factory=Counter)
     resolved: int = 0  # datasets resolved in this crawl (not skipped as unchanged)
     from_listing: int = 0  # datasets decided from the listing alone (no request)
+    from_card: int = 0  # datasets whose Parquet files the card named and their footers confirmed (no API call)
     hub_faults: int = 0  # resolutions that met a Hub fault (retried by the next crawl)
     pages: int = 0  # listing pages read
     resumed: bool = False  # the listing resumed from a stored cursor
@@ -113,6 +117,7 @@ class CrawlSummary:
             "excluded": dict(self.excluded),
             "resolved": self.resolved,
             "from_listing": self.from_listing,
+            "from_card": self.from_card,
             "hub_faults": self.hub_faults,
             "pages": self.pages,
             "resumed": self.resumed,
@@ -148,19 +153,67 @@ def _is_text(meta: Any) -> bool:
     return bool(infer_roles(features_from_arrow(schema)).text_columns)
 
 
-def resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None = None) -> Resolution:
+def resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None = None,
+            files: list[str] | None = None) -> Resolution:
     """Configs, splits, files, rows and text-ness from the Parquet branch (see the module doc).
+
+    When the card and the main branch's file names settle the branch's layout
+    (:func:`rules.card_named_files`), the files the card names are read first, each by its footer,
+    with no API call; if one is missing or holds other rows than the card states, the branch is
+    listed as below.
 
     Row counts: when the card's ``dataset_info`` states the size of every split on the branch,
     those sizes are used and checked against the footer of one test file (read anyway for the
     features); a disagreement, or a card without sizes, means every footer is read.
     """
+    named = None if filters.list_every_branch else rules.card_named_files(card, files)
+    files_from = "card" if named else "branch"
     try:
-        return _resolve(client, dataset_id, filters, card)
+        resolution = _resolve_named(client, dataset_id, filters, named) if named else None
+        if resolution is None:
+            files_from = "branch"
+            resolution = _resolve(client, dataset_id, filters, card)
+        return resolution
     except RevisionNotFoundError:
-        return Resolution(rules.NO_PARQUET_EXPORT)
+        return Resolution(rules.NO_PARQUET_EXPORT, files_from=files_from)
     except (GatedError, GatedRepoError):  # the token (or no token) may not read the files
-        return Resolution(rules.GATED)
+        return Resolution(rules.GATED, files_from=files_from)
+
+
+def _resolve_named(client: HubClient, dataset_id: str, filters: CrawlFilters,
+                   named: dict[str, dict[str, int]]) -> Resolution | None:
+    """The resolution from the files the card names (``{config}/{split}/0000.parquet``), or None
+    when the branch does not hold them as stated (then it is listed).
+
+    Each file's footer must hold the card's rows for its split, every file must come from one
+    commit (the first read's, to which the others are pinned), and the Hub must say its size (the
+    job reserves it in the cache budget). A test split is read first: its footer says whether
+    the dataset is text.
+    """
+    order = sorted(((c, s) for c, sp in named.items() for s in sp), key=lambda cs: not _is_test(cs[1]))
+    if not order or not _is_test(order[0][1]):
+        return None  # no test split named: only the branch's listing may say so
+    commit: str | None = None
+    text_found = False
+    configs: dict[str, dict[str, dict[str, Any]]] = {}
+    for config, split in order:
+        path = f"{config}/{split}/0000.parquet"
+        try:
+            found = client.parquet_file(dataset_id, path, revision=commit or PARQUET_REVISION)
+        except EntryNotFoundError:
+            log.debug("%s: the Parquet branch has no %s; listing it", dataset_id, path)
+            return None
+        if found.commit is None or found.size is None or found.metadata.num_rows != named[config][split] \
+                or (commit is not None and found.commit != commit):
+            log.debug("%s: %s does not hold what the card states; listing the branch", dataset_id, path)
+            return None
+        commit = found.commit
+        text_found = text_found or (_is_test(split) and _is_text(found.metadata))
+        configs.setdefault(config, {})[split] = {"files": [path], "bytes": found.size, "rows": named[config][split],
+                                                 "rows_from": "footers"}
+    total = sum(rows for sp in named.values() for rows in sp.values())
+    reason = rules.TOO_MANY_ROWS if total >= filters.max_rows else rules.NOT_TEXT if filters.require_text and not text_found else None
+    return Resolution(reason, configs, total, commit, files_from="card")
 
 
 def _resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None) -> Resolution:
@@ -499,7 +552,7 @@ class _Crawler:
               and not _hub_fault_recorded_as_permanent(prior["exclusion_reason"])):
             configs = json.loads(prior["configs"]) if isinstance(prior["configs"], str) else prior["configs"]
             kept = Resolution(prior["exclusion_reason"], configs or {}, prior["total_rows"], prior["parquet_sha"])
-            entry.row = self._row(entry, prior["exclusion_reason"], kept, meta["sha"], "parquet")
+            entry.row = self._row(entry, prior["exclusion_reason"], kept, meta["sha"], prior["decided_by"])
         else:
             # in a copy of this context: the crawl's call tally (HubClient.tally) counts its calls
             entry.future = self.pool.submit(contextvars.copy_context().run, self._resolve_one, meta)
@@ -507,7 +560,9 @@ class _Crawler:
     def _resolve_one(self, meta: dict[str, Any]) -> tuple[Resolution, bool]:
         """(resolution, final): a Hub fault is not final, the next crawl retries it."""
         try:
-            return resolve(self.client, meta["id"], self.filters, meta["card"]), True
+            # --recheck-listing trusts no claim: the branch is listed, not named from the card
+            files = None if self.recheck_listing else meta["files"]
+            return resolve(self.client, meta["id"], self.filters, meta["card"], files), True
         except (HubUnreachableError, HubStoppedAnsweringError):  # no dataset can be resolved: the crawl stops with one line
             raise
         except Exception as e:  # one dataset's failure is recorded, the crawl goes on
@@ -524,7 +579,9 @@ class _Crawler:
                 resolution, final = entry.future.result()
                 self.summary.resolved += 1
                 self.summary.hub_faults += not final
-                entry.row = self._row(entry, resolution.reason, resolution, entry.meta["sha"] if final else None, "parquet")
+                self.summary.from_card += resolution.files_from == "card"
+                entry.row = self._row(entry, resolution.reason, resolution, entry.meta["sha"] if final else None,
+                                      "card" if resolution.files_from == "card" else "parquet")
             rows.append(entry.row)
         if page.newest is not None and (cursor["newest"] is None or page.newest > cursor["newest"]):
             cursor["newest"] = page.newest

@@ -2,8 +2,9 @@
 
 A dataset is surveyed when it is not gated, private or disabled, has fewer than ``max_rows`` rows in
 total, has a test split and has text columns. Decisions are made in the cheapest order: first from
-the listing's metadata (no request), then from the Parquet branch (one API call and the Parquet
-footers).
+the listing's metadata (no request), then from the Parquet branch: the files the card names, by
+their footers (no API call, :func:`card_named_files`), or else its listing (one API call) and the
+Parquet footers.
 
 The listing holds two kinds of evidence. Facts (gated, private, disabled, the author) are the
 Hub's own state. Claims (``size_categories`` and ``modality`` tags, the card's ``dataset_info``)
@@ -14,6 +15,7 @@ Parquet files instead.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -67,6 +69,8 @@ class CrawlFilters:
         "--max-rows", "Keep datasets with fewer rows than this", parse=more_than_zero(MAX_COUNT)))
     allow_gated: bool = field(default=False, metadata=flag(
         "--allow-gated", "Also keep gated datasets (needs HF_TOKEN)"))
+    list_every_branch: bool = field(default=False, metadata=flag(
+        "--list-every-branch", "List every Parquet branch (one API call each), never name its files from the card"))
     require_text: bool = True
 
     def as_json(self) -> dict[str, Any]:
@@ -197,6 +201,73 @@ def decide_from_card(card: Mapping[str, Any] | None, filters: CrawlFilters) -> s
     if features_stated and not any(infer_roles(e["features"]).text_columns for e in entries):
         return NOT_TEXT
     return None
+
+
+def card_named_files(card: Mapping[str, Any] | None, files: Iterable[str] | None) -> dict[str, dict[str, int]] | None:
+    """``{config: {split: stated rows}}`` when the card and the main branch's file names settle
+    the Parquet branch's layout: one file per split, ``{config}/{split}/0000.parquet``; else None.
+
+    That needs every config of the card's ``configs`` to name its splits in ``data_files``, each
+    split's patterns to match exactly one file of the main branch, ``dataset_info`` to state the
+    rows of exactly those splits, and no loading script. The Parquet branch then holds the split
+    in one file unless the card's rows are stale, which the file's footer shows: the crawl reads
+    every named file's footer and lists the branch whenever one disagrees or is missing.
+    """
+    if not isinstance(card, Mapping) or files is None:
+        return None
+    files = list(files)
+    if any("/" not in f and f.endswith(".py") for f in files):
+        return None
+    data = [f for f in files if not _NOT_DATA.search(f)]
+    configs = card.get("configs")
+    if not isinstance(configs, list) or not configs:
+        return None
+    stated: dict[str, dict[str, int | None] | None] = {e["config"]: e["splits"] for e in card_entries(card)}
+    out: dict[str, dict[str, int]] = {}
+    for config in configs:
+        if not isinstance(config, dict) or not isinstance(config.get("config_name"), str):
+            return None
+        name = config["config_name"]
+        patterns = _split_patterns(config.get("data_files"))
+        rows = stated.get(name)
+        if name in out or not patterns or not rows or set(rows) != set(patterns) or not _safe_folder(name):
+            return None
+        for split, globs in patterns.items():
+            if rows[split] is None or not _safe_folder(split) or "-" in split or sum(1 for f in data if any(_matches(f, g) for g in globs)) != 1:
+                return None
+        out[name] = {split: int(n) for split, n in rows.items() if n is not None}
+    return out
+
+
+def _split_patterns(files: Any) -> dict[str, list[str]] | None:
+    """A config's ``data_files`` as ``{split: [pattern, ...]}`` when it names its splits, else None."""
+    if isinstance(files, dict) and files:
+        pairs = list(files.items())
+    elif isinstance(files, list) and files and all(isinstance(f, dict) for f in files):
+        pairs = [(f.get("split"), f.get("path")) for f in files]
+    else:
+        return None  # a bare pattern is the train split, but a card may add splits beside it by file name
+    out: dict[str, list[str]] = {}
+    for split, paths in pairs:
+        paths = [paths] if isinstance(paths, str) else paths
+        if not isinstance(split, str) or split in out or not isinstance(paths, list) or not paths \
+                or not all(isinstance(p, str) and p for p in paths):
+            return None
+        out[split] = paths
+    return out
+
+
+def _matches(path: str, pattern: str) -> bool:
+    """Whether ``datasets`` could read the file for the pattern: a glob whose ``*`` also crosses
+    folders, or the pattern as a folder. It matches more than ``datasets`` does, never less, so
+    that a split of several files is never taken for one."""
+    pattern = pattern.strip("/")
+    return fnmatch.fnmatchcase(path, pattern) or path.startswith(pattern + "/") or fnmatch.fnmatchcase(path, pattern + "/*")
+
+
+def _safe_folder(name: str) -> bool:
+    """A config or split name that is one folder of the branch (split names never hold ``-``)."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
 
 
 def config_splits(card: Mapping[str, Any]) -> dict[str, set[str] | None]:

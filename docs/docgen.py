@@ -169,7 +169,9 @@ TABLES: dict[str, dict[str, str]] = {
                             "hub_fault:\\<class\\> (the Hub failed to answer; the next crawl retries it), "
                             "error:\\<class\\>",
         "decided_by": "where the decision came from: `listing` (the listing's metadata and card alone, no request; "
-                      "it only ever excludes) or `parquet` (the Parquet branch's files)",
+                      "it only ever excludes), `parquet` (the Parquet branch's files, listed in one API call) or `card` (the "
+                      "Parquet branch's files as the card names them, each found by its footer with the card's rows; "
+                      "no API call)",
         "total_rows": "total rows confirmed from the Parquet metadata (NULL: not resolved)",
         "configs": 'JSON `{config: {split: {"files": [...], "rows": n, "rows_from": ...}}}`',
         "resolved_sha": "the sha at which configs/total_rows were resolved (re-crawls skip unchanged ones)",

@@ -8,6 +8,7 @@ A hub root is a folder with an ``index.json``, either a list of dataset entries 
      "sha": "<40 hex>",               # default: sha1 of the id and the files' relative paths and sizes
      "tags": ["modality:text", ...],  "gated": false | "auto" | "manual",
      "private": false, "disabled": false, "parquet_export": true,
+     "pushed": false,                 # true: main holds the files as datasets.push_to_hub leaves them
      "author", "downloads", "likes", "lastModified", "createdAt", "description",
      "cardData": {...}}               # default: derived from the tags
 
@@ -80,9 +81,32 @@ def _served_repo(root: Path, entry: dict[str, Any]) -> Repo:
     if "cardData" not in entry:
         meta["cardData"] = cards.with_split_sizes(meta["cardData"] or {}, _split_rows(folder, files))
     meta["usedStorage"] = sum(b.size for b in files.values())
+    pushed, configs = _pushed(folder) if entry.get("pushed") else ({}, [])
+    if configs and "cardData" not in entry:
+        meta["cardData"] = {**(meta["cardData"] or {}), "configs": configs}
     main = {".gitattributes": BytesBlob(GITATTRIBUTES),
-            "README.md": BytesBlob(cards.readme(meta["cardData"] or {}, repo_id).encode())}
+            "README.md": BytesBlob(cards.readme(meta["cardData"] or {}, repo_id).encode()), **pushed}
     return Repo(repo_id, meta, main_files=main, main_sha=sha, parquet_files=files if export else None)
+
+
+def _pushed(folder: Path) -> tuple[dict[str, FileBlob], list[dict[str, Any]]]:
+    """The main branch's files and the card's ``configs`` as ``datasets.push_to_hub`` leaves them:
+    each split's Parquet files at ``data/{split}-NNNNN-of-NNNNN.parquet`` (``{config}/...`` for a
+    config other than default), named by split in ``configs[].data_files``."""
+    layout: dict[str, dict[str, list[Path]]] = {}
+    for p in sorted(folder.rglob("*.parquet")) if folder.is_dir() else []:
+        parts = p.relative_to(folder).parts
+        if len(parts) == 3:
+            layout.setdefault(parts[0], {}).setdefault(parts[1], []).append(p)
+    main: dict[str, FileBlob] = {}
+    configs = []
+    for config, splits in layout.items():
+        prefix = "data" if config == "default" else config
+        for split, paths in splits.items():
+            for k, p in enumerate(paths):
+                main[f"{prefix}/{split}-{k:05d}-of-{len(paths):05d}.parquet"] = FileBlob(p)
+        configs.append({"config_name": config, "data_files": [{"split": s, "path": f"{prefix}/{s}-*"} for s in splits]})
+    return main, configs
 
 
 def _split_rows(folder: Path, files: dict[str, Any]) -> dict[str, dict[str, int]] | None:

@@ -68,7 +68,7 @@ from hubsurvey.core.errors import (
     scrub_exception,
 )
 from hubsurvey.core.hub_discussions import HubDiscussions
-from hubsurvey.core.hub_files import HubFiles, delete_files
+from hubsurvey.core.hub_files import HubFiles, ParquetFile, delete_files
 from hubsurvey.core.hub_models import MODEL_EXPAND, SCORES_EXPAND, HubModels
 from hubsurvey.core.pacing import API, RESOLVERS, Breaker, HubLimits, Pace, parse_ratelimit
 from hubsurvey.core.safety import refuse_secrets, scrub_value
@@ -78,7 +78,7 @@ from hubsurvey.core.transport import MAX_REDIRECTS, RequestLimits, configure_htt
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MODEL_EXPAND", "SCORES_EXPAND", "HubClient", "RepoFile", "branch_split", "delete_files", "is_transient",
+__all__ = ["MODEL_EXPAND", "SCORES_EXPAND", "HubClient", "ParquetFile", "RepoFile", "branch_split", "delete_files", "is_transient",
            "unreachable_cause"]
 
 PARQUET_REVISION = "refs/convert/parquet"
@@ -592,6 +592,10 @@ class HubClient:
     def parquet_footer(self, repo_id: str, path: str, revision: str = PARQUET_REVISION) -> Any:
         """A Parquet file's metadata from one suffix read of its end (:meth:`HubFiles.parquet_footer`)."""
         return self.files.parquet_footer(repo_id, path, revision)
+
+    def parquet_file(self, repo_id: str, path: str, revision: str = PARQUET_REVISION) -> ParquetFile:
+        """A Parquet file's footer, commit and size from one suffix read (:meth:`HubFiles.parquet_file`)."""
+        return self.files.parquet_file(repo_id, path, revision)
 
     # --- discussions (the opt-in bot, ``hubsurvey notify``) ---------------------------------------
 

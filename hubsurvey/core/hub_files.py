@@ -11,9 +11,11 @@ the deadline.
 from __future__ import annotations
 
 import os
+import re
 import struct
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -31,6 +33,29 @@ from hubsurvey.core.hub_calls import HubCalls
 SMALL_FILE_BYTES = 1 << 20
 FOOTER_PROBE = 64 * 1024  # one suffix read gets the footer of almost every Parquet file
 DOWNLOAD_CHUNK = 1 << 20
+
+
+_RANGE_TOTAL = re.compile(r"/(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class RangeRead:
+    """A ranged read's bytes, with the commit (``X-Repo-Commit``) and the file's whole size
+    (``Content-Range``) the Hub answered it with, when it said them."""
+
+    content: bytes
+    commit: str | None
+    total: int | None
+
+
+@dataclass(frozen=True)
+class ParquetFile:
+    """One Parquet file of a branch, as its footer read found it."""
+
+    path: str
+    metadata: Any  # pyarrow.parquet.FileMetaData
+    commit: str | None  # the branch commit that served it
+    size: int | None  # bytes, when the Hub said
 
 
 class HubFiles:
@@ -92,6 +117,9 @@ class HubFiles:
 
     def read_range(self, url: str, start: int, end: int | None = None) -> bytes:
         """Bytes [start, end] of a file (or the last -start bytes when start < 0), retried."""
+        return self._read_range(url, start, end).content
+
+    def _read_range(self, url: str, start: int, end: int | None = None) -> RangeRead:
         rng = f"bytes={start}-" if end is None else f"bytes={start}-{end}"
         if start < 0:
             rng = f"bytes={start}"
@@ -99,24 +127,36 @@ class HubFiles:
         if self._token:
             headers["authorization"] = f"Bearer {self._token}"
 
-        def get() -> bytes:
+        def get() -> RangeRead:
             response = get_session().get(url, headers=headers, follow_redirects=True)
             hf_raise_for_status(response)
-            return response.content
+            # the commit is on the Hub's own answer, which may be a redirect to a CDN
+            commit = next((r.headers.get("X-Repo-Commit") for r in (response, *reversed(response.history))
+                           if r.headers.get("X-Repo-Commit")), None)
+            total = _RANGE_TOTAL.search(response.headers.get("Content-Range", ""))
+            whole = response.status_code == 200  # a server that ignores Range sends the whole file
+            return RangeRead(response.content, commit, int(total.group(1)) if total else len(response.content) if whole else None)
 
         return self.hub.call(get, _file=True, _what=url)
 
     def parquet_footer(self, repo_id: str, path: str, revision: str) -> Any:
         """A Parquet file's metadata (rows, schema, HF features) from one suffix read of its end."""
+        return self.parquet_file(repo_id, path, revision).metadata
+
+    def parquet_file(self, repo_id: str, path: str, revision: str) -> ParquetFile:
+        """A Parquet file's metadata, and the commit and size the Hub answered it with, from one
+        suffix read of its end (two for a footer over ``FOOTER_PROBE``)."""
         url = self.file_url(repo_id, path, revision)
-        tail = self.read_range(url, -FOOTER_PROBE)
+        read = self._read_range(url, -FOOTER_PROBE)
+        tail = read.content
         if len(tail) < 12 or tail[-4:] != b"PAR1":
             raise ValueError(f"{path}: not a Parquet file (no PAR1 trailer)")
         length = struct.unpack("<i", tail[-8:-4])[0]
         if length + 8 > len(tail):  # a large footer: read exactly what it needs
             tail = self.read_range(url, -(length + 8))
         # The footer alone, framed as a file, is enough for pyarrow to read the metadata.
-        return pq.read_metadata(pa.BufferReader(b"PAR1" + tail[-(length + 8):]))
+        metadata = pq.read_metadata(pa.BufferReader(b"PAR1" + tail[-(length + 8):]))
+        return ParquetFile(path, metadata, read.commit, read.total)
 
     def small_file(self, repo_id: str, path: str, *, repo_type: str = "model", revision: str = "main") -> bytes | None:
         """A small file of a repo, read whole (a model's ``.eval_results/*.yaml``, a benchmark's

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from hubsurvey.cli import app
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store
+from hubsurvey.crawler import rules
 from hubsurvey.crawler.crawl import crawl
 from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
@@ -228,3 +229,95 @@ def test_several_authors_are_listed_server_side_one_listing_each(minihub, tmp_pa
     assert queries == authors
     listed = {k for k, v in truth.items() if v != "error:private" and k.split("/")[0] in authors}
     assert set(got) == listed and len(authors) == 2
+
+
+# --- the Parquet branch's files named by the card ---------------------------------------------------
+
+
+def _pushed_root(tmp_path: Path, shared: Path, name: str, **extra) -> Path:
+    """Every shared dataset as ``datasets.push_to_hub`` leaves it (its files on main, named by split
+    in the card's ``configs``), with ``extra`` overriding its entry (``cardData``, ...)."""
+    entries = [{**{k: v for k, v in e.items() if k in ("id", "tags")}, "dir": str(shared / e["id"].replace("/", "__")),
+                "pushed": True, **extra.get(e["id"], {})} for e in json.loads((shared / "index.json").read_text())]
+    root = tmp_path / name
+    root.mkdir()
+    (root / "index.json").write_text(json.dumps(entries))
+    return root
+
+
+def _decisions(db: Path) -> dict[str, tuple]:
+    with Store(db) as store:
+        return {r["dataset_id"]: (r["status"], r["exclusion_reason"], r["total_rows"], json.loads(r["configs"] or "null"),
+                                  r["parquet_sha"], r["decided_by"])
+                for r in store.records("SELECT * FROM datasets")}
+
+
+@pytest.mark.slow
+def test_files_the_card_names_decide_as_the_branch_listing_does_without_an_api_call(shared_datasets, tmp_path):
+    """Every shared dataset pushed: the crawl reads each split's footer where the card names the
+    files, and stores what listing every branch stores, with no API call beyond the listing."""
+    with StandinHub(_pushed_root(tmp_path, shared_datasets, "pushed")) as hub:
+        named, _ = run_crawl(hub, tmp_path / "named.duckdb")
+        named_stats = hub.stats()
+        hub.reset_stats()
+        listed, _ = run_crawl(hub, tmp_path / "listed.duckdb", CrawlFilters(list_every_branch=True))
+        listed_stats = hub.stats()
+    by_card, by_listing = _decisions(tmp_path / "named.duckdb"), _decisions(tmp_path / "listed.duckdb")
+    splits = sum(len(sp) for d in by_listing.values() for sp in (d[3] or {}).values())
+    assert set(by_card) == set(by_listing) and len(by_card) == 18
+    def rows_from(configs):  # the card-named rows are every footer's; a listed branch trusts a checked card
+        return {c: {s: {k: v for k, v in f.items() if k != "rows_from"} for s, f in sp.items()} for c, sp in (configs or {}).items()}
+
+    for dataset_id, decision in by_card.items():
+        assert decision[:3] + decision[4:5] == by_listing[dataset_id][:3] + by_listing[dataset_id][4:5], dataset_id
+        assert rows_from(decision[3]) == rows_from(by_listing[dataset_id][3]), dataset_id
+        assert {f["rows_from"] for sp in (decision[3] or {}).values() for f in sp.values()} <= {"footers"}
+        assert (decision[5], by_listing[dataset_id][5]) == ("card", "parquet"), dataset_id
+    assert named.from_card == named.resolved == listed.resolved == 18 and listed.from_card == 0
+    assert named_stats["info"] + named_stats["tree"] == 0 and listed_stats["info"] == 18
+    assert named_stats["resolve_get"] == splits  # one footer a split: what the card states, each checked
+    assert named.eligible == listed.eligible > 0
+
+
+@pytest.mark.parametrize("card", ["stale rows", "unknown config"])
+@pytest.mark.slow
+def test_a_card_that_names_files_wrongly_gets_the_branch_listed(shared_datasets, tmp_path, card):
+    """Stale rows (the test footer holds 500, the card says 499), or a config the branch does not
+    hold: the branch is listed, and the rows stored are the files' own."""
+    config = "default" if card == "stale rows" else "plain"
+    files = [{"split": s, "path": f"data/{s}-*"} for s in ("train", "test")]
+    stated = {"config_name": config, "splits": [{"name": "train", "num_examples": 5452},
+                                                {"name": "test", "num_examples": 499 if card == "stale rows" else 500}]}
+    extra = {"CogComp/trec": {"cardData": {"configs": [{"config_name": config, "data_files": files}], "dataset_info": stated}}}
+    with StandinHub(_pushed_root(tmp_path, shared_datasets, "pushed", **extra)) as hub:
+        summary, _ = run_crawl(hub, tmp_path / "r.duckdb")
+    status, reason, total, configs, _sha, decided_by = _decisions(tmp_path / "r.duckdb")["CogComp/trec"]
+    assert (status, reason, decided_by) == ("eligible", None, "parquet")
+    assert total == 5952 and {s: v["rows"] for s, v in configs["default"].items()} == {"train": 5452, "test": 500}
+    assert summary.from_card == 17  # the others
+
+
+def test_the_card_names_the_files_only_when_one_main_file_holds_each_split():
+    card = {"configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"},
+                                                                  {"split": "test", "path": "data/test-*"}]}],
+            "dataset_info": {"config_name": "default", "splits": [{"name": "train", "num_examples": 10},
+                                                                  {"name": "test", "num_examples": 3}]}}
+    pushed = ["README.md", ".gitattributes", "data/train-00000-of-00001.parquet", "data/test-00000-of-00001.parquet"]
+    assert rules.card_named_files(card, pushed) == {"default": {"train": 10, "test": 3}}
+    assert rules.card_named_files(card, None) is None  # no file names in the listing
+    assert rules.card_named_files(card, [*pushed, "data/test-extra.parquet"]) is None  # two test files: shards unknown
+    assert rules.card_named_files(card, [*pushed, "data/test-more/0.parquet"]) is None  # '*' is taken to cross folders
+    assert rules.card_named_files(card, [*pushed, "loader.py"]) is None  # a loading script decides the configs
+    assert rules.card_named_files(card, pushed[:3]) is None  # no test file on main
+    unstated = {**card, "dataset_info": {"config_name": "default", "splits": [{"name": "train", "num_examples": 10}]}}
+    assert rules.card_named_files(unstated, pushed) is None  # a split without stated rows
+    bare = {**card, "configs": [{"config_name": "default", "data_files": "data/*"}]}
+    assert rules.card_named_files(bare, pushed) is None  # splits not named by the card
+    as_dict = {**card, "configs": [{"config_name": "default", "data_files": {"train": ["data/train-*"], "test": "data/test-*"}}]}
+    assert rules.card_named_files(as_dict, pushed) == {"default": {"train": 10, "test": 3}}
+    folder = {**card, "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"},
+                                                                            {"split": "test", "path": "data/test-00000-of-00001.parquet"}]}]}
+    assert rules.card_named_files(folder, pushed) == {"default": {"train": 10, "test": 3}}
+    escaping = {**card, "configs": [{**card["configs"][0], "config_name": ".."}],
+                "dataset_info": {**card["dataset_info"], "config_name": ".."}}
+    assert rules.card_named_files(escaping, pushed) is None  # a name that is not one folder of the branch

@@ -388,3 +388,26 @@ def test_jobs_left_pending_wait_for_the_crawl_to_confirm_their_revision(minihub,
         assert store.query("SELECT count(*) FROM jobs WHERE status NOT IN ('done', 'superseded')")[1][0][0] == 0
     assert measured == [("e" * 40,)]
     assert statuses["e" * 40] == "done" and set(statuses.values()) == {"done", "superseded"}
+
+
+@pytest.mark.slow
+def test_a_survey_of_files_the_card_names_stores_the_rows_of_a_survey_that_lists_every_branch(shared_datasets, tmp_path):
+    """Datasets as push_to_hub leaves them: the crawl names their Parquet files from the card
+    (no API call); the jobs download and measure exactly what they measure when every branch is
+    listed."""
+    from hubsurvey.crawler.rules import CrawlFilters
+
+    ids = ["CogComp/trec", "community-datasets/definite_pronoun_resolution", "universal-dependencies/universal_dependencies"]
+    entries = [{"id": e["id"], "tags": e["tags"], "dir": str(shared_datasets / e["id"].replace("/", "__")), "pushed": True}
+               for e in json.loads((shared_datasets / "index.json").read_text()) if e["id"] in ids]
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "index.json").write_text(json.dumps(entries))
+    with StandinHub(tmp_path / "hub") as hub:
+        named = run_survey(tmp_path / "named.duckdb", standin_client(hub, tmp_path / "c1"), None, RunOptions(workers=2))
+        api_named = hub.stats()["info"]
+        listed = run_survey(tmp_path / "listed.duckdb", standin_client(hub, tmp_path / "c2"),
+                            CrawlFilters(list_every_branch=True), RunOptions(workers=2))
+        api_listed = hub.stats()["info"] - api_named
+    assert named.status == listed.status == "done" and named.failed == listed.failed == 0
+    assert (api_named, api_listed) == (0, 3) and named.crawl["from_card"] == 3
+    assert rows(tmp_path / "named.duckdb") == rows(tmp_path / "listed.duckdb") and len(rows(tmp_path / "named.duckdb")) >= 4
