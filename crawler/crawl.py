@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import re
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
@@ -59,6 +60,7 @@ from hubsurvey.core.errors import (
 from hubsurvey.core.hub import PARQUET_REVISION, HubClient, RepoFile, branch_split, is_transient
 from hubsurvey.core.roles import features_from_arrow, infer_roles
 from hubsurvey.core.runs import Runs, RunStatus
+from hubsurvey.core.safety import refuse_secrets
 from hubsurvey.core.splits import canonical_split
 from hubsurvey.core.store import Store, now
 from hubsurvey.crawler import rules
@@ -69,6 +71,7 @@ from hubsurvey.crawler.rules import CrawlFilters
 EXPAND = ["gated", "disabled", "private", "sha", "lastModified", "tags", "cardData", "siblings", "downloads", "likes", "author"]
 LISTING_SORT = "lastModified"  # newest first: what changed since the last crawl comes first
 SINCE_LAST_MARGIN = timedelta(hours=1)  # a since-last listing reads this far past its high-water mark
+_COMMIT = re.compile(r"[0-9a-f]{40}")  # a branch commit as the Hub names it; anything else is not pinned to
 PAGES_IN_FLIGHT = 2  # listing pages whose datasets may be resolving while the next page is read
 
 log = logging.getLogger(__name__)
@@ -193,6 +196,8 @@ def _resolve_named(client: HubClient, dataset_id: str, filters: CrawlFilters,
     order = sorted(((c, s) for c, sp in named.items() for s in sp), key=lambda cs: not _is_test(cs[1]))
     if not order or not _is_test(order[0][1]):
         return None  # no test split named: only the branch's listing may say so
+    # the names become paths, rows and folders: a card echoing the token is refused whole, as a listing is
+    refuse_secrets([name for sp in named.items() for name in (sp[0], *sp[1])], f"{dataset_id}: the files the card names")
     commit: str | None = None
     text_found = False
     configs: dict[str, dict[str, dict[str, Any]]] = {}
@@ -203,7 +208,7 @@ def _resolve_named(client: HubClient, dataset_id: str, filters: CrawlFilters,
         except EntryNotFoundError:
             log.debug("%s: the Parquet branch has no %s; listing it", dataset_id, path)
             return None
-        if found.commit is None or found.size is None or found.metadata.num_rows != named[config][split] \
+        if not _COMMIT.fullmatch(found.commit or "") or found.size is None or found.metadata.num_rows != named[config][split] \
                 or (commit is not None and found.commit != commit):
             log.debug("%s: %s does not hold what the card states; listing the branch", dataset_id, path)
             return None

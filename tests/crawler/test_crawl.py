@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from huggingface_hub.errors import EntryNotFoundError
 from leaks import secret_hits
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
-from hubsurvey.core.hub import HubClient
+from hubsurvey.core.hub import HubClient, ParquetFile
 from hubsurvey.core.store import Store
 from hubsurvey.crawler import rules
-from hubsurvey.crawler.crawl import crawl
+from hubsurvey.crawler.crawl import _resolve_named, crawl
 from hubsurvey.crawler.rules import CrawlFilters
 from hubsurvey_standin import Faults, Scope, StandinHub, generate_minihub
 
@@ -321,3 +325,46 @@ def test_the_card_names_the_files_only_when_one_main_file_holds_each_split():
     escaping = {**card, "configs": [{**card["configs"][0], "config_name": ".."}],
                 "dataset_info": {**card["dataset_info"], "config_name": ".."}}
     assert rules.card_named_files(escaping, pushed) is None  # a name that is not one folder of the branch
+
+
+class _Branch:
+    """A Parquet branch as the card-named resolution reads it: each path's footer rows, the commit
+    and size each answer carries, and every read made (path, revision)."""
+
+    def __init__(self, rows: dict[str, int], commit: str | dict[str, str] = "a" * 40, size: int | None = 1000,
+                 text: bool = True):
+        self.rows, self.commit, self.size, self.reads = rows, commit, size, []
+        self._schema = pa.schema([("text", pa.string()) if text else ("x", pa.float64()), ("label", pa.int64())])
+
+    def parquet_file(self, repo_id, path, revision):
+        self.reads.append((path, revision))
+        if path not in self.rows:
+            raise EntryNotFoundError(f"{path} not found")
+        buffer = io.BytesIO()
+        pq.write_table(pa.table({f.name: pa.nulls(self.rows[path], f.type) for f in self._schema}), buffer)
+        commit = self.commit if isinstance(self.commit, str) else self.commit[path]
+        return ParquetFile(path, pq.read_metadata(io.BytesIO(buffer.getvalue())), commit, self.size)
+
+
+_NAMED = {"default": {"train": 10, "test": 3}}
+_FILES = {"default/train/0000.parquet": 10, "default/test/0000.parquet": 3}
+
+
+def test_card_named_files_are_admitted_only_when_every_footer_agrees_at_one_commit():
+    filters = CrawlFilters()
+    branch = _Branch(_FILES)
+    got = _resolve_named(branch, "o/d", filters, _NAMED)
+    assert got is not None and (got.reason, got.total_rows, got.parquet_sha, got.files_from) == (None, 13, "a" * 40, "card")
+    assert got.configs["default"]["test"] == {"files": ["default/test/0000.parquet"], "bytes": 1000, "rows": 3, "rows_from": "footers"}
+    # the test split first (its features say text), then the others pinned to the commit it answered with
+    assert branch.reads == [("default/test/0000.parquet", "refs/convert/parquet"), ("default/train/0000.parquet", "a" * 40)]
+    assert _resolve_named(_Branch(_FILES, text=False), "o/d", filters, _NAMED).reason == rules.NOT_TEXT
+    assert _resolve_named(_Branch(_FILES), "o/d", CrawlFilters(max_rows=13), _NAMED).reason == rules.TOO_MANY_ROWS
+    # each of these lists the branch instead (None)
+    assert _resolve_named(_Branch({**_FILES, "default/train/0000.parquet": 9}), "o/d", filters, _NAMED) is None  # stale rows
+    assert _resolve_named(_Branch({"default/test/0000.parquet": 3}), "o/d", filters, _NAMED) is None  # a file missing
+    assert _resolve_named(_Branch(_FILES, commit="main"), "o/d", filters, _NAMED) is None  # not a commit
+    assert _resolve_named(_Branch(_FILES, size=None), "o/d", filters, _NAMED) is None  # no size for the cache budget
+    moved = {"default/test/0000.parquet": "a" * 40, "default/train/0000.parquet": "b" * 40}
+    assert _resolve_named(_Branch(_FILES, commit=moved), "o/d", filters, _NAMED) is None  # two commits
+    assert _resolve_named(_Branch(_FILES), "o/d", filters, {"default": {"train": 10}}) is None  # no test split named
