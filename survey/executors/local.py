@@ -122,9 +122,32 @@ class LocalExecutor(Inflight):
         self._stopping = True
         self.client.stop_after(1e-3)  # a download in flight ends as a timeout, at its next read
         self._pool.stop()
+        self._end_workers()
         self._downloads.shutdown(wait=True, cancel_futures=True)
         self._pool.join()
         self.client.stop_after(None)  # the client may serve again (the run's bound, if any, is the run's to set)
+
+    def _end_workers(self) -> None:
+        """Terminate every worker once the pool has stopped starting new ones, before it closes its
+        channels.
+
+        pebble's manager replaces a worker it stopped (a cancelled job's) until it sees the pool
+        stopped, and its stop closes the channels before it ends the workers. Closing them frees
+        their locks, whose named semaphores a worker still starting opens by name: that worker then
+        printed a ``FileNotFoundError`` traceback on the run's stderr after the one-line
+        interruption. Ended first, a starting worker dies silently of SIGTERM. (pebble 5's
+        attributes; without them pebble's own stop does it, as before.)"""
+        loop = getattr(self._pool, "_pool_manager_loop", None)
+        manager = getattr(getattr(self._pool, "_pool_manager", None), "worker_manager", None)
+        workers = getattr(manager, "workers", None)
+        if loop is None or not isinstance(workers, dict):
+            return
+        loop.join()  # the pool is stopped: its manager starts no worker after its current turn
+        started = list(workers.values())
+        for worker in started:
+            worker.terminate()
+        for worker in started:
+            worker.join(5)  # whatever is left, pebble's stop kills
 
 
 def _start_forkserver_deaf_to_ctrl_c() -> None:
