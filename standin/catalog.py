@@ -73,15 +73,14 @@ def _served_repo(root: Path, entry: dict[str, Any]) -> Repo:
         raise ValueError(f"{root / 'index.json'}: dataset id must look like 'owner/name', got {repo_id!r}")
     folder = root / entry.get("dir", repo_id.replace("/", "__"))
     export = bool(entry.get("parquet_export", True))
-    files = {}
-    if export and folder.is_dir():
-        files = {p.relative_to(folder).as_posix(): FileBlob(p) for p in sorted(folder.rglob("*.parquet"))}
+    on_disk = {p.relative_to(folder).as_posix(): FileBlob(p) for p in sorted(folder.rglob("*.parquet"))} if folder.is_dir() else {}
+    files = on_disk if export else {}
     sha = entry.get("sha") or sha1_hex(repo_id, *(f"{p} {b.size}" for p, b in files.items()))
     meta = _entry_meta(entry)
     if "cardData" not in entry:
         meta["cardData"] = cards.with_split_sizes(meta["cardData"] or {}, _split_rows(folder, files))
     meta["usedStorage"] = sum(b.size for b in files.values())
-    pushed, configs = _pushed(folder) if entry.get("pushed") else ({}, [])
+    pushed, configs = _pushed(on_disk) if entry.get("pushed") else ({}, [])
     if configs and "cardData" not in entry:
         meta["cardData"] = {**(meta["cardData"] or {}), "configs": configs}
     main = {".gitattributes": BytesBlob(GITATTRIBUTES),
@@ -89,22 +88,23 @@ def _served_repo(root: Path, entry: dict[str, Any]) -> Repo:
     return Repo(repo_id, meta, main_files=main, main_sha=sha, parquet_files=files if export else None)
 
 
-def _pushed(folder: Path) -> tuple[dict[str, FileBlob], list[dict[str, Any]]]:
-    """The main branch's files and the card's ``configs`` as ``datasets.push_to_hub`` leaves them:
-    each split's Parquet files at ``data/{split}-NNNNN-of-NNNNN.parquet`` (``{config}/...`` for a
-    config other than default), named by split in ``configs[].data_files``."""
-    layout: dict[str, dict[str, list[Path]]] = {}
-    for p in sorted(folder.rglob("*.parquet")) if folder.is_dir() else []:
-        parts = p.relative_to(folder).parts
+def _pushed(export: dict[str, FileBlob]) -> tuple[dict[str, FileBlob], list[dict[str, Any]]]:
+    """The main branch's files and the card's ``configs`` as ``datasets.push_to_hub`` leaves them,
+    from the export's ``{config}/{split}/NNNN.parquet``: each split's files at
+    ``data/{split}-NNNNN-of-NNNNN.parquet`` (``{config}/...`` for a config other than default),
+    named by split in ``configs[].data_files``."""
+    layout: dict[str, dict[str, list[FileBlob]]] = {}
+    for path, blob in export.items():
+        parts = path.split("/")
         if len(parts) == 3:
-            layout.setdefault(parts[0], {}).setdefault(parts[1], []).append(p)
+            layout.setdefault(parts[0], {}).setdefault(parts[1], []).append(blob)
     main: dict[str, FileBlob] = {}
     configs = []
     for config, splits in layout.items():
         prefix = "data" if config == "default" else config
-        for split, paths in splits.items():
-            for k, p in enumerate(paths):
-                main[f"{prefix}/{split}-{k:05d}-of-{len(paths):05d}.parquet"] = FileBlob(p)
+        for split, blobs in splits.items():
+            for k, blob in enumerate(blobs):
+                main[f"{prefix}/{split}-{k:05d}-of-{len(blobs):05d}.parquet"] = blob
         configs.append({"config_name": config, "data_files": [{"split": s, "path": f"{prefix}/{s}-*"} for s in splits]})
     return main, configs
 
