@@ -38,7 +38,7 @@ from hubsurvey.core import duck, figure_sql
 from hubsurvey.core import figures as registry
 from hubsurvey.core.errors import BadInputError
 from hubsurvey.core.fingerprint import SplitFingerprint, parquet_batches
-from hubsurvey.core.memory import release_freed_memory
+from hubsurvey.core.memory import ordinary_pages, release_freed_memory
 from hubsurvey.core.splits import CANONICAL_SPLITS
 from hubsurvey.core.store import quote_ident
 from hubsurvey.survey import near as near_method
@@ -317,6 +317,7 @@ class Engine:
 
     def __init__(self, data: ConfigData, *, threads: int | None = None, memory_limit: str | None = None):
         self.data = data
+        ordinary_pages()
         self.con = duck.connect()
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")

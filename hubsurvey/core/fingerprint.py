@@ -41,7 +41,7 @@ import hashlib
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 
 import duckdb
 import numba
@@ -98,31 +98,60 @@ def parquet_batches(path: str, batch_rows: int = _BATCH_ROWS) -> Iterator[pa.Rec
     on from the first row not yet given. Any other file is read by pyarrow, with a buffered stream
     without pre-buffering (its default reads a row group's whole column chunks first: 67 MB for
     that train file)."""
-    source = pq.ParquetFile(path, buffer_size=1 << 22, pre_buffer=False)
-    schema, meta = source.schema_arrow, source.metadata
-    # each column's uncompressed pages: more than a string column's bytes, so under 2 GB they fit
-    column_bytes = [sum(meta.row_group(g).column(i).total_uncompressed_size for g in range(meta.num_row_groups))
-                    for i in range(meta.num_columns)]
     done = 0  # the rows DuckDB gave
-    if all(_flat_type(f.type) for f in schema) and max(column_bytes, default=0) < 2**31:
-        con = duck.connect(config={"threads": 1})
+    try:
+        batches = duckdb_batches(path, batch_rows)
+    except duckdb.Error:  # a file DuckDB cannot open: pyarrow says why, or reads it
+        batches = None
+    if batches is not None:
         try:
-            relation = con.read_parquet(path)
-            with contextlib.suppress(duckdb.Error):  # a DuckDB without the setting prefetches
-                con.execute("SET disable_parquet_prefetching = true")
-            reader = relation.to_arrow_reader(batch_rows)
-            if [f.type for f in reader.schema] == schema.types:
-                for batch in reader:
-                    yield batch
-                    done += batch.num_rows
-                return
+            for batch in batches:
+                yield batch
+                done += batch.num_rows
+            return
         # a value DuckDB refuses and pyarrow reads (a string not UTF-8): pyarrow reads on from that row
         # (DuckDB's error, or an OSError from the Arrow stream once it has started)
         except (duckdb.Error, pa.ArrowException, OSError):
             pass
         finally:
-            con.close()
+            batches.close()
+    source = pq.ParquetFile(path, buffer_size=1 << 22, pre_buffer=False)
     yield from _batches_after(source.iter_batches(batch_size=batch_rows, use_threads=False), done)
+
+
+def duckdb_batches(path: str, batch_rows: int = _BATCH_ROWS) -> Generator[pa.RecordBatch, None, None] | None:
+    """Every column of a Parquet file as DuckDB's reader gives it (one thread, a page read as the
+    scan reaches it), ``batch_rows`` rows at a time, in order; None for a file it does not give as
+    pyarrow would: not every column flat (strings, integers, floats, booleans), a string column of
+    2 GB or more (DuckDB's Arrow strings have 32-bit offsets), or a type of its own. The batches
+    hold what pyarrow's reader holds, so a split's fingerprint is the same from either. A value
+    DuckDB refuses (a string not UTF-8) raises ``duckdb.Error`` where the batches reach it."""
+    source = pq.ParquetFile(path)
+    schema, meta = source.schema_arrow, source.metadata  # pyarrow's types (a stored Arrow schema's)
+    # each column's uncompressed pages: more than a string column's bytes, so under 2 GB they fit
+    column_bytes = [sum(meta.row_group(g).column(i).total_uncompressed_size for g in range(meta.num_row_groups))
+                    for i in range(meta.num_columns)]
+    if not all(_flat_type(f.type) for f in schema) or max(column_bytes, default=0) >= 2**31:
+        return None
+    con = duck.connect(config={"threads": 1})
+    try:
+        relation = con.read_parquet(path)
+        with contextlib.suppress(duckdb.Error):  # a DuckDB without the setting prefetches
+            con.execute("SET disable_parquet_prefetching = true")
+        reader = relation.to_arrow_reader(batch_rows)
+    except BaseException:
+        con.close()
+        raise
+    if [f.type for f in reader.schema] != schema.types:
+        con.close()
+        return None
+
+    def batches() -> Generator[pa.RecordBatch, None, None]:
+        try:
+            yield from reader
+        finally:
+            con.close()
+    return batches()
 
 
 def _batches_after(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:

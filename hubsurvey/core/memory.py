@@ -1,4 +1,5 @@
-"""Give memory that DuckDB has freed back to the system at once, not seconds later.
+"""Give memory that DuckDB has freed back to the system at once, not seconds later; and keep numpy's
+arrays on the system's ordinary pages (:func:`ordinary_pages`).
 
 DuckDB allocates through a jemalloc of its own (Linux x86-64 builds), which hands freed pages back to
 the system in the background, over a decay of seconds. A measurement that drops a large table and
@@ -15,6 +16,7 @@ import ctypes
 import functools
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 
 _ALL_ARENAS = 4096  # jemalloc's MALLCTL_ARENAS_ALL
@@ -41,3 +43,19 @@ def release_freed_memory() -> None:
     if purge is not None:
         purge()
     pa.default_memory_pool().release_unused()
+
+
+def ordinary_pages() -> None:
+    """Numpy's arrays of 4 MB or more on ordinary 4 KB pages, as every other allocation of the process.
+
+    Numpy asks the kernel for 2 MB pages (``madvise(MADV_HUGEPAGE)``) for every such array. A
+    measurement allocates and frees hundreds of them (the near stage's band hashes and sketches,
+    the fingerprint's batches), and the kernel zeroes each 2 MB page whole when it is first touched,
+    compacting memory to find one: at the 1M-row benchmark a fifth of the process's CPU was that
+    zeroing, and with ordinary pages the whole audit took 0.83 times the time (``docs/benchmarks.md``,
+    "Figures behind the code's choices"). Numpy reads ``NUMPY_MADVISE_HUGEPAGE`` only when imported;
+    this switch holds from the call on, in any process (a pool's or a cluster's worker too)."""
+    switch = getattr(getattr(np, "_core", None), "multiarray", None)
+    setter = getattr(switch, "_set_madvise_hugepage", None)
+    if setter is not None:  # a numpy without the switch allocates as it does
+        setter(False)

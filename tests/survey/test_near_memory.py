@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -32,6 +33,18 @@ def test_release_freed_memory_gives_duckdbs_freed_pages_back():
     memory.release_freed_memory()
     assert held - _rss_mb() > 60  # the table took about 130 MB
     con.close()
+
+
+def test_a_measurement_keeps_numpys_arrays_on_ordinary_pages():
+    """numpy would ask for 2 MB pages for every array of 4 MB or more: the engine turns that off
+    (the kernel zeroed each huge page whole, a fifth of the 1M-row audit's CPU)."""
+    switch = np._core.multiarray._set_madvise_hugepage
+    before = switch(True)
+    try:
+        measure(_config(), text_columns=["text"], label_columns=["label"])
+        assert switch(True) is False  # the measurement left the switch off
+    finally:
+        switch(before)
 
 
 def _config(seed: int = 11) -> dict[str, pa.Table]:
