@@ -208,6 +208,12 @@ def _resolve_named(client: HubClient, dataset_id: str, filters: CrawlFilters,
         except EntryNotFoundError:
             log.debug("%s: the Parquet branch has no %s; listing it", dataset_id, path)
             return None
+        except RevisionNotFoundError:
+            if commit is None:  # no Parquet branch at all
+                raise
+            # the branch was rewritten since the first read, and its commit is gone: its listing names the new one
+            log.debug("%s: the Parquet branch moved from %s; listing it", dataset_id, commit)
+            return None
         if not _COMMIT.fullmatch(found.commit or "") or found.size is None or found.metadata.num_rows != named[config][split] \
                 or (commit is not None and found.commit != commit):
             log.debug("%s: %s does not hold what the card states; listing the branch", dataset_id, path)
@@ -221,13 +227,29 @@ def _resolve_named(client: HubClient, dataset_id: str, filters: CrawlFilters,
     return Resolution(reason, configs, total, commit, files_from="card")
 
 
+#: Listings of a Parquet branch rewritten while its footers are read, before the resolution is left
+#: to the next crawl: the converter rewrites a branch in one push, so a second listing names a
+#: commit that holds still.
+BRANCH_LISTINGS = 2
+
+
 def _resolve(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None) -> Resolution:
     # One API call: the branch's commit (every read below, and the job's downloads, are pinned to
     # it) and its files with their sizes.
-    sha, files = client.parquet_files(dataset_id)
-    resolution = _resolve_at(client, dataset_id, filters, card, sha, files)
-    resolution.parquet_sha = sha
-    return resolution
+    listings = 1
+    while True:
+        sha, files = client.parquet_files(dataset_id)
+        try:
+            resolution = _resolve_at(client, dataset_id, filters, card, sha, files)
+        except RevisionNotFoundError:  # a footer pinned to the listed commit: the branch moved since
+            log.debug("%s: the Parquet branch moved from %s while its footers were read", dataset_id, sha)
+            if listings == BRANCH_LISTINGS:
+                raise HubFaultError(f"{dataset_id}: the Parquet branch moved {listings} times while its footers "
+                                    "were read; the next crawl resolves it again") from None
+            listings += 1
+            continue
+        resolution.parquet_sha = sha
+        return resolution
 
 
 def _resolve_at(client: HubClient, dataset_id: str, filters: CrawlFilters, card: Mapping[str, Any] | None, sha: str,

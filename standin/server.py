@@ -1105,15 +1105,20 @@ class StandinHub:
             found.append(discussion)
             return dict(discussion)
 
-    def commit_data(self, dataset_id: str, files: Mapping[str, bytes]) -> str:
+    def commit_data(self, dataset_id: str, files: Mapping[str, bytes], *, keep_previous_export: bool = True) -> str:
         """Simulate new data: main moves to a new commit whose Parquet export holds ``files`` (Parquet
         bytes by path, ``config/split/NNNN.parquet``), and ``lastModified`` becomes now. Earlier shas
-        stay resolvable. Returns the new main sha."""
+        stay resolvable, unless ``keep_previous_export`` is False: then the export's previous commit
+        is gone, as a rewritten ``refs/convert/parquet`` whose old commit the Hub no longer serves
+        (a read pinned to it answers RevisionNotFound). Returns the new main sha."""
         repo = self.catalog.get(dataset_id)
         if repo is None:
             raise KeyError(dataset_id)
         with self.catalog.lock:
+            previous = repo.parquet
             sha = repo.replace_data({path: BytesBlob(data, lfs=True) for path, data in files.items()})
+            if not keep_previous_export and previous is not None:
+                repo.history.pop(previous.sha, None)
             self.catalog.pin(repo)
             self.catalog.touched()
         return sha

@@ -14,7 +14,7 @@ from leaks import secret_hits
 from typer.testing import CliRunner
 
 from hubsurvey.cli import app
-from hubsurvey.core.hub import HubClient, ParquetFile
+from hubsurvey.core.hub import PARQUET_REVISION, HubClient, ParquetFile
 from hubsurvey.core.store import Store
 from hubsurvey.crawler import rules
 from hubsurvey.crawler.crawl import _resolve_named, crawl
@@ -368,3 +368,52 @@ def test_card_named_files_are_admitted_only_when_every_footer_agrees_at_one_comm
     moved = {"default/test/0000.parquet": "a" * 40, "default/train/0000.parquet": "b" * 40}
     assert _resolve_named(_Branch(_FILES, commit=moved), "o/d", filters, _NAMED) is None  # two commits
     assert _resolve_named(_Branch(_FILES), "o/d", filters, {"default": {"train": 10}}) is None  # no test split named
+
+
+def _moving(client: HubClient, hub: StandinHub, dataset_id: str, moves: int) -> None:
+    """Before each of the client's first ``moves`` reads of ``dataset_id`` pinned to a commit, the
+    converter rewrites its Parquet branch (the same files, a new commit) and the old commit is gone."""
+    left = [moves]
+    for name in ("parquet_file", "parquet_footer"):
+        def read(repo_id, path, revision=PARQUET_REVISION, _read=getattr(client, name)):
+            if repo_id == dataset_id and revision != PARQUET_REVISION and left[0] > 0:
+                left[0] -= 1
+                export = hub.catalog.get(dataset_id).parquet
+                hub.commit_data(dataset_id, {p: b.read() for p, b in export.files.items()}, keep_previous_export=False)
+            return _read(repo_id, path, revision)
+        setattr(client, name, read)
+
+
+@pytest.mark.parametrize("list_every_branch", [False, True], ids=["card-named", "listed"])
+def test_a_branch_rewritten_while_it_is_read_is_resolved_at_its_new_commit(shared_datasets, tmp_path, list_every_branch):
+    """The branch moves between two reads and its old commit is gone: the crawl lists it again and
+    stores the new commit's files; moved at every read, it is a Hub fault the next crawl resolves."""
+    entry = {"id": "CogComp/trec", "dir": str(shared_datasets / "CogComp__trec"), "pushed": True}
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "index.json").write_text(json.dumps([entry]))
+    filters = CrawlFilters(list_every_branch=list_every_branch)
+    with StandinHub(tmp_path / "root") as hub:
+        before = hub.catalog.get("CogComp/trec").parquet.sha
+        with Store(tmp_path / "moved.duckdb") as store:
+            client = client_for(hub)
+            _moving(client, hub, "CogComp/trec", 1)
+            summary = crawl(store, client, filters)
+        after = hub.catalog.get("CogComp/trec").parquet.sha
+        status, reason, total, configs, sha, decided_by = _decisions(tmp_path / "moved.duckdb")["CogComp/trec"]
+        assert after != before and sha == after
+        assert (status, reason, total, decided_by) == ("eligible", None, 5952, "parquet")
+        assert {s: v["rows"] for s, v in configs["default"].items()} == {"train": 5452, "test": 500}
+        assert summary.hub_faults == 0
+
+        # moved before every pinned read: not decided (no sha stored), and decided by the next crawl
+        with Store(tmp_path / "churning.duckdb") as store:
+            client = client_for(hub)
+            _moving(client, hub, "CogComp/trec", 10)
+            churning = crawl(store, client, filters)
+            row = store.records("SELECT exclusion_reason, resolved_sha FROM datasets")[0]
+        assert churning.hub_faults == 1 and row["exclusion_reason"] == f"{rules.HUB_FAULT}:HubFaultError"
+        assert row["resolved_sha"] is None
+        with Store(tmp_path / "churning.duckdb") as store:
+            again = crawl(store, client_for(hub), filters)
+        assert again.hub_faults == 0
+        assert _decisions(tmp_path / "churning.duckdb")["CogComp/trec"][:3] == ("eligible", None, 5952)
