@@ -385,6 +385,7 @@ def _moving(client: HubClient, hub: StandinHub, dataset_id: str, moves: int) -> 
 
 
 @pytest.mark.parametrize("list_every_branch", [False, True], ids=["card-named", "listed"])
+@pytest.mark.slow
 def test_a_branch_rewritten_while_it_is_read_is_resolved_at_its_new_commit(shared_datasets, tmp_path, list_every_branch):
     """The branch moves between two reads and its old commit is gone: the crawl lists it again and
     stores the new commit's files; moved at every read, it is a Hub fault the next crawl resolves."""

@@ -35,6 +35,7 @@ def test_release_freed_memory_gives_duckdbs_freed_pages_back():
     con.close()
 
 
+@pytest.mark.slow
 def test_a_measurement_keeps_numpys_arrays_on_ordinary_pages():
     """numpy would ask for 2 MB pages for every array of 4 MB or more: the engine turns that off
     (the kernel zeroed each huge page whole, a fifth of the 1M-row audit's CPU)."""
