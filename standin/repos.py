@@ -50,9 +50,10 @@ def sha1_hex(*parts: str | bytes) -> str:
     return h.hexdigest()
 
 
-def parquet_sha(main_sha: str) -> str:
-    """The commit of the ``refs/convert/parquet`` branch for a given main commit."""
-    return sha1_hex(PARQUET_REF, main_sha)
+def parquet_sha(main_sha: str, conversion: int = 0) -> str:
+    """The commit of the ``refs/convert/parquet`` branch for a given main commit (and the
+    converter's ``conversion``-th run again on it: a rewrite of the branch)."""
+    return sha1_hex(PARQUET_REF, main_sha) if not conversion else sha1_hex(PARQUET_REF, main_sha, str(conversion))
 
 
 def object_id(repo_id: str) -> str:
@@ -222,6 +223,7 @@ class Repo:
         self.commits: list[dict[str, Any]] = []
         self._parquet_files = parquet_files
         self._parquet: Branch | None = None
+        self.conversion = 0  # the converter's runs again on the current main commit (``reconvert``)
 
     @property
     def has_parquet(self) -> bool:
@@ -232,7 +234,7 @@ class Repo:
         """The ``refs/convert/parquet`` snapshot matching the current main commit (None if no export)."""
         if self._parquet_files is None:
             return None
-        sha = parquet_sha(self.main.sha)
+        sha = self.parquet_commit
         branch = self._parquet
         if branch is None or branch.sha != sha:
             if callable(self._parquet_files):
@@ -246,9 +248,26 @@ class Repo:
         """The snapshot a revision names: a branch name or any commit sha this repo has served."""
         if rev in ("main", MAIN_REF):
             return self.main
-        if rev == PARQUET_REF or (self.has_parquet and rev == parquet_sha(self.main.sha)):
+        if rev == PARQUET_REF or (self.has_parquet and rev == self.parquet_commit):
             return self.parquet
         return self.history.get(rev)
+
+    @property
+    def parquet_commit(self) -> str:
+        """The commit ``refs/convert/parquet`` names now."""
+        return parquet_sha(self.main.sha, self.conversion)
+
+    def reconvert(self, files: Mapping[str, Blob] | None = None) -> None:
+        """The converter runs again on the current main commit (``files``: the export it writes, else
+        the same): the branch is rewritten to a new commit, and the one it replaced is gone."""
+        previous = self.parquet
+        if previous is None:
+            raise ValueError(f"{self.id} has no Parquet export to rewrite")
+        if files is not None:
+            self._parquet_files = dict(files)
+        self.conversion += 1
+        self._parquet = None
+        self.history.pop(previous.sha, None)
 
     def set_main(self, sha: str, files: Mapping[str, Blob] | None = None) -> None:
         """Move main to a new commit (same files unless given); old commits stay resolvable."""

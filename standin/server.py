@@ -50,7 +50,6 @@ from .repos import (
     FileBlob,
     Repo,
     now_iso,
-    parquet_sha,
     select,
     sha1_hex,
 )
@@ -461,7 +460,7 @@ class _App:
             "tags": [],
         }
         if repo.has_parquet:  # the sha is derived, so filler exports need not be built for this
-            body["converts"].append({"name": "parquet", "ref": PARQUET_REF, "targetCommit": parquet_sha(repo.main.sha)})
+            body["converts"].append({"name": "parquet", "ref": PARQUET_REF, "targetCommit": repo.parquet_commit})
         if req.param("include_prs"):
             body["pullRequests"] = []
         return _json(body)
@@ -1122,6 +1121,18 @@ class StandinHub:
             self.catalog.pin(repo)
             self.catalog.touched()
         return sha
+
+    def rewrite_export(self, dataset_id: str, files: Mapping[str, bytes] | None = None) -> str:
+        """The converter runs again on ``dataset_id``'s main commit (main does not move): its
+        ``refs/convert/parquet`` is rewritten to a new commit holding ``files`` (Parquet bytes by path;
+        None: the same files), and the Hub no longer serves the commit it replaced. Returns the new commit."""
+        repo = self.catalog.get(dataset_id)
+        if repo is None:
+            raise KeyError(dataset_id)
+        with self.catalog.lock:
+            repo.reconvert({path: BytesBlob(data, lfs=True) for path, data in files.items()} if files is not None else None)
+            self.catalog.pin(repo)
+        return repo.parquet_commit
 
     def commits(self, repo_id: str, repo_type: str = "dataset") -> list[dict[str, Any]]:
         """Commits pushed to ``repo_id`` (a dataset, or a ``space``) through this server, oldest first."""

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hubsurvey.core.errors import HubsurveyError, InternalError, scrub
+from huggingface_hub.errors import RevisionNotFoundError
+
+from hubsurvey.core.errors import HubsurveyError, InternalError, ParquetMovedError, scrub
 from hubsurvey.core.figures import methods_measured
 from hubsurvey.core.hub import HubClient, delete_files, is_transient
 from hubsurvey.core.pacing import HubLimits
@@ -55,10 +57,26 @@ def download(spec: JobSpec, client: HubClient) -> JobSpec:
         return spec
     job = spec.job
     sha = job.parquet_sha or client.parquet_sha(job.dataset_id)
-    local = {
-        split: [str(client.download(job.dataset_id, path, sha)) for path in paths]
-        for split, paths in job.files.items()
-    }
+
+    def fetch(commit: str) -> dict[str, list[str]]:
+        return {split: [str(client.download(job.dataset_id, path, commit)) for path in paths]
+                for split, paths in job.files.items()}
+
+    try:
+        local = fetch(sha)
+    except RevisionNotFoundError:
+        if not job.parquet_sha:
+            raise
+        # The converter rewrote the branch since the crawl and the Hub no longer serves its commit:
+        # the job's files are read at the branch's new commit (one API call), which the rows then
+        # name, when it still holds them all
+        sha, files = client.parquet_files(job.dataset_id)
+        held = {f.path for f in files}
+        missing = [path for paths in job.files.values() for path in paths if path not in held]
+        if missing:
+            raise ParquetMovedError(f"{spec.where}: the Parquet branch was rewritten since the crawl and no longer "
+                                    f"holds {missing[0]!r}; the next crawl that lists it resolves it again") from None
+        local = fetch(sha)
     return replace(spec, job=replace(job, parquet_sha=sha), local_files=local)
 
 

@@ -162,6 +162,14 @@ class HubFaultError(HubError):
     transient = True
 
 
+class ParquetMovedError(HubError):
+    """The Parquet branch a job was queued at was rewritten, its commit is gone, and the branch's new
+    commit lacks some of the job's files: the next crawl that lists the dataset resolves it again,
+    and the job is queued anew"""
+
+    error_class = "parquet_moved"
+
+
 class TooLargeForCacheError(HubError):
     """One job's files are larger than the whole cache budget (``--max-cache-gb``): the job fails
     alone rather than let the cache go over its budget; a larger budget measures it."""

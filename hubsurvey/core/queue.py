@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from hubsurvey.core import figures
+from hubsurvey.core.errors import ParquetMovedError
 from hubsurvey.core.options import DEFAULT_SEMANTIC_THRESHOLD
 from hubsurvey.core.settings import Settings
 from hubsurvey.core.splits import SPLIT_ALIASES
@@ -177,6 +178,7 @@ class JobQueue:
                 self.requeue_stale()
                 self.requeue_failed(retry_failed)
                 self.requeue_outdated()
+                self.requeue_moved()
                 existing = {r[0]: r[1] for r in con.execute("SELECT job_id, status FROM jobs").fetchall()}
             else:
                 existing = {r[0]: r[1] for r in con.execute(
@@ -248,6 +250,15 @@ class JobQueue:
                 where += " OR true"
         return self._set_status(JobStatus.PENDING, where + ")", params)
 
+    def requeue_moved(self) -> int:
+        """Jobs that failed because the Parquet branch was rewritten without the files they were
+        queued with (``parquet_moved``) go back to pending once a crawl has resolved the dataset at
+        another commit: they download its files now."""
+        return self._set_status(JobStatus.PENDING, "status = $from AND error_class = $moved AND EXISTS (SELECT 1 FROM datasets d "
+                                "WHERE d.dataset_id = jobs.dataset_id AND d.sha = jobs.revision_sha AND d.resolved_sha IS NOT NULL "
+                                "AND d.parquet_sha IS DISTINCT FROM jobs.parquet_sha)",
+                                {"from": JobStatus.FAILED.value, "moved": ParquetMovedError.error_class})
+
     def supersede(self, datasets: Sequence[str] | None = None) -> int:
         """Pending jobs of an older revision will never run: the dataset has moved on. ``datasets``:
         only theirs (a crawl beside the jobs wrote just these)."""
@@ -295,6 +306,11 @@ class JobQueue:
                 )
                 return JobStatus.DONE
             status = JobStatus.PENDING if outcome.retryable and tries < self.max_attempts else JobStatus.FAILED
+            if outcome.error_class == ParquetMovedError.error_class:
+                # the files the crawl resolved are gone from the branch: the next crawl that lists the
+                # dataset resolves it again (as if its sha had changed), and the job is queued anew
+                con.execute("UPDATE datasets SET resolved_sha = NULL WHERE dataset_id = $d AND sha = $s",
+                            {"d": job.dataset_id, "s": job.revision_sha})
             con.execute(
                 "UPDATE jobs SET status = $st, attempts = attempts + 1, error_class = $c, error_message = $m, "
                 "transient = $tr, finished_at = $t WHERE job_id = $j",

@@ -411,3 +411,53 @@ def test_a_survey_of_files_the_card_names_stores_the_rows_of_a_survey_that_lists
     assert named.status == listed.status == "done" and named.failed == listed.failed == 0
     assert (api_named, api_listed) == (0, 3) and named.crawl["from_card"] == 3
     assert rows(tmp_path / "named.duckdb") == rows(tmp_path / "listed.duckdb") and len(rows(tmp_path / "named.duckdb")) >= 4
+
+
+@pytest.mark.slow
+def test_a_job_whose_parquet_commit_is_gone_reads_the_branch_at_its_new_commit(shared_datasets, tmp_path):
+    """The converter rewrites a branch after the crawl (main does not move) and the Hub no longer
+    serves the commit the job was queued at: the job reads the same files at the branch's new commit
+    and its rows name it, with the figures of the files it read; a rewrite that renames the files
+    fails the job alone, in one line naming the dataset, the config and the file, and the next
+    crawl resolves the dataset again, and its job is measured."""
+    target = "CogComp/trec"
+    entries = [{"id": e["id"], "tags": e["tags"], "dir": str(shared_datasets / e["id"].replace("/", "__"))}
+               for e in json.loads((shared_datasets / "index.json").read_text()) if e["id"] == target]
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "index.json").write_text(json.dumps(entries))
+    with StandinHub(tmp_path / "hub") as hub:
+        control = run_survey(tmp_path / "control.duckdb", standin_client(hub, tmp_path / "c0"), None, RunOptions(workers=1))
+        for name in ("moved", "renamed"):
+            with Store(tmp_path / f"{name}.duckdb") as store:
+                crawl(store, standin_client(hub, tmp_path / f"c-{name}"))
+                queued_at = store.query("SELECT parquet_sha FROM datasets")[1][0][0]
+            export = hub.catalog.get(target).parquet
+            files = {p: b.read() for p, b in export.files.items()}
+            if name == "renamed":
+                files = {p.replace("0000.parquet", "part-0.parquet"): data for p, data in files.items()}
+            new_commit = hub.rewrite_export(target, files)
+            assert new_commit != queued_at
+            survey = run_survey(tmp_path / f"{name}.duckdb", standin_client(hub, tmp_path / f"c-{name}"), None,
+                                RunOptions(crawl=False, workers=1))
+            with Store(tmp_path / f"{name}.duckdb") as store:
+                measured = store.query("SELECT DISTINCT parquet_sha FROM measurements")[1]
+                jobs = store.records("SELECT status, error_class, error_message FROM jobs")
+            if name == "moved":
+                assert survey.status == "done" and survey.failed == 0 and control.failed == 0
+                assert measured == [(new_commit,)]
+                assert rows(tmp_path / "moved.duckdb") == rows(tmp_path / "control.duckdb")
+            else:
+                assert survey.failed == 1 and measured == []
+                assert [(j["status"], j["error_class"]) for j in jobs] == [("failed", "parquet_moved")]
+                message = jobs[0]["error_message"]
+                assert "\n" not in message and target in message and "[default]" in message
+                assert "default/test/0000.parquet" in message or "default/train/0000.parquet" in message
+                # the next crawl resolves the dataset at its new commit, and the job is measured there
+                again = run_survey(tmp_path / "renamed.duckdb", standin_client(hub, tmp_path / "c-again"), None,
+                                   RunOptions(workers=1))
+                with Store(tmp_path / "renamed.duckdb") as store:
+                    resolved = store.query("SELECT parquet_sha, configs FROM datasets")[1][0]
+                    measured = store.query("SELECT DISTINCT parquet_sha FROM measurements")[1]
+                assert again.status == "done" and again.failed == 0
+                assert resolved[0] == new_commit and "part-0.parquet" in resolved[1] and measured == [(new_commit,)]
+                assert rows(tmp_path / "renamed.duckdb") == rows(tmp_path / "control.duckdb")
