@@ -17,7 +17,6 @@ pair, and whether both sides stored the same figures.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 
 from bench_engine import generate
-from bench_startup import figures
+from bench_startup import arguments, figures
 
 NEW = [sys.executable, "-m", "hubsurvey.cli"]
 OLD = [sys.executable, "-c", """
@@ -85,11 +84,7 @@ def pairs(name: str, data: Path, extra: list[str], n: int, out: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pairs", type=int, default=7)
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "hubsurvey-bench")
-    args = parser.parse_args()
+    args = arguments(__doc__)
     data = generate(args.out, args.rows)
     with tempfile.TemporaryDirectory(prefix="bench-audit-") as scratch:
         run([*NEW, "audit", str(data), "--db", f"{scratch}/warm.duckdb", "--json", "--examples", "0"])  # compiled kernels

@@ -69,12 +69,17 @@ def pairs(name: str, args_of, n: int) -> None:
     print(line + (f"   same figures: {same}" if name.startswith("audit") else ""), flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def arguments(doc: str) -> argparse.Namespace:
+    """``--pairs``, ``--rows`` and ``--out``, as the whole-process audit benchmarks take them."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=7)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "hubsurvey-bench")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments(__doc__)
     with open("/proc/loadavg") as f:
         print(f"load average before: {' '.join(f.read().split()[:3])}")
     pairs("hubsurvey --help", lambda i, side: ["--help"], args.pairs)
