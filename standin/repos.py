@@ -260,14 +260,20 @@ class Repo:
     def reconvert(self, files: Mapping[str, Blob] | None = None) -> None:
         """The converter runs again on the current main commit (``files``: the export it writes, else
         the same): the branch is rewritten to a new commit, and the one it replaced is gone."""
-        previous = self.parquet
-        if previous is None:
+        if self._parquet_files is None:
             raise ValueError(f"{self.id} has no Parquet export to rewrite")
+        self._rewrite_export(files, forget_previous=True)
+        self.conversion += 1
+
+    def _rewrite_export(self, files: Mapping[str, Blob] | None, *, forget_previous: bool) -> None:
+        """The export's next files (None: the same); the next read builds its commit. With
+        ``forget_previous``, the commit it replaces is no longer served."""
+        previous = self.parquet
+        if forget_previous and previous is not None:
+            self.history.pop(previous.sha, None)
         if files is not None:
             self._parquet_files = dict(files)
-        self.conversion += 1
         self._parquet = None
-        self.history.pop(previous.sha, None)
 
     def set_main(self, sha: str, files: Mapping[str, Blob] | None = None) -> None:
         """Move main to a new commit (same files unless given); old commits stay resolvable."""
@@ -279,14 +285,14 @@ class Repo:
         """New Parquet export files (a new revision with other content); call with set_main."""
         self._parquet_files = dict(files)
         self._parquet = None
-    def replace_data(self, files: Mapping[str, Blob]) -> str:
+    def replace_data(self, files: Mapping[str, Blob], *, keep_previous_export: bool = True) -> str:
         """New data: a new main commit whose Parquet export holds ``files`` (paths as in the branch:
-        ``config/split/NNNN.parquet``). Earlier commits and their export stay resolvable; returns the new sha."""
+        ``config/split/NNNN.parquet``). Earlier commits and their export stay resolvable (the export's
+        previous commit is forgotten unless ``keep_previous_export``); returns the new sha."""
         if self._parquet_files is None:
             raise ValueError(f"{self.id} has no Parquet export to replace")
         sha = sha1_hex("data", self.main.sha, *(f"{p} {b.git_oid}" for p, b in sorted(files.items())))
-        self._parquet_files = dict(files)
-        self._parquet = None  # the next read builds the export of the new commit
+        self._rewrite_export(files, forget_previous=not keep_previous_export)
         self.set_main(sha)
         self.meta["usedStorage"] = sum(b.size for b in files.values())
         return sha

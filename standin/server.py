@@ -1114,10 +1114,8 @@ class StandinHub:
         if repo is None:
             raise KeyError(dataset_id)
         with self.catalog.lock:
-            previous = repo.parquet
-            sha = repo.replace_data({path: BytesBlob(data, lfs=True) for path, data in files.items()})
-            if not keep_previous_export and previous is not None:
-                repo.history.pop(previous.sha, None)
+            sha = repo.replace_data({path: BytesBlob(data, lfs=True) for path, data in files.items()},
+                                    keep_previous_export=keep_previous_export)
             self.catalog.pin(repo)
             self.catalog.touched()
         return sha
