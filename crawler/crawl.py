@@ -46,7 +46,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
-from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, RevisionNotFoundError
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    GatedRepoError,
+    HfHubHTTPError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 
 from hubsurvey.core.errors import (
     GatedError,
@@ -56,6 +62,7 @@ from hubsurvey.core.errors import (
     HubTimeoutError,
     HubUnreachableError,
     OutOfTimeError,
+    one_line,
 )
 from hubsurvey.core.hub import PARQUET_REVISION, HubClient, RepoFile, branch_split, is_transient
 from hubsurvey.core.roles import features_from_arrow, infer_roles
@@ -72,6 +79,7 @@ EXPAND = ["gated", "disabled", "private", "sha", "lastModified", "tags", "cardDa
 LISTING_SORT = "lastModified"  # newest first: what changed since the last crawl comes first
 SINCE_LAST_MARGIN = timedelta(hours=1)  # a since-last listing reads this far past its high-water mark
 _COMMIT = re.compile(r"[0-9a-f]{40}")  # a branch commit as the Hub names it; anything else is not pinned to
+RETRY_BATCH = 100  # pending datasets asked for by id, decided and written together
 PAGES_IN_FLIGHT = 2  # listing pages whose datasets may be resolving while the next page is read
 
 log = logging.getLogger(__name__)
@@ -97,6 +105,7 @@ class CrawlSummary:
     from_listing: int = 0  # datasets decided from the listing alone (no request)
     from_card: int = 0  # datasets whose Parquet files the card named and their footers confirmed (no API call)
     hub_faults: int = 0  # resolutions that met a Hub fault (retried by the next crawl)
+    retried: int = 0  # datasets an earlier crawl left pending, asked for by id (a since-last crawl)
     pages: int = 0  # listing pages read
     resumed: bool = False  # the listing resumed from a stored cursor
     api_calls: int = 0
@@ -110,7 +119,8 @@ class CrawlSummary:
         return (
             f"listed {self.listed}, eligible {self.eligible}, excluded {sum(self.excluded.values())} ({excluded});"
             f" resolved {self.resolved}; {self.from_listing} decided from the listing;"
-            f" {self.api_calls} API + {self.file_calls} file requests in {self.seconds:.1f} s"
+            + (f" {self.retried} left pending by an earlier crawl asked for again;" if self.retried else "")
+            + f" {self.api_calls} API + {self.file_calls} file requests in {self.seconds:.1f} s"
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -127,6 +137,7 @@ class CrawlSummary:
             "api_calls": self.api_calls,
             "file_calls": self.file_calls,
             "seconds": round(self.seconds, 3),
+            **({"retried": self.retried} if self.retried else {}),
             **({"out_of_time": True} if self.out_of_time else {}),
         }
 
@@ -546,6 +557,60 @@ class _Crawler:
         self.store.upsert_datasets([], {**cursor, "next_url": None, "high_water": high, "newest": None,
                                         "completed_at": now(), "updated_at": now()})
 
+    # --- the datasets an earlier crawl left pending ---------------------------------------------
+
+    def retry_pending(self, batch: int = RETRY_BATCH) -> None:
+        """Ask the Hub, by id, for the datasets an earlier crawl left pending and this one did not
+        list (a since-last listing reaches only what changed): one API call each, then decided and
+        written as if listed, ``batch`` at a time. A dataset the Hub answers 404 (or 403, disabled)
+        for is recorded as such; one whose answer is a Hub fault stays pending."""
+        pending = [d for d in self.store.pending_datasets() if d not in self.seen and self._admits(d)]
+        if pending:
+            log.info("asking again for %d datasets an earlier crawl left pending", len(pending))
+        for start in range(0, len(pending), batch):
+            chunk = pending[start:start + batch]
+            asked = [self.pool.submit(contextvars.copy_context().run, self._ask, d) for d in chunk]
+            items: list[tuple[str, Any]] = []
+            unserved: dict[str, list[str]] = {}
+            for dataset_id, future in zip(chunk, asked):
+                answer = future.result()
+                if isinstance(answer, dict):
+                    items.append((dataset_id, answer))
+                elif answer is not None:
+                    unserved.setdefault(answer, []).append(dataset_id)
+                else:
+                    self.summary.hub_faults += 1
+            self.summary.retried += len(chunk)
+            for reason, ids in unserved.items():
+                self.store.mark_unserved(ids, reason, self.run_id)
+                self.summary.excluded[reason] += len(ids)
+            page = self._page(items, None)
+            self._write(page, None)
+
+    def _admits(self, dataset_id: str) -> bool:
+        """Whether the crawl's author filters admit this dataset (its listing filters them)."""
+        author = dataset_id.split("/")[0]
+        return (not self.filters.authors or author in self.filters.authors) and author not in self.filters.deny_authors
+
+    def _ask(self, dataset_id: str) -> dict[str, Any] | str | None:
+        """The dataset as the listing gives it; else why the Hub no longer serves it (an exclusion
+        reason), or None for a Hub fault (it stays pending)."""
+        try:
+            item = self.client.dataset_item(dataset_id, EXPAND)
+        except (HubUnreachableError, HubStoppedAnsweringError):
+            raise
+        except RepositoryNotFoundError:
+            return rules.NOT_FOUND
+        except Exception as e:
+            if isinstance(e, HfHubHTTPError) and e.response is not None and e.response.status_code == 403:
+                return rules.DISABLED
+            log.warning("%s: asked again, the Hub failed to answer (%s); it stays pending", dataset_id,
+                        self.client.scrub(one_line(e)))
+            return None
+        if item.get("id") != dataset_id:  # renamed: the listing shows it under its new name
+            return rules.NOT_FOUND
+        return item
+
     def _page(self, items: list[tuple[str, Any]], next_url: str | None) -> _Page:
         """Decide a page's datasets from the listing; start resolving the rest."""
         fresh = [(repo_id, item) for repo_id, item in dict(items).items() if repo_id not in self.seen]
@@ -597,8 +662,9 @@ class _Crawler:
                 return Resolution(f"{rules.HUB_FAULT}:{type(e).__name__}"), False
             return Resolution(f"error:{type(e).__name__}"), True
 
-    def _write(self, page: _Page, cursor: dict[str, Any]) -> None:
-        """Write one page's datasets and the cursor of the next page in one transaction."""
+    def _write(self, page: _Page, cursor: dict[str, Any] | None) -> None:
+        """Write one page's datasets and the cursor of the next page (None: datasets asked for by
+        id, no listing) in one transaction."""
         rows = []
         for entry in page.entries:
             if entry.row is None:
@@ -610,10 +676,11 @@ class _Crawler:
                 entry.row = self._row(entry, resolution.reason, resolution, entry.meta["sha"] if final else None,
                                       "card" if resolution.files_from == "card" else "parquet")
             rows.append(entry.row)
-        if page.newest is not None and (cursor["newest"] is None or page.newest > cursor["newest"]):
-            cursor["newest"] = page.newest
-        cursor.update(next_url=self._storable(page.next_url), pages=cursor["pages"] + 1,
-                      items=cursor["items"] + len(rows), updated_at=now())
+        if cursor is not None:
+            if page.newest is not None and (cursor["newest"] is None or page.newest > cursor["newest"]):
+                cursor["newest"] = page.newest
+            cursor.update(next_url=self._storable(page.next_url), pages=cursor["pages"] + 1,
+                          items=cursor["items"] + len(rows), updated_at=now())
         self.store.upsert_datasets(rows, cursor)
         for row in rows:
             self.summary.listed += 1
@@ -689,6 +756,8 @@ def _crawl(
             # Several authors: one server-side listing each, one after the other (never the whole Hub).
             for query in filters.listing_queries():
                 crawler.listing(query, window=PAGES_IN_FLIGHT)
+            if since_last:  # the listing reached what changed; what an earlier crawl left pending is asked for
+                crawler.retry_pending()
         except OutOfTimeError as e:  # --max-hours: what was listed is kept, with its cursor; the next crawl resumes
             log.warning("crawl: stopped at --max-hours: %s", client.scrub(str(e)))
             crawler.summary.out_of_time = True

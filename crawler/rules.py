@@ -31,6 +31,7 @@ NO_TEST_SPLIT, TOO_MANY_ROWS, NOT_TEXT, NO_PARQUET_EXPORT = "no_test_split", "to
 FILTERED = "filtered"  # excluded by an optional user filter (author deny list, ...)
 INVALID_LISTING = "invalid_listing"  # "invalid_listing:<field>": a listing item with a value of the wrong kind
 HUB_FAULT = "hub_fault"  # "hub_fault:<class>": the Hub failed to answer; retried by the next crawl
+NOT_FOUND = "not_found"  # a dataset left pending that the Hub answers 404 for when it is retried (deleted, renamed, private)
 
 # size_categories tags whose lower bound is at least 1M rows (datasets' size_categories.json).
 _SIZE_LOWER_BOUNDS = {

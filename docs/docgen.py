@@ -167,6 +167,7 @@ TABLES: dict[str, dict[str, str]] = {
         "exclusion_reason": "gated, private, disabled, no_test_split, too_many_rows, not_text, no_parquet_export, "
                             "filtered, invalid_listing:\\<field\\> (a listing item with a value of the wrong kind), "
                             "hub_fault:\\<class\\> (the Hub failed to answer; the next crawl retries it), "
+                            "not_found (a pending dataset the Hub answers 404 for when asked again: deleted, renamed or private), "
                             "error:\\<class\\>",
         "decided_by": "where the decision came from: `listing` (the listing's metadata and card alone, no request; "
                       "it only ever excludes), `parquet` (the Parquet branch's files, listed in one API call) or `card` (the "

@@ -1086,6 +1086,17 @@ class StandinHub:
             self.catalog.pin(repo)
             self.catalog.touched()
 
+    def set_private(self, dataset_id: str, private: bool = True) -> None:
+        """Make a dataset private (or public again): to a caller without access, the Hub then
+        answers as if it did not exist (401 or 404, ``RepoNotFound``), and lists it no more."""
+        repo = self.catalog.get(dataset_id)
+        if repo is None:
+            raise KeyError(dataset_id)
+        with self.catalog.lock:
+            repo.meta["private"] = private
+            self.catalog.pin(repo)
+            self.catalog.touched()
+
     def add_discussion(self, repo_id: str, title: str, description: str = "", *, author: str = DEFAULT_USER,
                        status: str = "open") -> dict[str, Any]:
         """Open a discussion on ``repo_id`` as ``author`` (what a POST does; tests seed others' too)."""

@@ -28,7 +28,8 @@ def crawl(
     since_last: Annotated[bool, typer.Option(
         "--since-last",
         help="List only the datasets modified since the last completed listing (newest first, down to its "
-             "lastModified high-water mark, less an hour).")] = False,
+             "lastModified high-water mark, less an hour), then ask by id for those an earlier crawl left "
+             "pending (a Hub fault, a dropped decision).")] = False,
     max_hours: Annotated[float | None, typer.Option(
         "--max-hours", help="Stop after this long, every request and wait for the quota included; "
                             "the next crawl resumes the listing (0: no limit)")] = None,

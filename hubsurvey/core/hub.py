@@ -546,6 +546,22 @@ class HubClient:
             raise HubFaultError(f"{repo_id}: the Hub's dataset info of {PARQUET_REVISION} has no commit sha")
         return info
 
+    def dataset_item(self, repo_id: str, expand: Iterable[str]) -> dict[str, Any]:
+        """One dataset as the listing gives it (``/api/datasets/{id}`` with the listing's ``expand``),
+        in one API call: checked to be a JSON object naming this dataset. A dataset the Hub no
+        longer serves raises huggingface_hub's ``RepositoryNotFoundError``."""
+        url = f"{self.endpoint}/api/datasets/{repo_id}"
+
+        def get() -> Any:
+            response = get_session().get(url, params=[("expand", e) for e in expand], headers=self.headers())
+            hf_raise_for_status(response)
+            return _json_body(response, f"{repo_id} dataset info")
+
+        item = scrub_value(self.call(get, _what=repo_id))
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise HubFaultError(f"{repo_id}: the Hub's dataset info is not an object with an id")
+        return item
+
     def parquet_sha(self, repo_id: str) -> str:
         """The commit the dataset's Parquet branch points at: downloads are pinned to it."""
         return str(self._parquet_branch(repo_id, blobs=False)["sha"])

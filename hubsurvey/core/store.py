@@ -788,6 +788,26 @@ class Store:
             self.con.unregister("crawl_ids")
         return {r["dataset_id"]: r for r in rows}
 
+    def pending_datasets(self) -> list[str]:
+        """The ids of the datasets a crawl left undecided (no ``resolved_sha``, yet not decided from
+        the listing): a Hub fault while resolving, or a decision a job dropped when the dataset's
+        Parquet branch lost its files. Each is retried by the next crawl that asks for it."""
+        return [r[0] for r in self.con.execute(
+            "SELECT dataset_id FROM datasets WHERE resolved_sha IS NULL AND decided_by IS DISTINCT FROM 'listing' "
+            "ORDER BY dataset_id").fetchall()]
+
+    def mark_unserved(self, dataset_ids: Sequence[str], reason: str, run_id: str | None) -> None:
+        """Record that the Hub no longer serves these datasets (``reason``: ``not_found`` when it
+        answers 404, deleted, renamed or made private; ``disabled``): excluded and decided from the
+        listing, so that no crawl asks again unless a listing shows the dataset anew, which then
+        decides it afresh."""
+        if not dataset_ids:
+            return
+        with self.transaction() as con:
+            con.execute("UPDATE datasets SET status = 'excluded', exclusion_reason = $reason, decided_by = 'listing', "
+                        "last_seen = $seen, run_id = $run WHERE list_contains($ids::VARCHAR[], dataset_id)",
+                        {"ids": list(dataset_ids), "reason": reason, "seen": now(), "run": run_id})
+
     def crawl_listing(self, listing_key: str) -> dict[str, Any] | None:
         """The stored state of one listing query (its cursor and high-water mark), or None."""
         rows = self.records("SELECT * FROM crawl_listings WHERE listing_key = $k", {"k": listing_key})

@@ -370,6 +370,41 @@ def test_a_since_last_crawl_lists_only_down_to_the_high_water_mark(tmp_path):
     assert all(got[d]["resolved_sha"] == "e" * 40 for d in changed)
 
 
+@pytest.mark.slow
+def test_a_since_last_crawl_asks_again_for_what_an_earlier_crawl_left_pending(tmp_path, monkeypatch):
+    """A since-last listing reaches only the datasets changed since the last one. Those an earlier
+    crawl left pending (a Hub fault; a decision a job dropped when the Parquet branch lost its
+    files) are asked for by id and decided; one the Hub no longer serves is recorded as such."""
+    root = generate_minihub(tmp_path / "mini", seed=0, filler=300)
+    with StandinHub(root, page_size=50) as hub:
+        with Store(tmp_path / "pick.duckdb") as store:
+            crawl(store, client_for(hub))
+        faulted, dropped, gone = sorted(d for d, r in rows(tmp_path / "pick.duckdb").items() if r["status"] == "eligible")[:3]
+        db = tmp_path / "r.duckdb"
+        original = hub.app.info
+        monkeypatch.setattr(hub.app, "info", lambda req, repo_id, rev: (_html if repo_id in (faulted, gone) else original)(req, repo_id, rev))
+        with Store(db) as store:
+            first = crawl(store, client_for(hub, max_attempts=1))
+        assert first.hub_faults == 2 and rows(db)[dropped]["status"] == "eligible"
+        monkeypatch.setattr(hub.app, "info", original)
+        hub.set_private(gone)
+        with Store(db) as store:  # what a job whose files left the Parquet branch does to its dataset's decision
+            store.con.execute("UPDATE datasets SET resolved_sha = NULL WHERE dataset_id = $d", {"d": dropped})
+        hub.reset_stats()
+        with Store(db) as store:
+            night = crawl(store, client_for(hub), since_last=True)
+        stats = hub.stats()
+        with Store(db) as store:
+            again = crawl(store, client_for(hub), since_last=True)
+    assert night.pages == 1 and stats["list"] == 1  # nothing changed: the listing stops at its high-water mark
+    assert night.retried == 3 and night.hub_faults == 0 and again.retried == 0
+    got = rows(db)
+    for dataset_id in (faulted, dropped):
+        assert (got[dataset_id]["status"], got[dataset_id]["resolved_sha"]) == ("eligible", got[dataset_id]["sha"]), dataset_id
+    assert (got[gone]["status"], got[gone]["exclusion_reason"], got[gone]["decided_by"]) == ("excluded", rules.NOT_FOUND, "listing")
+    assert "3 left pending by an earlier crawl asked for again" in night.line()
+
+
 # --- a Hub fault is not a property of the dataset -------------------------------------------------
 
 def _html(*_):
