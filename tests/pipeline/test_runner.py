@@ -420,10 +420,15 @@ def test_a_job_whose_parquet_commit_is_gone_reads_the_branch_at_its_new_commit(s
     serves the commit the job was queued at: the job reads the same files at the branch's new commit
     and its rows name it, with the figures of the files it read; a rewrite that renames the files
     fails the job alone, in one line naming the dataset, the config and the file, and the next
-    crawl resolves the dataset again, and its job is measured."""
+    crawl (a since-last one) resolves the dataset again, and its job is measured."""
     target = "CogComp/trec"
-    entries = [{"id": e["id"], "tags": e["tags"], "dir": str(shared_datasets / e["id"].replace("/", "__"))}
-               for e in json.loads((shared_datasets / "index.json").read_text()) if e["id"] == target]
+    shared = json.loads((shared_datasets / "index.json").read_text())
+    entries = [{"id": e["id"], "tags": e["tags"], "dir": str(shared_datasets / e["id"].replace("/", "__")),
+                "lastModified": "2024-03-01T00:00:00.000Z"} for e in shared if e["id"] == target]
+    # a gated dataset modified since, at the head of every listing: a since-last listing stops
+    # before the target, which it does not reach
+    entries += [{"id": e["id"], "tags": e["tags"], "dir": str(shared_datasets / e["id"].replace("/", "__")),
+                 "lastModified": "2025-03-01T00:00:00.000Z", "gated": "auto"} for e in shared if e["id"] != target][:1]
     (tmp_path / "hub").mkdir()
     (tmp_path / "hub" / "index.json").write_text(json.dumps(entries))
     with StandinHub(tmp_path / "hub") as hub:
@@ -431,7 +436,7 @@ def test_a_job_whose_parquet_commit_is_gone_reads_the_branch_at_its_new_commit(s
         for name in ("moved", "renamed"):
             with Store(tmp_path / f"{name}.duckdb") as store:
                 crawl(store, standin_client(hub, tmp_path / f"c-{name}"))
-                queued_at = store.query("SELECT parquet_sha FROM datasets")[1][0][0]
+                queued_at = store.query("SELECT parquet_sha FROM datasets WHERE dataset_id = $d", {"d": target})[1][0][0]
             export = hub.catalog.get(target).parquet
             files = {p: b.read() for p, b in export.files.items()}
             if name == "renamed":
@@ -453,11 +458,15 @@ def test_a_job_whose_parquet_commit_is_gone_reads_the_branch_at_its_new_commit(s
                 message = jobs[0]["error_message"]
                 assert "\n" not in message and target in message and "[default]" in message
                 assert "default/test/0000.parquet" in message or "default/train/0000.parquet" in message
-                # the next crawl resolves the dataset at its new commit, and the job is measured there
-                again = run_survey(tmp_path / "renamed.duckdb", standin_client(hub, tmp_path / "c-again"), None,
-                                   RunOptions(workers=1))
+                # the next crawl resolves the dataset at its new commit, and the job is measured there: a
+                # since-last night too, whose listing does not reach the dataset (main did not move)
                 with Store(tmp_path / "renamed.duckdb") as store:
-                    resolved = store.query("SELECT parquet_sha, configs FROM datasets")[1][0]
+                    night = crawl(store, standin_client(hub, tmp_path / "c-again"), since_last=True)
+                assert night.retried == 1 and night.eligible == 1
+                again = run_survey(tmp_path / "renamed.duckdb", standin_client(hub, tmp_path / "c-again"), None,
+                                   RunOptions(crawl=False, workers=1))
+                with Store(tmp_path / "renamed.duckdb") as store:
+                    resolved = store.query("SELECT parquet_sha, configs FROM datasets WHERE dataset_id = $d", {"d": target})[1][0]
                     measured = store.query("SELECT DISTINCT parquet_sha FROM measurements")[1]
                 assert again.status == "done" and again.failed == 0
                 assert resolved[0] == new_commit and "part-0.parquet" in resolved[1] and measured == [(new_commit,)]
