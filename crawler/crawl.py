@@ -80,6 +80,10 @@ LISTING_SORT = "lastModified"  # newest first: what changed since the last crawl
 SINCE_LAST_MARGIN = timedelta(hours=1)  # a since-last listing reads this far past its high-water mark
 _COMMIT = re.compile(r"[0-9a-f]{40}")  # a branch commit as the Hub names it; anything else is not pinned to
 RETRY_BATCH = 100  # pending datasets asked for by id, decided and written together
+# At most this many asked for by id in one crawl (the longest waiting first): a free token's API quota
+# of 5 minutes. After a night of Hub faults the rest wait for the next crawls (or a full listing,
+# which reaches them all for about one call per 1,000 datasets).
+RETRY_LIMIT = 1000
 PAGES_IN_FLIGHT = 2  # listing pages whose datasets may be resolving while the next page is read
 
 log = logging.getLogger(__name__)
@@ -106,6 +110,7 @@ class CrawlSummary:
     from_card: int = 0  # datasets whose Parquet files the card named and their footers confirmed (no API call)
     hub_faults: int = 0  # resolutions that met a Hub fault (retried by the next crawl)
     retried: int = 0  # datasets an earlier crawl left pending, asked for by id (a since-last crawl)
+    pending_left: int = 0  # those over the crawl's limit (RETRY_LIMIT), left for the next crawls
     pages: int = 0  # listing pages read
     resumed: bool = False  # the listing resumed from a stored cursor
     api_calls: int = 0
@@ -120,6 +125,7 @@ class CrawlSummary:
             f"listed {self.listed}, eligible {self.eligible}, excluded {sum(self.excluded.values())} ({excluded});"
             f" resolved {self.resolved}; {self.from_listing} decided from the listing;"
             + (f" {self.retried} left pending by an earlier crawl asked for again;" if self.retried else "")
+            + (f" {self.pending_left} more left pending for the next crawls;" if self.pending_left else "")
             + f" {self.api_calls} API + {self.file_calls} file requests in {self.seconds:.1f} s"
         )
 
@@ -138,6 +144,7 @@ class CrawlSummary:
             "file_calls": self.file_calls,
             "seconds": round(self.seconds, 3),
             **({"retried": self.retried} if self.retried else {}),
+            **({"pending_left": self.pending_left} if self.pending_left else {}),
             **({"out_of_time": True} if self.out_of_time else {}),
         }
 
@@ -559,13 +566,20 @@ class _Crawler:
 
     # --- the datasets an earlier crawl left pending ---------------------------------------------
 
-    def retry_pending(self, batch: int = RETRY_BATCH) -> None:
+    def retry_pending(self, batch: int = RETRY_BATCH, limit: int | None = None) -> None:
         """Ask the Hub, by id, for the datasets an earlier crawl left pending and this one did not
         list (a since-last listing reaches only what changed): one API call each, then decided and
-        written as if listed, ``batch`` at a time. A dataset the Hub answers 404 (or 403, disabled)
-        for is recorded as such; one whose answer is a Hub fault stays pending."""
+        written as if listed, ``batch`` at a time, at most ``limit`` of them (default
+        :data:`RETRY_LIMIT`; the longest waiting first). A dataset the Hub answers 404 (or 403, disabled) for is recorded as such; one whose
+        answer is a Hub fault stays pending."""
         pending = [d for d in self.store.pending_datasets() if d not in self.seen and self._admits(d)]
-        if pending:
+        limit = RETRY_LIMIT if limit is None else limit
+        if len(pending) > limit:
+            log.warning("%d datasets an earlier crawl left pending: asking again for the %d waiting longest; "
+                        "the next crawls, or a full one, reach the rest", len(pending), limit)
+            self.summary.pending_left = len(pending) - limit
+            pending = pending[:limit]
+        elif pending:
             log.info("asking again for %d datasets an earlier crawl left pending", len(pending))
         for start in range(0, len(pending), batch):
             chunk = pending[start:start + batch]

@@ -791,10 +791,11 @@ class Store:
     def pending_datasets(self) -> list[str]:
         """The ids of the datasets a crawl left undecided (no ``resolved_sha``, yet not decided from
         the listing): a Hub fault while resolving, or a decision a job dropped when the dataset's
-        Parquet branch lost its files. Each is retried by the next crawl that asks for it."""
+        Parquet branch lost its files. Each is retried by the next crawl that asks for it. The
+        longest waiting first."""
         return [r[0] for r in self.con.execute(
             "SELECT dataset_id FROM datasets WHERE resolved_sha IS NULL AND decided_by IS DISTINCT FROM 'listing' "
-            "ORDER BY dataset_id").fetchall()]
+            "ORDER BY last_seen, dataset_id").fetchall()]
 
     def mark_unserved(self, dataset_ids: Sequence[str], reason: str, run_id: str | None) -> None:
         """Record that the Hub no longer serves these datasets (``reason``: ``not_found`` when it

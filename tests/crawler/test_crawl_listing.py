@@ -12,6 +12,7 @@ import pytest
 from hubsurvey.core.errors import HubError
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.store import Store
+from hubsurvey.crawler import crawl as crawl_module
 from hubsurvey.crawler import rules
 from hubsurvey.crawler.crawl import crawl, listing_key
 from hubsurvey.crawler.rules import CrawlFilters, decide_from_card
@@ -396,9 +397,19 @@ def test_a_since_last_crawl_asks_again_for_what_an_earlier_crawl_left_pending(tm
         stats = hub.stats()
         with Store(db) as store:
             again = crawl(store, client_for(hub), since_last=True)
+        got = rows(db)
+        with Store(db) as store:
+            # a night after many Hub faults asks for a bounded number, the longest waiting first
+            for dataset_id, days in ((faulted, 1), (dropped, 2)):
+                store.con.execute("UPDATE datasets SET resolved_sha = NULL, last_seen = last_seen - to_days($n) "
+                                  "WHERE dataset_id = $d", {"d": dataset_id, "n": days})
+            monkeypatch.setattr(crawl_module, "RETRY_LIMIT", 1)
+            bounded = crawl(store, client_for(hub), since_last=True)
+    assert (bounded.retried, bounded.pending_left) == (1, 1) and "1 more left pending for the next crawls" in bounded.line()
+    after = rows(db)
+    assert after[dropped]["resolved_sha"] is not None and after[faulted]["resolved_sha"] is None  # waiting longest
     assert night.pages == 1 and stats["list"] == 1  # nothing changed: the listing stops at its high-water mark
     assert night.retried == 3 and night.hub_faults == 0 and again.retried == 0
-    got = rows(db)
     for dataset_id in (faulted, dropped):
         assert (got[dataset_id]["status"], got[dataset_id]["resolved_sha"]) == ("eligible", got[dataset_id]["sha"]), dataset_id
     assert (got[gone]["status"], got[gone]["exclusion_reason"], got[gone]["decided_by"]) == ("excluded", rules.NOT_FOUND, "listing")
