@@ -611,7 +611,7 @@ class _Crawler:
         reason), or None for a Hub fault (it stays pending)."""
         try:
             item = self.client.dataset_item(dataset_id, EXPAND)
-        except (HubUnreachableError, HubStoppedAnsweringError):
+        except (HubUnreachableError, HubStoppedAnsweringError, OutOfTimeError):  # the crawl stops (--max-hours: keeping what it wrote)
             raise
         except RepositoryNotFoundError:
             return rules.NOT_FOUND
