@@ -248,7 +248,7 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path):
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0
+    assert proc.returncode != 0, err.decode()[-3000:]
     left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("r.duckdb") and p.name != "r.duckdb.fingerprints")
     # what a finished run leaves: no holder file, snapshot or WAL; the lock file is free (filelock keeps it)
     assert set(left) <= {"r.duckdb", "r.duckdb.lock"}, (left, err.decode()[-2000:])
