@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
+
 from hubsurvey.core.processes import process_alive
 
 if TYPE_CHECKING:
@@ -211,10 +213,14 @@ class LiveRun:
             _copy_database(con, tmp)
             os.replace(tmp, target)
         except Exception as e:  # a read snapshot is a courtesy: never stop the run for it
-            log.warning("cannot write the read snapshot %s: %s", target, str(e).splitlines()[0] if str(e) else e)
+            interrupted = isinstance(e, duckdb.InterruptException)  # Ctrl-C or SIGTERM, turned by DuckDB into its own error
+            if not interrupted:
+                log.warning("cannot write the read snapshot %s: %s", target, str(e).splitlines()[0] if str(e) else e)
             with contextlib.suppress(Exception):
                 con.execute(f"DETACH DATABASE IF EXISTS {_SNAPSHOT_ALIAS}")
             tmp.unlink(missing_ok=True)
+            if interrupted:  # the run stops as the signal asked, not after its last job
+                raise KeyboardInterrupt("interrupted while writing the read snapshot") from e
             self._snapshot_due = time.monotonic() + 60
             return
         took = time.monotonic() - began
