@@ -535,29 +535,26 @@ class HubClient:
         """``/api/datasets/{id}/revision/refs%2Fconvert%2Fparquet`` (``blobs``: siblings with sizes),
         checked: a JSON object with a commit ``sha``."""
         url = f"{self.endpoint}/api/datasets/{repo_id}/revision/{quote(PARQUET_REVISION, safe='')}"
-
-        def get() -> Any:
-            response = get_session().get(url, params={"blobs": "true"} if blobs else None, headers=self.headers())
-            hf_raise_for_status(response)
-            return _json_body(response, f"{repo_id} dataset info")
-
-        info = self.call(get, _what=repo_id)
+        info = self._api_json(url, {"blobs": "true"} if blobs else None, repo_id)
         if not isinstance(info, dict) or not isinstance(info.get("sha"), str) or not info["sha"]:
             raise HubFaultError(f"{repo_id}: the Hub's dataset info of {PARQUET_REVISION} has no commit sha")
         return info
+
+    def _api_json(self, url: str, params: Any, repo_id: str) -> Any:
+        """One paced, retried GET of a dataset's API answer, its body parsed as JSON."""
+
+        def get() -> Any:
+            response = get_session().get(url, params=params, headers=self.headers())
+            hf_raise_for_status(response)
+            return _json_body(response, f"{repo_id} dataset info")
+
+        return self.call(get, _what=repo_id)
 
     def dataset_item(self, repo_id: str, expand: Iterable[str]) -> dict[str, Any]:
         """One dataset as the listing gives it (``/api/datasets/{id}`` with the listing's ``expand``),
         in one API call: checked to be a JSON object naming this dataset. A dataset the Hub no
         longer serves raises huggingface_hub's ``RepositoryNotFoundError``."""
-        url = f"{self.endpoint}/api/datasets/{repo_id}"
-
-        def get() -> Any:
-            response = get_session().get(url, params=[("expand", e) for e in expand], headers=self.headers())
-            hf_raise_for_status(response)
-            return _json_body(response, f"{repo_id} dataset info")
-
-        item = scrub_value(self.call(get, _what=repo_id))
+        item = scrub_value(self._api_json(f"{self.endpoint}/api/datasets/{repo_id}", [("expand", e) for e in expand], repo_id))
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             raise HubFaultError(f"{repo_id}: the Hub's dataset info is not an object with an id")
         return item
