@@ -22,7 +22,6 @@ from hubsurvey.core.errors import (
     scrub,
 )
 from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
-from hubsurvey.core.hub import is_transient
 from hubsurvey.core.roles import RoleOverrides, check_name
 from hubsurvey.core.runs import Runs, RunStatus
 from hubsurvey.core.store import Store
@@ -79,6 +78,8 @@ def _config_error(exc: Exception, where: str) -> HubsurveyError:
         return exc
     first = (str(exc).strip().splitlines() or [""])[0]
     text = f"{type(exc).__name__}: {first}".rstrip(": ")
+    from hubsurvey.core.hub import is_transient  # here, on a failure: a folder's audit never loads the Hub client
+
     if is_transient(exc) or type(exc).__module__.split(".")[0] in ("huggingface_hub", "httpx2"):
         from hubsurvey.core.errors import HubError
 

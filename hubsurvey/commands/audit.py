@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from huggingface_hub.errors import HfHubHTTPError
 
 from hubsurvey.analysis.verdicts import ConfigVerdict, dataset_verdict
 from hubsurvey.commands.beside import beside_json, render_beside
-from hubsurvey.commands.common import format_csv
+from hubsurvey.commands.common import format_csv, hub_client, is_hub_answer
 from hubsurvey.commands.options import (
     MAX_COUNT,
     Benchmarks,
@@ -46,10 +45,8 @@ from hubsurvey.commands.options import (
 )
 from hubsurvey.core import figures
 from hubsurvey.core.errors import BadInputError, HubError, HubsurveyError, UsageError, one_line
-from hubsurvey.core.hub import HubClient, is_transient
 from hubsurvey.core.options import DEFAULT_SEMANTIC_THRESHOLD, share
 from hubsurvey.core.safety import json_text, visible
-from hubsurvey.core.settings import Settings
 from hubsurvey.core.store import DEFAULT_DB
 from hubsurvey.survey.audit import AuditOutcome
 from hubsurvey.survey.audit import audit as run_audit
@@ -96,12 +93,16 @@ def audit(
         target = str(write_sample(Path(tempfile.gettempdir()) / "hubsurvey-sample" / "hubsurvey__sample-reviews"))
         if fmt == "table":
             typer.echo(f"No target given: auditing the generated sample dataset at {target}\n")
+    # A folder's audit needs no Hub client, and so never loads the Hub's HTTP stack (0.2-0.3 s of
+    # imports); benchmarks may name Hub datasets, so they get one.
+    client = hub_client() if benchmarks is not None or not Path(target).exists() else None
     try:
         outcome = run_audit(target, config=config, examples=examples, near=not no_near, db=db, roles_file=roles,
-                            client=HubClient(Settings.from_env()),  # the settings, read once
-                            benchmarks_file=benchmarks, semantic=paraphrases)
-    except HfHubHTTPError as e:  # the Hub's answer about this dataset (hubsurvey's own Hub errors keep their code)
-        raise hub_refusal(target, e) from None
+                            client=client, benchmarks_file=benchmarks, semantic=paraphrases)
+    except Exception as e:
+        if not is_hub_answer(e):
+            raise
+        raise hub_refusal(target, e) from None  # the Hub's answer about this dataset
     if fmt == "json":
         typer.echo(render_json(outcome.rows))
     elif fmt == "csv":
@@ -127,6 +128,8 @@ def semantic_request(semantic: bool, threshold: float, model: str | None) -> Sem
 def hub_refusal(target: str, exc: BaseException) -> HubsurveyError:
     """A refusal of the dataset (4xx but 408 and 429: missing, gated, a bad revision) is bad input
     (exit 2); a Hub that kept failing (429, 5xx after every retry) is the Hub (exit 4)."""
+    from hubsurvey.core.hub import is_transient  # here only once the Hub has answered
+
     if is_transient(exc):
         return HubError(f"{target}: {one_line(exc)}")
     return BadInputError(f"{target}: {one_line(exc)}")

@@ -14,14 +14,16 @@ from collections.abc import Iterator, Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hubsurvey.commands.options import say_snapshot
 from hubsurvey.core.errors import BadInputError, StoreError
-from hubsurvey.core.hub import HubClient
 from hubsurvey.core.options import HubOptions
 from hubsurvey.core.safety import json_text
 from hubsurvey.core.store import Store
+
+if TYPE_CHECKING:
+    from hubsurvey.core.hub import HubClient
 
 #: DuckDB settings of the ``sql`` connection: no file reads or writes, no extension install or load
 SAFE_CONFIG = {
@@ -73,7 +75,18 @@ def open_results(db: Path, *, safe: bool = False) -> Store:
 def hub_client(hub: HubOptions | None = None) -> HubClient:
     """The Hub client of a command, from the settings built once: the environment, then the
     command line's Hub options. No rate: follow the quota; a rate of 0 means unpaced."""
+    # here: a command that reads only the DB or a folder never loads the Hub's HTTP stack
+    from hubsurvey.core.hub import HubClient
+
     return HubClient((hub or HubOptions()).settings())
+
+
+def is_hub_answer(exc: BaseException) -> bool:
+    """True for the Hub's own HTTP answer (huggingface_hub's ``HfHubHTTPError``): a refusal or a
+    failure the client gave up on. A command that built no Hub client never loaded huggingface_hub,
+    and nothing it raised can be one."""
+    errors = sys.modules.get("huggingface_hub.errors")
+    return errors is not None and isinstance(exc, errors.HfHubHTTPError)
 
 
 # --- a query's rows as table, CSV or JSON ------------------------------------------------------------

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from hubsurvey import __version__
 from hubsurvey.cli import COMMANDS, app
 from hubsurvey.core.errors import ExitCode, UsageError
+from hubsurvey.survey.sample import write_sample
 
 REPO = ROOT
 runner = CliRunner()
@@ -90,6 +91,20 @@ def test_help_and_a_light_command_import_no_other_command():
     status = subprocess.run([sys.executable, "-c", script, "status", "--help"], capture_output=True, text=True, timeout=60)
     assert status.returncode == 0, status.stderr
     assert status.stdout.strip() == str(["hubsurvey.commands.common", "hubsurvey.commands.options", "hubsurvey.commands.survey"])
+
+
+@pytest.mark.slow
+def test_a_folder_audit_loads_no_hub_client(tmp_path):
+    """A local folder is audited without the Hub's HTTP stack (huggingface_hub, httpx2): its
+    imports were a tenth of the 1M-row benchmark's audit, on the one core start-up has."""
+    folder = write_sample(tmp_path / "owner__sample")
+    script = ("import sys; from typer.testing import CliRunner; from hubsurvey.cli import app; "
+              "r = CliRunner().invoke(app, sys.argv[1:]); assert r.exit_code == 0, r.output; "
+              "print(sorted({m.split('.')[0] for m in sys.modules} & {'huggingface_hub', 'httpx2'}))")
+    audited = subprocess.run([sys.executable, "-c", script, "audit", str(folder), "--json", "--no-near",
+                              "--db", str(tmp_path / "r.duckdb")], capture_output=True, text=True, timeout=120)
+    assert audited.returncode == 0, audited.stderr
+    assert audited.stdout.strip().splitlines()[-1] == "[]"
 
 
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS])
