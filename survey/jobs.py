@@ -7,6 +7,7 @@ DB and never receives a token (workers read ``HF_TOKEN`` from their own environm
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
 import time
@@ -45,6 +46,19 @@ class JobSpec:
     def where(self) -> str:
         """``dataset [config]``: how messages name the job."""
         return f"{self.job.dataset_id} [{self.job.config}]"
+
+
+def worker_started() -> None:
+    """First thing in every worker process of a pool that runs :func:`run_job` (the local
+    executor's, a Dask worker's child): its default start method becomes 'spawn'.
+
+    A process forked by the forkserver inherits 'forkserver' as its default, and under any "fork"
+    method numba guards the launch of its threads with a multiprocessing lock: a named semaphore,
+    registered with the run's resource tracker and released only by the process's exit hooks. A
+    worker that the pool ends hard (a job past its timeout, a pool stopped) never releases it, and
+    the tracker then printed a leaked-semaphore warning at the run's end (seen after a first demo).
+    A worker starts no process of its own, so nothing else depends on its default."""
+    multiprocessing.set_start_method("spawn", force=True)
 
 
 def download(spec: JobSpec, client: HubClient) -> JobSpec:

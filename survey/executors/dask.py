@@ -39,7 +39,16 @@ from hubsurvey.core.steps import RunContext
 from hubsurvey.survey.cache import GB, CacheBudget
 from hubsurvey.survey.executors.base import Inflight, measured_outcome, settle
 from hubsurvey.survey.executors.limits import LimitsService, remote_limits
-from hubsurvey.survey.jobs import JobSpec, discard_downloads, download, error_outcome, job_bytes, job_client, run_job
+from hubsurvey.survey.jobs import (
+    JobSpec,
+    discard_downloads,
+    download,
+    error_outcome,
+    job_bytes,
+    job_client,
+    run_job,
+    worker_started,
+)
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +179,7 @@ def _child_pool() -> Any:
             multiprocessing.current_process()._config["daemon"] = False  # type: ignore[attr-defined]
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(["hubsurvey.survey.jobs"])
-            pool = _POOLS["measure"] = ProcessPool(max_workers=1, context=context)
+            pool = _POOLS["measure"] = ProcessPool(max_workers=1, context=context, initializer=worker_started)
         return pool
 
 

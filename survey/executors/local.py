@@ -24,6 +24,7 @@ from hubsurvey.survey.jobs import (
     error_outcome,
     job_bytes,
     run_job,
+    worker_started,
 )
 
 
@@ -50,7 +51,7 @@ class LocalExecutor(Inflight):
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["hubsurvey.survey.jobs"])
         _start_forkserver_deaf_to_ctrl_c()
-        self._pool = ProcessPool(max_workers=self.workers, context=context)
+        self._pool = ProcessPool(max_workers=self.workers, context=context, initializer=worker_started)
         self._stopping = False  # close(cancel=True) began: jobs still arriving are not started
         # Downloads are I/O: a few threads keep the workers fed; the client paces them.
         self._downloads = ThreadPoolExecutor(max_workers=max(2, self.workers), thread_name_prefix="prefetch")
