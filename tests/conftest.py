@@ -50,7 +50,7 @@ SHARED_DATASETS = Path(
 #          starts the stand-in, a subprocess, Dask or a survey is slow, and so is one that runs a
 #          compiled pass (numba: every audit and measurement, and a fixture built by audits): on a
 #          fresh checkout numba compiles its passes first (half a minute), never in the fast tier.
-# default  `pytest -n auto` (the README's command): the fast tier and the `slow` tests, about 7
+# default  `pytest -n auto` (the README's command): the fast tier and the `slow` tests, about 8
 #          minutes on 2 cores: every module, the stand-in, the CLI and the outputs, on real data.
 #          `-n auto` (pytest-xdist) runs them on one worker process per core: most of the slow
 #          tests wait on a stand-in, a subprocess or a file as much as they compute.
