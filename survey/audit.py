@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hubsurvey.core.errors import (
     BadInputError,
     ExitCode,
+    HubError,
     HubsurveyError,
     HubUnreachableError,
     InternalError,
@@ -81,8 +82,6 @@ def _config_error(exc: Exception, where: str) -> HubsurveyError:
     from hubsurvey.core.hub import is_transient  # here, on a failure: a folder's audit never loads the Hub client
 
     if is_transient(exc) or type(exc).__module__.split(".")[0] in ("huggingface_hub", "httpx2"):
-        from hubsurvey.core.errors import HubError
-
         error: HubsurveyError = HubError(f"{where}: {text}")
     else:
         error = InternalError.of(where, exc)

@@ -397,11 +397,15 @@ def config_from_files(dataset_id: str, config: str, revision_sha: str | None, fi
     return ConfigData(dataset_id, config, revision_sha, splits, {}, ignored)
 
 
+def is_folder(target: str) -> bool:
+    """Whether :func:`open_source` reads ``target`` as a local folder (it exists on disk), not as a Hub id."""
+    return Path(target).exists()
+
+
 def open_source(target: str, *, client: Any = None, dataset_id: str | None = None) -> FolderSource | HubSource:
-    """A folder path if it exists on disk, otherwise a Hub id (``owner/name``)."""
-    path = Path(target)
-    if path.exists():
-        return FolderSource(path, dataset_id)
+    """A folder path if it exists on disk (:func:`is_folder`), otherwise a Hub id (``owner/name``)."""
+    if is_folder(target):
+        return FolderSource(Path(target), dataset_id)
     # A path-like target (./x, /x, ../x, or owner__name, the folder form of a Hub id) is a folder that
     # does not exist: say so at once rather than ask the Hub about it.
     path_like = target.startswith(("./", "/", "../", "~")) or ("__" in target and "/" not in target)

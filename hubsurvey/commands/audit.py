@@ -52,6 +52,7 @@ from hubsurvey.survey.audit import AuditOutcome
 from hubsurvey.survey.audit import audit as run_audit
 from hubsurvey.survey.sample import write_sample
 from hubsurvey.survey.semantic import SemanticRequest
+from hubsurvey.survey.sources import is_folder
 
 #: paraphrase candidates the table shows per config (``--json`` has every stored one)
 SEMANTIC_PAIRS_SHOWN = 3
@@ -95,7 +96,7 @@ def audit(
             typer.echo(f"No target given: auditing the generated sample dataset at {target}\n")
     # A folder's audit needs no Hub client, and so never loads the Hub's HTTP stack (0.2-0.3 s of
     # imports); benchmarks may name Hub datasets, so they get one.
-    client = hub_client() if benchmarks is not None or not Path(target).exists() else None
+    client = hub_client() if benchmarks is not None or not is_folder(target) else None
     try:
         outcome = run_audit(target, config=config, examples=examples, near=not no_near, db=db, roles_file=roles,
                             client=client, benchmarks_file=benchmarks, semantic=paraphrases)
