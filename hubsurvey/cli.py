@@ -30,10 +30,10 @@ from typer.models import CommandInfo
 
 from hubsurvey import __version__
 from hubsurvey.core.errors import ExitCode, HubsurveyError, one_line
-from hubsurvey.core.runs import STOP_REQUESTED, Interrupted
+from hubsurvey.core.runs import Interrupted
 from hubsurvey.core.safety import visible, visible_output
 from hubsurvey.core.settings import register_token
-from hubsurvey.core.signals import sigterm_as_ctrl_c, stop_signal
+from hubsurvey.core.signals import STOP_REQUESTED, sigterm_as_ctrl_c, stop_signal
 from hubsurvey.logs import setup_logging
 
 log = logging.getLogger("hubsurvey.cli")

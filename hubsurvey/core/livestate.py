@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from hubsurvey.core.processes import process_alive
+from hubsurvey.core.signals import STOP_REQUESTED
 
 if TYPE_CHECKING:
     import duckdb
@@ -213,7 +214,8 @@ class LiveRun:
             _copy_database(con, tmp)
             os.replace(tmp, target)
         except Exception as e:  # a read snapshot is a courtesy: never stop the run for it
-            interrupted = isinstance(e, duckdb.InterruptException)  # Ctrl-C or SIGTERM, turned by DuckDB into its own error
+            # Ctrl-C or SIGTERM, turned by DuckDB into its own error (a RuntimeError inside COPY FROM DATABASE)
+            interrupted = isinstance(e, duckdb.InterruptException) or STOP_REQUESTED.is_set()
             if not interrupted:
                 log.warning("cannot write the read snapshot %s: %s", target, str(e).splitlines()[0] if str(e) else e)
             with contextlib.suppress(Exception):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -23,12 +22,8 @@ from typing import Any
 from hubsurvey import __version__
 from hubsurvey.core.errors import HubsurveyError, one_line
 from hubsurvey.core.processes import process_alive
+from hubsurvey.core.signals import STOP_REQUESTED
 from hubsurvey.core.store import Store, insert, now
-
-#: Set when the process is asked to stop (Ctrl-C or SIGTERM, ``hubsurvey.cli``). An error raised
-#: after it is the stop's doing: DuckDB ends a query the signal interrupts with
-#: ``RuntimeError("Query interrupted")``, not KeyboardInterrupt.
-STOP_REQUESTED = threading.Event()
 
 
 class Interrupted(KeyboardInterrupt):

@@ -1,7 +1,10 @@
 """SIGTERM stops a command as Ctrl-C does (what ``systemctl stop`` and ``kill`` send).
 
-Either signal sets :data:`~hubsurvey.core.runs.STOP_REQUESTED` and raises KeyboardInterrupt, so
-that the run is recorded interrupted and its lock, holder file, snapshot and WAL are cleaned up.
+Either signal sets :data:`STOP_REQUESTED` and raises KeyboardInterrupt, so that the run is
+recorded interrupted and its lock, holder file, snapshot and WAL are cleaned up.
+
+This module imports nothing of hubsurvey's, so that every layer (the store's helpers too) can ask
+whether a stop was asked for.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from hubsurvey.core.runs import STOP_REQUESTED
+#: Set when the process is asked to stop (Ctrl-C or SIGTERM). An error raised after it is the stop's
+#: doing: DuckDB ends a query the signal interrupts with ``duckdb.InterruptException`` or, inside
+#: ``COPY FROM DATABASE``, with ``RuntimeError("Query interrupted")``, never KeyboardInterrupt.
+STOP_REQUESTED = threading.Event()
 
 #: the signal that asked the running command to stop (its exit code is 128 + its number)
 _stop_signal = signal.SIGINT

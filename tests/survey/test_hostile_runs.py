@@ -261,6 +261,41 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path):
 
 
 @pytest.mark.slow
+def test_sigterm_during_the_read_snapshot_stops_the_run(tmp_path, stop_mark):
+    """DuckDB ends a ``COPY FROM DATABASE`` that a signal interrupts with RuntimeError("Query
+    interrupted"), not its InterruptException: the snapshot, a courtesy that never stops a run for
+    its own errors, must still let the stop through (it once logged a warning and ran on to the end)."""
+    import threading
+
+    import duckdb
+
+    from hubsurvey.core.livestate import LiveRun
+    from hubsurvey.core.signals import sigterm_as_ctrl_c
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("a signal handler can be set on the main thread only")
+    db = tmp_path / "r.duckdb"
+    con = duckdb.connect(str(db))
+    try:
+        # rows enough that the copy takes about a second here: the signal comes 0.1 s into it
+        con.execute("CREATE TABLE t AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(3000000)")
+        live = LiveRun(db, "r1")
+        with sigterm_as_ctrl_c():
+            timer = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGTERM))
+            timer.start()
+            try:
+                with pytest.raises(KeyboardInterrupt):
+                    live.snapshot(con, force=True)
+            finally:
+                timer.join()
+        assert stop_mark.is_set()
+        assert not Path(f"{db}.snapshot.tmp").exists()  # the half-written copy is gone
+        assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 3_000_000  # the DB is whole and usable
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
 def test_a_prefetched_file_gone_before_measuring_is_downloaded_again(tmp_path):
     from hubsurvey.core.queue import JobSettings, QueuedJob
     from hubsurvey.survey.jobs import JobSpec, download, run_job
@@ -340,7 +375,7 @@ def test_the_client_scrubs_listing_items_and_refuses_a_tree_holding_the_token(tm
 @pytest.fixture
 def stop_mark():
     """The process-wide stop mark, cleared again after the test whatever it asserted."""
-    from hubsurvey.core.runs import STOP_REQUESTED
+    from hubsurvey.core.signals import STOP_REQUESTED
 
     STOP_REQUESTED.clear()
     yield STOP_REQUESTED
