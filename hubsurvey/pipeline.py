@@ -43,6 +43,7 @@ from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobQueue
 from hubsurvey.core.runs import Interrupted, Runs, RunStatus, is_interruption, new_run_id
 from hubsurvey.core.settings import Settings
+from hubsurvey.core.signals import STOP_REQUESTED
 from hubsurvey.core.steps import Counts, RunContext, RunEnd, RunOptions, Step
 from hubsurvey.core.store import Store, StoreError
 from hubsurvey.crawler.rules import CrawlFilters
@@ -234,6 +235,8 @@ def run_survey(
                                      progress=progress, scratch=Path(scratch), started=started, counts=summary.steps)
                     try:
                         for step in planned:
+                            if STOP_REQUESTED.is_set():  # a stop a library call swallowed: no further step starts
+                                raise KeyboardInterrupt("asked to stop")
                             step_name = step.name
                             summary.steps[step.name] = step.run(ctx)
                     except BaseException as e:
