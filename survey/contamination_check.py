@@ -184,7 +184,8 @@ def check_contamination(store: Store, client: HubClient, index: bench.BenchmarkI
         except Exception as e:  # one config that cannot be read never stops the check
             return t, None, error_outcome(e, where).message or where
 
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="contamination") as pool:
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="contamination")
+    try:
         for t, rows, error in pool.map(check, todo):  # in order; each config's rows in one write
             if rows is None:
                 summary.failed.append(error or t["dataset_id"])
@@ -192,6 +193,8 @@ def check_contamination(store: Store, client: HubClient, index: bench.BenchmarkI
             store.replace_contamination(t["dataset_id"], t["revision_sha"], t["config"], checked, rows)
             summary.checked += 1
             summary.contaminated += sum(1 for r in rows if r["contaminated_rows"])
+    finally:  # stopped (Ctrl-C, an error): the configs not yet started are dropped, not checked first
+        pool.shutdown(wait=True, cancel_futures=True)
     return summary
 
 

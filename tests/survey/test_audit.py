@@ -380,3 +380,55 @@ def test_audit_hub_errors_are_one_line(shared_datasets, tmp_path, monkeypatch):
     assert missing.exit_code == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert missing.stderr.startswith("error: nobody/nothing:")
     assert bad_config.exit_code == 2 and "CogComp/trec [nope]: no such config" in bad_config.stderr
+
+
+# --- Ctrl-C or SIGTERM inside a query ----------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["audit", "clean"])
+def test_a_stop_inside_a_query_ends_the_command_and_takes_no_further_config(tmp_path, monkeypatch, command):
+    """DuckDB ends a query that Ctrl-C or SIGTERM interrupts with its own error, an Exception: the
+    command stops there as the signal asked (the run recorded interrupted, what was stored kept),
+    where it once called it a bug in hubsurvey, one config's error, and went on to the others."""
+    import os
+    import signal
+    import threading
+
+    from hubsurvey.core.signals import STOP_REQUESTED, sigterm_as_ctrl_c
+    from hubsurvey.survey import audit as audit_module
+    from hubsurvey.survey import clean as clean_module
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("a signal handler can be set on the main thread only")
+    root = tmp_path / "org__three"
+    for name in ("c0", "c1", "c2"):
+        write_split(root / name / "train", small(["a", "b", "b"]))
+        write_split(root / name / "test", small(["a", "c"]))
+    module, name = (audit_module, "measure_config") if command == "audit" else (clean_module, "clean_config")
+    taken, real = [], getattr(module, name)
+
+    def per_config(data, *args, **kwargs):
+        taken.append(data.config)
+        if data.config == "c1":  # a query long enough for the signal to land inside it
+            timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM))
+            timer.start()
+            try:
+                duckdb.connect().execute("SELECT sum(hash(range)) FROM range(20000000000)").fetchall()
+            finally:
+                timer.cancel()
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(module, name, per_config)
+    db = tmp_path / "r.duckdb"
+    run = (lambda: audit(str(root), db=db, near=False, examples=0)) if command == "audit" else (
+        lambda: clean_module.clean(str(root), out=tmp_path / "clean", db=db))
+    try:
+        with sigterm_as_ctrl_c(), pytest.raises(KeyboardInterrupt):
+            run()
+        assert STOP_REQUESTED.is_set()
+    finally:
+        STOP_REQUESTED.clear()
+    assert taken == ["c0", "c1"]
+    with Store(db) as store:
+        assert store.query("SELECT status FROM runs")[1] == [("interrupted",)]
+        if command == "audit":
+            assert [c for (c,) in store.query("SELECT config FROM measurements")[1]] == ["c0"]
