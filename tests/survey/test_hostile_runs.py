@@ -247,7 +247,12 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path):
         time.sleep(1.0)
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=60)
+        try:
+            _out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # a hang: what the run printed says where it was
+            proc.kill()
+            _out, err = proc.communicate()
+            pytest.fail(f"the run did not end within 60 s of SIGTERM; its stderr:\n{err.decode()[-3000:]}")
     assert proc.returncode != 0, err.decode()[-3000:]
     left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("r.duckdb") and p.name != "r.duckdb.fingerprints")
     # what a finished run leaves: no holder file, snapshot or WAL; the lock file is free (filelock keeps it)
