@@ -384,6 +384,7 @@ def test_audit_hub_errors_are_one_line(shared_datasets, tmp_path, monkeypatch):
 
 # --- Ctrl-C or SIGTERM inside a query ----------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["audit", "clean"])
 def test_a_stop_inside_a_query_ends_the_command_and_takes_no_further_config(tmp_path, monkeypatch, command):
     """DuckDB ends a query that Ctrl-C or SIGTERM interrupts with its own error, an Exception: the
