@@ -41,9 +41,9 @@ from hubsurvey.core import livestate
 from hubsurvey.core.errors import DbLockedError
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.queue import JobQueue
-from hubsurvey.core.runs import Interrupted, Runs, RunStatus, is_interruption, new_run_id
+from hubsurvey.core.runs import Interrupted, Runs, RunStatus, new_run_id
 from hubsurvey.core.settings import Settings
-from hubsurvey.core.signals import STOP_REQUESTED
+from hubsurvey.core.signals import is_interruption, raise_if_stopped
 from hubsurvey.core.steps import Counts, RunContext, RunEnd, RunOptions, Step
 from hubsurvey.core.store import Store, StoreError
 from hubsurvey.crawler.rules import CrawlFilters
@@ -235,8 +235,7 @@ def run_survey(
                                      progress=progress, scratch=Path(scratch), started=started, counts=summary.steps)
                     try:
                         for step in planned:
-                            if STOP_REQUESTED.is_set():  # a stop a library call swallowed: no further step starts
-                                raise KeyboardInterrupt("asked to stop")
+                            raise_if_stopped()  # a stop a library call swallowed: no further step starts
                             step_name = step.name
                             summary.steps[step.name] = step.run(ctx)
                     except BaseException as e:

@@ -24,7 +24,8 @@ from hubsurvey.core.errors import (
 )
 from hubsurvey.core.figures import DEFAULT_EXAMPLES, methods_measured
 from hubsurvey.core.roles import RoleOverrides, check_name
-from hubsurvey.core.runs import Runs, RunStatus, is_interruption
+from hubsurvey.core.runs import Runs, RunStatus
+from hubsurvey.core.signals import raise_if_stopped
 from hubsurvey.core.store import Store
 from hubsurvey.survey import kernels
 from hubsurvey.survey.measure import ConfigResult, measure_config, with_contamination_check
@@ -163,8 +164,7 @@ def audit(
             except (HubUnreachableError, StoreError, KeyboardInterrupt):
                 raise
             except Exception as e:
-                if is_interruption(e):  # a query Ctrl-C or SIGTERM cut short (DuckDB's own error): the command stops
-                    raise KeyboardInterrupt("asked to stop") from e
+                raise_if_stopped(e)  # a query Ctrl-C or SIGTERM cut short (DuckDB's own error): the command stops
                 outcome.failed(_config_error(e, f"{source.dataset_id} [{name}]"))
                 continue
             if store is not None and recording is not None:

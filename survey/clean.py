@@ -49,7 +49,8 @@ from hubsurvey.core.fingerprint import FINGERPRINT_VERSION, split_fingerprint
 from hubsurvey.core.hub import HubClient
 from hubsurvey.core.outputs import output_folder, read_sealed, remove_written, seal, written_files
 from hubsurvey.core.roles import RoleOverrides, check_name, resolve_roles
-from hubsurvey.core.runs import Runs, RunStatus, is_interruption
+from hubsurvey.core.runs import Runs, RunStatus
+from hubsurvey.core.signals import raise_if_stopped
 from hubsurvey.core.store import CLEAN_TEST_PARQUET_PATH, DEFAULT_DB, Store, insert, now, safe_name
 from hubsurvey.survey.audit import _config_error, outcome_exit_code
 from hubsurvey.survey.measure import is_data_error
@@ -239,8 +240,7 @@ def clean(
             except (HubUnreachableError, StoreError, KeyboardInterrupt):
                 raise
             except Exception as e:
-                if is_interruption(e):  # a query Ctrl-C or SIGTERM cut short (DuckDB's own error): the command stops
-                    raise KeyboardInterrupt("asked to stop") from e
+                raise_if_stopped(e)  # a query Ctrl-C or SIGTERM cut short (DuckDB's own error): the command stops
                 error = _config_error(e, f"{source.dataset_id} [{name}]")
                 outcome.failures.append(error)
                 outcome.errors.append(scrub(str(error)))

@@ -11,8 +11,7 @@ from dataclasses import asdict, dataclass, replace
 
 from hubsurvey.core.figures import methods_measured
 from hubsurvey.core.queue import JobOutcome, JobQueue, JobSettings, JobStatus
-from hubsurvey.core.runs import is_interruption
-from hubsurvey.core.signals import STOP_REQUESTED
+from hubsurvey.core.signals import is_interruption, raise_if_stopped
 from hubsurvey.core.steps import BesideJobs, Counts, FeedsJobs, Recorded, RunContext, RunEnd, Step
 from hubsurvey.survey import kernels
 from hubsurvey.survey.contamination_check import saved_index
@@ -137,8 +136,7 @@ class MeasureStep(Step):
         with ctx.bounded():  # --max-hours stops the downloads in flight too, not only the taking of new jobs
             try:
                 while todo or executor.inflight or feeder is not None:
-                    if STOP_REQUESTED.is_set():  # a stop whose KeyboardInterrupt a library call swallowed still stops the run
-                        raise KeyboardInterrupt("asked to stop")
+                    raise_if_stopped()  # a stop whose KeyboardInterrupt a library call swallowed still stops the run
                     if feeder is not None:  # its writes, and the jobs of the datasets they made eligible
                         ended = not feeder.running  # asked first: its last writes are then run below
                         counts.queued += feeder.pump(todo, wait=not (todo or executor.inflight))

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from hubsurvey.core.processes import process_alive
-from hubsurvey.core.signals import STOP_REQUESTED
+from hubsurvey.core.signals import is_interruption
 
 if TYPE_CHECKING:
     import duckdb
@@ -215,7 +215,7 @@ class LiveRun:
             os.replace(tmp, target)
         except Exception as e:  # a read snapshot is a courtesy: never stop the run for it
             # Ctrl-C or SIGTERM, turned by DuckDB into its own error (a RuntimeError inside COPY FROM DATABASE)
-            interrupted = isinstance(e, duckdb.InterruptException) or STOP_REQUESTED.is_set()
+            interrupted = isinstance(e, duckdb.InterruptException) or is_interruption(e)
             if not interrupted:
                 log.warning("cannot write the read snapshot %s: %s", target, str(e).splitlines()[0] if str(e) else e)
             with contextlib.suppress(Exception):

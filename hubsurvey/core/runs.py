@@ -22,7 +22,7 @@ from typing import Any
 from hubsurvey import __version__
 from hubsurvey.core.errors import HubsurveyError, one_line
 from hubsurvey.core.processes import process_alive
-from hubsurvey.core.signals import STOP_REQUESTED
+from hubsurvey.core.signals import is_interruption
 from hubsurvey.core.store import Store, insert, now
 
 
@@ -33,11 +33,6 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, detail: str):
         super().__init__(detail)
         self.detail = detail
-
-
-def is_interruption(error: BaseException) -> bool:
-    """Whether ``error`` ends a command because it was asked to stop (the run is ``interrupted``)."""
-    return isinstance(error, KeyboardInterrupt) or STOP_REQUESTED.is_set()
 
 
 class RunStatus(StrEnum):

@@ -20,6 +20,20 @@ from typing import Any
 #: ``COPY FROM DATABASE``, with ``RuntimeError("Query interrupted")``, never KeyboardInterrupt.
 STOP_REQUESTED = threading.Event()
 
+
+
+def is_interruption(error: BaseException) -> bool:
+    """Whether ``error`` ends a command because it was asked to stop (the run is ``interrupted``)."""
+    return isinstance(error, KeyboardInterrupt) or STOP_REQUESTED.is_set()
+
+
+def raise_if_stopped(error: BaseException | None = None) -> None:
+    """Raise the stop (KeyboardInterrupt, chained to ``error``) once one was asked for: a loop that
+    takes per-item errors, or whose library call swallowed the interruption, ends there."""
+    if STOP_REQUESTED.is_set():
+        raise KeyboardInterrupt("asked to stop") from error
+
+
 #: the signal that asked the running command to stop (its exit code is 128 + its number)
 _stop_signal = signal.SIGINT
 
