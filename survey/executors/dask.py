@@ -69,11 +69,35 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT) -> Any:
     try:
         return Client(address, timeout=timeout)
     except ValueError as e:  # distributed's own reading of the address
+        close_half_built(e)
         raise UsageError(f"--dask {address!r}: not a scheduler address (tcp://host:8786): {e}") from None
     except Exception as e:  # refused, timed out, or the client's own start failing: no cluster to run on
+        close_half_built(e)
         first = (str(e).strip().splitlines() or [type(e).__name__])[0] or type(e).__name__
         raise ClusterUnreachableError(
             f"cannot reach the Dask scheduler at {address} within {timeout:g} s: {first}") from None
+
+
+def close_half_built(error: BaseException) -> None:
+    """Close the ``Client`` whose constructor raised ``error``, now, while its event loop runs.
+
+    Left alone, it is closed by its finalizer whenever the garbage collector reaches it: inside the
+    next ``Client``'s start, that deadlocks (distributed's ``LoopRunner`` holds a lock of its class,
+    not reentrant, around both start and stop); at the interpreter's exit, its loop gone, it waits
+    forever."""
+    from distributed import Client
+
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is Client.__init__.__code__:
+            client = tb.tb_frame.f_locals.get("self")
+            if isinstance(client, Client):
+                try:
+                    client.close(timeout=5)
+                except Exception as e:  # a client that never connected closes as it can
+                    log.debug("closing a Dask client whose start failed: %s", one_line(e))
+            return
+        tb = tb.tb_next
 
 
 @dataclass(frozen=True)

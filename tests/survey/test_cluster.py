@@ -4,6 +4,7 @@ a job past its timeout or memory ceiling is stopped in its child process and rec
 
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 
@@ -98,6 +99,12 @@ def test_a_malformed_or_silent_scheduler_is_one_line_before_anything_runs(tmp_pa
     with pytest.raises(ClusterUnreachableError, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:9"):
         connect("tcp://127.0.0.1:9", timeout=2)
     assert time.monotonic() - started < 30  # a deadline is the behaviour: the 2 s timeout, not Dask's 30 s
+    # and no half-built client is left for the garbage collector to close: its finalizer, run inside
+    # the next client's start, deadlocked there (and at the interpreter's exit, waited forever)
+    from distributed import Client
+
+    left_open = [o for o in gc.get_objects() if isinstance(o, Client) and o.status not in ("closed", "newly-created")]
+    assert not left_open, [o.status for o in left_open]
 
 
 # --- whole surveys on the cluster -------------------------------------------------------------------
