@@ -216,9 +216,13 @@ def render_card(
     *,
     license: str = DEFAULT_LICENSE,
     pretty_name: str = DEFAULT_PRETTY_NAME,
+    found: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> str:
-    """The README.md text for the results dataset ``repo_id`` whose folder holds ``files``."""
-    found = findings(store)
+    """The README.md text for the results dataset ``repo_id`` whose folder holds ``files``.
+
+    ``found``: the store's findings when the caller already has them (:func:`findings`, the default
+    ``top_n``), so that one build plans and runs the findings views once."""
+    found = findings(store) if found is None else found
     overview = found["overview"][0]
     context: dict[str, Any] = {
         "repo_id": repo_id,

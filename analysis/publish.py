@@ -55,6 +55,7 @@ from hubsurvey.analysis.export import (
     export_results,
     write_manifest,
 )
+from hubsurvey.analysis.findings import findings
 from hubsurvey.analysis.report import REPORT_MD, render_markdown, report_context
 from hubsurvey.core.store import Store
 
@@ -145,10 +146,11 @@ def build_folder(
     # overwrite: a folder built before loses exactly the files hubsurvey wrote (its manifest)
     written = export_results(store, folder, lle_compat=True, overwrite=True)
     paths = [p.relative_to(folder).as_posix() for p in written]
+    found = findings(store)  # once, for the report and the card
     if report:
-        (folder / REPORT_MD).write_text(render_markdown(report_context(store)), encoding="utf-8")
+        (folder / REPORT_MD).write_text(render_markdown(report_context(store, found=found)), encoding="utf-8")
         paths.append(REPORT_MD)
-    card = render_card(store, repo_id, paths, license=license, pretty_name=pretty_name)
+    card = render_card(store, repo_id, paths, license=license, pretty_name=pretty_name, found=found)
     (folder / CARD_PATH).write_text(card, encoding="utf-8")
     paths.insert(0, CARD_PATH)
     for path, data in badge_files(store).items():  # after the card, which does not list them

@@ -335,14 +335,18 @@ def with_final_run(p: dict[str, Any], final_run: Mapping[str, Any] | None) -> di
 
 
 def report_context(
-    store: Store, top_n: int = DEFAULT_TOP_N, final_run: Mapping[str, Any] | None = None
+    store: Store,
+    top_n: int = DEFAULT_TOP_N,
+    final_run: Mapping[str, Any] | None = None,
+    found: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """What every section's prose sees (title, overview ``o``, provenance ``p``, the near-duplicate
     setting, section numbers), with ``found`` (every finding) to build each section's own context from.
 
     ``final_run``: the final state of the run writing this report (see :func:`with_final_run`).
+    ``found``: the findings at ``top_n`` when the caller already has them.
     """
-    found = findings(store, top_n=top_n)
+    found = findings(store, top_n=top_n) if found is None else found
     overview = found["overview"][0]
     return {
         "title": TITLE,
