@@ -477,7 +477,7 @@ def hostile_answers():
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)  # shutdown waits one poll
     thread.start()
     state["url"] = f"http://127.0.0.1:{server.server_address[1]}"
     yield state
