@@ -386,3 +386,28 @@ def test_markdown_html_passes_no_markup_through():
     assert 'href="javascript' not in html and "<a " not in html  # a script link is not made a link
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<th>&lt;b&gt;|x</th>" in html
     assert "<td>[y](javascript:alert(4))</td>" in html  # an escaped value is never a link
+
+
+def test_a_connection_keeps_its_views_until_findings_sql_changes(tmp_path, monkeypatch):
+    """Every output asks for the views: a connection that has them from the same findings.sql keeps
+    them (they are not bound again); a changed findings.sql creates them again on that connection."""
+    from hubsurvey.analysis import findings as findings_module
+
+    with Store(tmp_path / "r.duckdb") as store:
+        names = create_views(store)
+        store.con.execute("DROP VIEW findings_overview")  # a view created again would be back
+        assert create_views(store) == names
+        views = {r[0] for r in store.con.execute("SELECT view_name FROM duckdb_views() WHERE temporary").fetchall()}
+        assert "findings_overview" not in views and set(names) - {"findings_overview"} <= views
+
+        sql = tmp_path / "findings.sql"
+        sql.write_text(findings_module.SQL_FILE.read_text(encoding="utf-8")
+                       + "\n\n-- view: findings_seven\nSELECT 7 AS seven;\n", encoding="utf-8")
+        monkeypatch.setattr(findings_module, "SQL_FILE", sql)
+        assert create_views(store) == [*names, "findings_seven"]
+        assert store.con.execute("SELECT count(*) FROM findings_overview").fetchone() == (1,)
+        assert store.con.execute("SELECT seven FROM findings_seven").fetchone() == (7,)
+
+    with Store(tmp_path / "r.duckdb", read_only=True) as store:  # a new connection has none until asked
+        assert create_views(store) == [*names, "findings_seven"]
+        assert store.con.execute("SELECT seven FROM findings_seven").fetchone() == (7,)
