@@ -50,18 +50,23 @@ SHARED_DATASETS = Path(
 #          starts the stand-in, a subprocess, Dask or a survey is slow, and so is one that runs a
 #          compiled pass (numba: every audit and measurement, and a fixture built by audits): on a
 #          fresh checkout numba compiles its passes first (half a minute), never in the fast tier.
-# default  `pytest -n auto` (the README's command): the fast tier and the `slow` tests, about 8
+# default  `pytest -n auto` (the README's command): the fast tier and the `slow` tests, about 5
 #          minutes on 2 cores: every module, the stand-in, the CLI and the outputs, on real data.
 #          `-n auto` (pytest-xdist) runs them on one worker process per core: most of the slow
 #          tests wait on a stand-in, a subprocess or a file as much as they compute.
 # ci       what the default leaves out (pyproject's addopts deselect it), two CI steps of their own:
-#          `pytest -n auto -m "exhaustive and not e2e"` (the sweeps time nothing: one worker per core),
-#          then `pytest -m e2e`, one test at a time (its quota windows and deadlines are timed).
-#          `pytest -m ""` runs everything.
+#          `pytest -n auto -m "(exhaustive or whole) and not e2e"` (neither times anything: one
+#          worker per core), then `pytest -m e2e`, one test at a time (its quota windows and
+#          deadlines are timed). `pytest -m ""` runs everything.
 # A test module marks its slow tests itself (`@pytest.mark.slow`). Which slow tests only CI runs is
 # decided here, in one place, by node id prefix (a module, a test, or one parametrization):
 #   E2E_TESTS         whole surveys, subprocesses, clusters, injected faults: every test under the
 #                     prefix is marked `e2e` (and `slow`, so the fast tier never runs it);
+#   WHOLE_TESTS       a whole command chain over a survey that times nothing (every command the docs
+#                     give, a push to the stand-in, a survey under a cache budget, a report, results
+#                     dataset, site and notify of one survey): marked `whole` and `slow`. Each leaves
+#                     a lighter test of the same code in README's command (a dry run beside a push,
+#                     one hostile tag of four), so the newcomer's command stays within 5 minutes;
 #   EXHAUSTIVE_TESTS  the oracle sweeps over every shared config (or every code point): only the
 #                     tests under the prefix that are already `slow` are marked `exhaustive`, so a
 #                     sweep's fast parametrizations stay in the fast tier, and its parametrizations
@@ -112,6 +117,40 @@ E2E_TESTS: dict[str, str] = {
     "tests/core/test_transport.py::test_max_hours_bounds_a_wait_for_the_quota_reset": "a run bounded by --max-hours (15 s)",
     "tests/core/test_transport.py::test_crawl_max_hours_bounds_the_crawl_and_a_wait_for_the_quota": "a crawl bounded by --max-hours (15 s)",
 }
+# Durations measured with `--durations=0` under README's command (2 cores, 2026-12-07).
+WHOLE_TESTS: dict[str, str] = {
+    "tests/commands/test_doc_commands.py::test_the_read_commands_and_notifys_commands_run_as_written":
+        "the demo's whole survey, then every read command the docs give (45 s); README's command parses them all",
+    "tests/survey/test_cache.py::test_a_job_larger_than_the_budget_fails_alone": "a survey under a cache budget (11 s)",
+    "tests/survey/test_cache.py::test_measurements_record_the_parquet_commit_downloaded": "a survey through the stand-in (9 s)",
+    "tests/survey/test_cache.py::test_a_branch_that_moved_after_the_crawl_is_not_mixed_in": "a survey through the stand-in (8 s)",
+    "tests/analysis/test_publish.py::test_push_deletes_the_files_it_no_longer_produces_in_the_same_commit":
+        "two pushes to the stand-in (10 s)",
+    "tests/analysis/test_publish.py::test_each_publish_builds_in_a_fresh_temp_folder_removed_afterwards": "three publishes (7 s)",
+    "tests/analysis/test_publish.py::test_private_repo_and_refused_token": "pushes to the stand-in (6 s)",
+    "tests/commands/test_newcomer.py::test_publish_without_push_never_prints_a_folder_it_removed": "publishes (10 s)",
+    "tests/analysis/test_site.py::test_publish_site_is_a_dry_run_first_then_one_commit_to_a_static_space":
+        "a site built and pushed to the stand-in (8 s)",
+    "tests/analysis/test_crossleaks.py::test_the_minihub_survey_finds_the_planted_cross_relations": "a mini-hub survey (10 s)",
+    "tests/analysis/test_crossleaks.py::test_the_results_dataset_carries_the_cross_tables_and_their_config":
+        "crossleaks, then the whole results dataset (7 s)",
+    "tests/survey/test_scores.py::test_the_report_the_results_dataset_the_site_and_notify_show_them":
+        "the report, results dataset, site and notify of one survey (10 s)",
+    "tests/survey/test_exposure.py::test_the_view_the_report_and_the_results_dataset": "a survey, its report and results dataset (8 s)",
+    "tests/analysis/test_outputs.py::test_report_written_at_the_end_of_a_run_shows_its_final_state": "a whole run (9 s)",
+    # README's command keeps the first of the four math-like tags (a$b)
+    **{f"tests/analysis/test_outputs.py::test_a_math_like_tag_does_not_break_the_report[task_categories:{tag}]": "a report (3 s)"
+       for tag in ("$x^$", r"\\$x^$", r"$\\frac{$")},
+    # of the crawls through injected faults, README's command keeps the first fault of each test
+    **{f"tests/crawler/test_crawl.py::test_transient_faults_are_retried_and_the_crawl_matches_a_clean_one[{fault}]":
+       "two crawls, one through a fault (1.4 s)" for fault in ("5xx-burst", "reset", "truncated", "slow")},
+    **{f"tests/crawler/test_crawl_listing.py::test_a_malformed_listing_page_is_a_hub_error_and_the_next_crawl_resumes_there[{page}]":
+       "two crawls, one through a malformed page (2.3 s)" for page in ("object", "truncated")},
+    **{f"tests/crawler/test_crawl_listing.py::test_a_hub_fault_while_resolving_is_retried_by_the_next_crawl[{fault}]":
+       "two crawls, one through a fault (1 s)"
+       for fault in ("truncated-HubFaultError", "list-HubFaultError", "no_sha-HubFaultError", "redirect_loop-HubFaultError",
+                     "503-HfHubHTTPError")},
+}
 # SLOW_TESTS: tests of the fast tier's modules that start the stand-in, a subprocess or numba's
 # compiler, marked `slow` here (by node id prefix, as above) so that the fast tier never runs them.
 SLOW_TESTS: dict[str, str] = {
@@ -131,6 +170,12 @@ SLOW_TESTS: dict[str, str] = {
     "tests/core/test_transport.py::test_a_tree_page_that_links_to_itself_ends": "the stand-in",
 }
 EXHAUSTIVE_TESTS: dict[str, str] = {
+    "tests/survey/test_semantic.py::test_candidates_on_shared_configs_equal_the_reference[openai__gsm8k-main]": "(10 s)",
+    "tests/survey/test_engine.py::test_real_hash_collisions_fall_back_to_exact_values[eriktks__conll2003-conll2003]": "(7 s)",
+    "tests/survey/test_clean.py::test_kept_rows_equal_plain_python_and_an_audit_finds_none[eriktks__conll2003-conll2003-raw]":
+        "(3 s)",
+    "tests/survey/test_clean.py::test_kept_rows_equal_plain_python_and_an_audit_finds_none[eriktks__conll2003-conll2003-normalized]":
+        "(3 s)",
     "tests/survey/test_near_recall.py::test_engine_against_the_exhaustive_reference": "every shared config (1100 s)",
     "tests/survey/test_near_reference.py::test_near_reference_on_each_shared_dataset": "every shared dataset (280 s)",
     "tests/survey/test_near_reference.py::test_prefix_index_equals_full_index_on_small_shared_configs": "(20 s)",
@@ -158,11 +203,15 @@ def _under(nodeid: str, prefixes: dict[str, str]) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests only CI runs: E2E_TESTS `e2e` and `slow`, the slow ones of EXHAUSTIVE_TESTS
-    (but a `sample`) `exhaustive`; and SLOW_TESTS `slow`."""
+    """Mark the tests only CI runs: E2E_TESTS `e2e` and `slow`, WHOLE_TESTS `whole` and `slow`, the
+    slow ones of EXHAUSTIVE_TESTS (but a `sample`) `exhaustive`; and SLOW_TESTS `slow`."""
     for item in items:
         if _under(item.nodeid, E2E_TESTS):
             item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.slow)
+            continue
+        if _under(item.nodeid, WHOLE_TESTS):
+            item.add_marker(pytest.mark.whole)
             item.add_marker(pytest.mark.slow)
             continue
         if _under(item.nodeid, SLOW_TESTS):

@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import E2E_TESTS, EXHAUSTIVE_TESTS, ROOT, SLOW_TESTS
+from conftest import E2E_TESTS, EXHAUSTIVE_TESTS, ROOT, SLOW_TESTS, WHOLE_TESTS
 
 
-@pytest.mark.parametrize("prefix", [*E2E_TESTS, *SLOW_TESTS, *EXHAUSTIVE_TESTS])
+@pytest.mark.parametrize("prefix", [*E2E_TESTS, *WHOLE_TESTS, *SLOW_TESTS, *EXHAUSTIVE_TESTS])
 def test_every_tier_entry_names_an_existing_module_and_test(prefix):
     path, _, test = prefix.partition("::")
     module = ROOT / path
