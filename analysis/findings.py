@@ -99,7 +99,7 @@ def _connection(store: Store | duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConn
 
 
 #: connection -> the statements its findings views and macros were created from. They are TEMP
-#: (they live as long as the connection), and every output asks for them (a site six times, a
+#: (they live as long as the connection), and every output asks for them (a site five times, a
 #: publish four): created again each time, DuckDB bound all of them anew, 0.3-0.4 s a time.
 _CREATED: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, tuple[list[str], dict[str, str]]] = \
     weakref.WeakKeyDictionary()
