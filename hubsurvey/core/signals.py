@@ -21,7 +21,6 @@ from typing import Any
 STOP_REQUESTED = threading.Event()
 
 
-
 def is_interruption(error: BaseException) -> bool:
     """Whether ``error`` ends a command because it was asked to stop (the run is ``interrupted``)."""
     return isinstance(error, KeyboardInterrupt) or STOP_REQUESTED.is_set()
