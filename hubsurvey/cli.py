@@ -98,7 +98,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("report", "hubsurvey.commands.results", "Render the findings as REPORT.md and a self-contained report.html."),
     Command("export", "hubsurvey.commands.results",
             "Export the results as Parquet (NULL stays null) and CSV (NULL written NR)."),
-    Command("publish", "hubsurvey.commands.results",
+    Command("publish", "hubsurvey.commands.publish",
             "Build the results dataset (Parquet, CSV, card) and, with --push, upload it in one commit."),
     Command("contamination", "hubsurvey.commands.contamination",
             "Check the surveyed datasets against benchmark test sets (13-gram contamination), alone."),

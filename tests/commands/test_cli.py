@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from hubsurvey import __version__
 from hubsurvey.cli import COMMANDS, app
 from hubsurvey.core.errors import ExitCode, UsageError
+from hubsurvey.core.store import Store
 from hubsurvey.survey.sample import write_sample
 
 REPO = ROOT
@@ -105,6 +106,20 @@ def test_a_folder_audit_loads_no_hub_client(tmp_path):
                               "--db", str(tmp_path / "r.duckdb")], capture_output=True, text=True, timeout=120)
     assert audited.returncode == 0, audited.stderr
     assert audited.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_report_loads_neither_the_hub_client_nor_the_compiled_passes(tmp_path):
+    """``report`` and ``export`` read the DB only: publish's module (the Hub's HTTP stack, and numba
+    through the card's fingerprint version) was 0.7 s of a report's start-up."""
+    Store(tmp_path / "r.duckdb").close()
+    script = ("import sys; from typer.testing import CliRunner; from hubsurvey.cli import app; "
+              "r = CliRunner().invoke(app, sys.argv[1:]); assert r.exit_code == 0, r.output; "
+              "print(sorted({m.split('.')[0] for m in sys.modules} & {'huggingface_hub', 'httpx2', 'numba'}))")
+    for command in (["report", "--out", str(tmp_path / "report")], ["export", "--out", str(tmp_path / "export")]):
+        done = subprocess.run([sys.executable, "-c", script, *command, "--db", str(tmp_path / "r.duckdb")],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == "[]", command
 
 
 @pytest.mark.parametrize("command", [c.name for c in COMMANDS])
