@@ -44,6 +44,19 @@ CREATE OR REPLACE TEMP MACRO near_measured(methods, near) AS
                       OR starts_with(json_extract_string(near, '$.status'), 'NR')), true);
 
 
+-- listing_counts(listings): one row over a table of model listings (score_lookups, exposure_lookups)
+-- of the surveyed datasets at their current revision: the datasets listed, failed and capped, the
+-- capped ones by name, and the caps.
+CREATE OR REPLACE TEMP MACRO listing_counts(listings) AS TABLE
+    SELECT count(*) FILTER (WHERE status = 'listed')                                   AS datasets_listed,
+           count(*) FILTER (WHERE status = 'failed')                                   AS datasets_failed,
+           count(*) FILTER (WHERE capped)                                              AS datasets_capped,
+           string_agg(dataset_id, ', ' ORDER BY dataset_id) FILTER (WHERE capped)      AS capped_datasets,
+           string_agg(DISTINCT max_models::VARCHAR, '/')                               AS max_models
+    FROM query_table(listings) AS l
+    WHERE EXISTS (SELECT 1 FROM current_measurements m WHERE m.dataset_id = l.dataset_id AND m.revision_sha = l.revision_sha);
+
+
 -- view: findings_overview
 -- What was measured, in one row: the counts every other table is a part of.
 --   measurement_rows  rows of current_measurements (the unit of every percentage)
@@ -1198,15 +1211,7 @@ ORDER BY contaminated_rows DESC, benchmark_id, benchmark_config, benchmark_split
 -- each dataset's current revision), those whose listing failed (the next lookup lists them again),
 -- those whose listing reached the cap (the Hub has more models declaring them than were kept), the
 -- cap, and the models and benchmarks of findings_model_exposure.
-WITH l AS (
-    SELECT count(*) FILTER (WHERE status = 'listed')                                   AS datasets_listed,
-           count(*) FILTER (WHERE status = 'failed')                                   AS datasets_failed,
-           count(*) FILTER (WHERE capped)                                              AS datasets_capped,
-           string_agg(dataset_id, ', ' ORDER BY dataset_id) FILTER (WHERE capped)      AS capped_datasets,
-           string_agg(DISTINCT max_models::VARCHAR, '/')                               AS max_models
-    FROM exposure_lookups l
-    WHERE EXISTS (SELECT 1 FROM current_measurements m WHERE m.dataset_id = l.dataset_id AND m.revision_sha = l.revision_sha)
-), e AS (
+WITH l AS (SELECT * FROM listing_counts('exposure_lookups')), e AS (
     SELECT count(DISTINCT model_id)                                                    AS models,
            count(DISTINCT (benchmark_id, benchmark_config, benchmark_split))           AS benchmarks
     FROM findings_model_exposure
@@ -1291,15 +1296,7 @@ ORDER BY rows_in_training_pct DESC NULLS LAST, training_rows_with_passages DESC 
 -- score_lookups, at each dataset's current revision), those whose listing failed, those whose
 -- listing reached the cap, the cap, the models and scores read, and the scores per status
 -- (at_risk, clean, undeclared, not_surveyed) and with a split unknown.
-WITH l AS (
-    SELECT count(*) FILTER (WHERE status = 'listed')                                   AS datasets_listed,
-           count(*) FILTER (WHERE status = 'failed')                                   AS datasets_failed,
-           count(*) FILTER (WHERE capped)                                              AS datasets_capped,
-           string_agg(dataset_id, ', ' ORDER BY dataset_id) FILTER (WHERE capped)      AS capped_datasets,
-           string_agg(DISTINCT max_models::VARCHAR, '/')                               AS max_models
-    FROM score_lookups l
-    WHERE EXISTS (SELECT 1 FROM current_measurements m WHERE m.dataset_id = l.dataset_id AND m.revision_sha = l.revision_sha)
-), s AS (
+WITH l AS (SELECT * FROM listing_counts('score_lookups')), s AS (
     SELECT count(DISTINCT model_id)                                                    AS models,
            count(*)                                                                    AS scores,
            count(*) FILTER (WHERE status = 'at_risk')                                  AS at_risk,
