@@ -50,7 +50,7 @@ SHARED_DATASETS = Path(
 #          starts the stand-in, a subprocess, Dask or a survey is slow, and so is one that runs a
 #          compiled pass (numba: every audit and measurement, and a fixture built by audits): on a
 #          fresh checkout numba compiles its passes first (half a minute), never in the fast tier.
-# default  `pytest -n auto` (the README's command): the fast tier and the `slow` tests, about 6
+# default  `pytest -n auto` (the README's command): the fast tier and the `slow` tests, about 5
 #          minutes on 2 cores: every module, the stand-in, the CLI and the outputs, on real data.
 #          `-n auto` (pytest-xdist) runs them on one worker process per core: most of the slow
 #          tests wait on a stand-in, a subprocess or a file as much as they compute.
@@ -66,7 +66,7 @@ SHARED_DATASETS = Path(
 #                     give, a push to the stand-in, a survey under a cache budget, a report, results
 #                     dataset, site and notify of one survey): marked `whole` and `slow`. Each leaves
 #                     a lighter test of the same code in README's command (a dry run beside a push,
-#                     one hostile tag of four), so that the newcomer's command takes about 6 minutes;
+#                     one hostile tag of four), so that the newcomer's command takes about 5 minutes;
 #   EXHAUSTIVE_TESTS  the oracle sweeps over every shared config (or every code point): only the
 #                     tests under the prefix that are already `slow` are marked `exhaustive`, so a
 #                     sweep's fast parametrizations stay in the fast tier, and its parametrizations
