@@ -10,6 +10,7 @@ Every write of results is one transaction, so an interrupted write leaves nothin
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -301,14 +302,12 @@ SIDE_TABLES = {"groups": ("group_measurements", figures.GROUPS_METHOD, figures.G
 NOT_COLUMNS = ("semantic", "semantic_candidates", "label_names")
 
 
-def _figure_columns_ddl(existing: set[str], table: str = "measurements") -> list[str]:
-    """ALTER statements adding the registry's figure columns that the table does not have yet."""
-    declared = FIGURE_TABLES[table]()
-    return [
-        f"ALTER TABLE {table} ADD COLUMN {quote_ident(c.name)} {c.sql_type}"
-        for c in declared
-        if c.name not in existing
-    ]
+def _views_signature(wanted: Mapping[str, str], declared: Mapping[str, Sequence[figures.Column]]) -> str:
+    """What the views of a DB are made from: their SQL and the figure columns they select. A DB
+    whose views carry another (an older or newer hubsurvey, a view replaced by hand) has them
+    recreated on its next writing open."""
+    made_of = {"views": dict(wanted), "columns": {t: [[c.name, c.sql_type] for c in cs] for t, cs in declared.items()}}
+    return "hubsurvey views " + hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def column_measurement_rows(row: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -397,7 +396,6 @@ def safe_name(name: str) -> str:
     whose encoding is too long is cut and given a hash of the whole name, so it stays unique."""
     safe = quote(name, safe="")
     if len(safe) > _SAFE_BYTES:
-        import hashlib
 
         safe = safe[: _SAFE_BYTES - 40] + "~" + hashlib.sha256(name.encode()).hexdigest()[:32]
     return safe
@@ -547,27 +545,58 @@ class Store:
             self._sync_registry()
 
     def _sync_registry(self) -> None:
-        """Add the registry's new figure columns and recreate the views (they hold no data)."""
-        existing = {
-            r[0]
-            for r in self.con.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = 'measurements'"
-            ).fetchall()
-        }
-        for ddl in _figure_columns_ddl(existing):
-            self.con.execute(ddl)
-        for table in list(FIGURE_TABLES)[1:]:
-            found = {r[0] for r in self.con.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = $t", {"t": table}).fetchall()}
-            for ddl in _figure_columns_ddl(found, table) if found else ():  # no table: a DB of fewer migrations
-                self.con.execute(ddl)
-        for name in reversed(views()):  # dependants first
-            self.con.execute(f"DROP VIEW IF EXISTS {quote_ident(name)}")
+        """Add the registry's new figure columns and recreate the views (they hold no data).
+
+        Every writing open comes here, so the common case is cheap: when no column is missing and
+        every view carries this registry's signature (its comment, :func:`_views_signature`),
+        nothing is recreated. A table still empty (a fresh DB) gains its columns by being created
+        again from its own DDL with them appended: one statement where an ``ALTER`` a column took
+        120, and the same columns, order and constraints as those ``ALTER`` statements give."""
+        declared = {table: columns() for table, columns in FIGURE_TABLES.items()}
+        found: dict[str, set[str]] = {}
+        for table, column in self.con.execute(
+                "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = current_database() "
+                "AND schema_name = 'main' AND list_contains($tables, table_name)", {"tables": list(declared)}).fetchall():
+            found.setdefault(table, set()).add(column)
+        # a table a later migration creates may be absent (a DB of fewer migrations): nothing to add
+        missing = {table: [c for c in columns if c.name not in found[table]]
+                   for table, columns in declared.items() if table in found}
+        missing = {table: columns for table, columns in missing.items() if columns}
         tables = {r[0] for r in self.con.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()}
-        for name, select in views().items():
-            if VIEW_TABLES.get(name, set()) <= tables:  # a view over a later migration's table waits for it
-                self.con.execute(f"CREATE VIEW {quote_ident(name)} AS {select}")
+        wanted = {name: select for name, select in views().items() if VIEW_TABLES.get(name, set()) <= tables}
+        signature = _views_signature(wanted, declared)
+        if not missing and self._views_signed(wanted, signature):
+            return
+        for name in reversed(views()):  # dependants first
+            self.con.execute(f"DROP VIEW IF EXISTS {quote_ident(name)}")
+        for table, columns in missing.items():
+            self._add_columns(table, columns)
+        for name, select in wanted.items():
+            self.con.execute(f"CREATE VIEW {quote_ident(name)} AS {select}")
+            # COMMENT binds no value; the signature is fixed words and hex digits, nothing to escape
+            self.con.execute(f"COMMENT ON VIEW {quote_ident(name)} IS '{signature}'")
+
+    def _views_signed(self, wanted: Mapping[str, str], signature: str) -> bool:
+        """Whether every view of ``wanted`` exists with ``signature`` as its comment."""
+        comments = dict(self.con.execute(
+            "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal AND database_name = current_database() "
+            "AND schema_name = 'main'").fetchall())
+        return all(comments.get(name) == signature for name in wanted)
+
+    def _add_columns(self, table: str, columns: Sequence[figures.Column]) -> None:
+        """``columns`` appended to ``table``: one ``ALTER`` each, or, while the table holds no row,
+        the table created again from its DDL (as DuckDB gives it) with the columns appended."""
+        added = [f"{quote_ident(c.name)} {c.sql_type}" for c in columns]
+        empty = self.con.execute(f"SELECT count(*) = 0 FROM {quote_ident(table)}").fetchone() == (True,)
+        ddl = self.con.execute("SELECT sql FROM duckdb_tables() WHERE database_name = current_database() "
+                               "AND schema_name = 'main' AND table_name = $t", {"t": table}).fetchone()
+        if empty and ddl and ddl[0].rstrip().endswith(");"):
+            self.con.execute(f"DROP TABLE {quote_ident(table)}")
+            self.con.execute(ddl[0].rstrip()[:-2] + ", " + ", ".join(added) + ");")
+            return
+        for column in added:
+            self.con.execute(f"ALTER TABLE {quote_ident(table)} ADD COLUMN {column}")
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -360,6 +360,59 @@ def test_a_finished_job_writes_its_rows_and_fingerprints_once_in_its_transaction
         assert store.query("SELECT split, run_id FROM fingerprints ORDER BY split")[1] == [("test", "run-1"), ("train", "run-1")]
 
 
+def _schema(con: duckdb.DuckDBPyConnection) -> tuple[list[tuple], list[tuple]]:
+    """Every table's columns in order (name, type, nullability, default) and every constraint; not
+    ``schema_version``, which the store keeps beside the migrations."""
+    tables = "table_name IN (SELECT table_name FROM duckdb_tables()) AND table_name <> 'schema_version'"
+    columns = con.execute("SELECT table_name, column_index, column_name, data_type, is_nullable, column_default "
+                          f"FROM duckdb_columns() WHERE database_name = current_database() AND {tables} "
+                          "ORDER BY ALL").fetchall()
+    constraints = con.execute("SELECT table_name, constraint_type, constraint_text FROM duckdb_constraints() "
+                              f"WHERE database_name = current_database() AND {tables} ORDER BY ALL").fetchall()
+    return columns, constraints
+
+
+def test_a_fresh_db_has_the_schema_of_the_migrations_and_one_alter_per_figure_column(tmp_path):
+    """A fresh DB's empty figure tables are created again with the registry's columns appended, not
+    altered column by column: the result equals the plain way (every migration, then one ALTER per
+    registry column the table lacks), column for column and constraint for constraint."""
+    from hubsurvey.core.migrations import MIGRATIONS
+    from hubsurvey.core.store import FIGURE_TABLES
+
+    plain = duckdb.connect(str(tmp_path / "plain.duckdb"))
+    for sql in MIGRATIONS:
+        plain.execute(sql)
+    for table, declared in FIGURE_TABLES.items():
+        have = {c for (c,) in plain.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = $t",
+                                            {"t": table}).fetchall()}
+        for column in declared():
+            if column.name not in have:
+                plain.execute(f'ALTER TABLE {table} ADD COLUMN "{column.name}" {column.sql_type}')
+    with Store(tmp_path / "fresh.duckdb") as store:
+        assert _schema(store.con) == _schema(plain)
+        assert sum(len(declared()) for declared in FIGURE_TABLES.values()) > 100  # the registry's, not a few
+
+
+def test_the_views_are_recreated_only_when_their_signature_differs(tmp_path):
+    """A writing open recreates the views when one is missing or does not carry this registry's
+    signature (a view replaced by hand, an older hubsurvey's), and leaves them be otherwise."""
+    db = tmp_path / "v.duckdb"
+    Store(db).close()
+    con = duckdb.connect(str(db))
+    (signature,) = con.execute("SELECT DISTINCT comment FROM duckdb_views() WHERE view_name = 'lle'").fetchone()
+    assert signature.startswith("hubsurvey views ")
+    con.execute("CREATE OR REPLACE VIEW lle AS SELECT 1 AS replaced_by_hand")  # no comment: not this registry's
+    con.execute("DROP VIEW near_curve")
+    con.close()
+    with Store(db) as store:
+        assert "replaced_by_hand" not in [row[0] for row in store.query("DESCRIBE lle")[1]]
+        views = dict(store.query("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal")[1])
+        assert views["near_curve"] == views["lle"] == signature
+        store.con.execute(f"CREATE OR REPLACE VIEW lle AS SELECT 2 AS kept; COMMENT ON VIEW lle IS '{signature}'")
+    with Store(db) as store:  # every view signed as current: none is recreated
+        assert store.query("SELECT * FROM lle")[1] == [(2,)]
+
+
 def test_the_migrations_are_numbered_sql_files_each_applied_once_in_order(tmp_path):
     """The schema is the package's SQL files (as installed: package data), numbered without a gap;
     a fresh DB records each number once, and its tables are exactly those the files create."""

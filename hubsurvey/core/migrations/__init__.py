@@ -2,11 +2,11 @@
 applied once, in order, in one transaction (:meth:`hubsurvey.core.store.Store._migrate`; a DB
 records the numbers applied in ``schema_version``).
 
-Migrations hold tables. The views are derived from the method registry and recreated whenever the
-DB is opened for writing, and so are the figure columns a migration does not name. A new table or
-column is a new file numbered after the last; a released file never changes. One line of the
-first file is the registry's: the LLE figure columns (which never change) stand where it says
-``{lle_figure_columns}``.
+Migrations hold tables. The views are derived from the method registry: a DB opened for writing
+has them recreated when they are not this registry's (their comment signs them), and gains then the
+figure columns a migration does not name. A new table or column is a new file numbered after the
+last; a released file never changes. One line of the first file is the registry's: the LLE figure
+columns (which never change) stand where it says ``{lle_figure_columns}``.
 """
 
 from __future__ import annotations
