@@ -38,6 +38,7 @@ from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.steps import RunContext
 from hubsurvey.survey.cache import GB, CacheBudget
 from hubsurvey.survey.executors.base import Inflight, measured_outcome, settle
+from hubsurvey.survey.executors.forkserver import start_forkserver
 from hubsurvey.survey.executors.limits import LimitsService, remote_limits
 from hubsurvey.survey.jobs import (
     JobSpec,
@@ -201,8 +202,7 @@ def _child_pool() -> Any:
         pool = _POOLS.get("measure")
         if pool is None:
             multiprocessing.current_process()._config["daemon"] = False  # type: ignore[attr-defined]
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["hubsurvey.survey.jobs"])
+            context = start_forkserver(["hubsurvey.survey.jobs"])
             pool = _POOLS["measure"] = ProcessPool(max_workers=1, context=context, initializer=worker_started)
         return pool
 

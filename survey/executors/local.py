@@ -17,6 +17,7 @@ from hubsurvey.core.queue import JobOutcome
 from hubsurvey.core.steps import RunContext
 from hubsurvey.survey.cache import GB, CacheBudget
 from hubsurvey.survey.executors.base import Inflight, measured_outcome, settle
+from hubsurvey.survey.executors.forkserver import start_forkserver
 from hubsurvey.survey.jobs import (
     JobSpec,
     discard_downloads,
@@ -35,8 +36,6 @@ class LocalExecutor(Inflight):
 
     def __init__(self, client: HubClient, *, workers: int | None = None, job_timeout: float = 1800.0, memory_mb: int = 4096,
                  budget: CacheBudget | None = None):
-        import multiprocessing
-
         from pebble import ProcessPool
 
         super().__init__()
@@ -48,9 +47,7 @@ class LocalExecutor(Inflight):
         # forkserver, not fork: forking a coordinator that runs threads (downloads, a Dask client,
         # tqdm) can hand the child a lock held by a thread that does not exist there, and hang it.
         # The server preloads the job module once, so workers start without re-importing DuckDB.
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["hubsurvey.survey.jobs"])
-        _start_forkserver_deaf_to_ctrl_c()
+        context = start_forkserver(["hubsurvey.survey.jobs"])
         self._pool = ProcessPool(max_workers=self.workers, context=context, initializer=worker_started)
         self._stopping = False  # close(cancel=True) began: jobs still arriving are not started
         # Downloads are I/O: a few threads keep the workers fed; the client paces them.
@@ -149,55 +146,3 @@ class LocalExecutor(Inflight):
             worker.terminate()
         for worker in started:
             worker.join(5)  # whatever is left, pebble's stop kills
-
-
-def _start_forkserver_deaf_to_ctrl_c() -> None:
-    """Start the workers' fork server with SIGINT ignored, a disposition its workers inherit.
-
-    Ctrl-C reaches every process of the terminal's process group: workers that took it would each
-    print a KeyboardInterrupt traceback (and the fork server one of its own while it imports the job
-    module) before the coordinator ends the run. Ignored there, it is the coordinator alone that
-    stops: it records the run interrupted and terminates the workers (``close(cancel=True)``). An
-    ignored signal is kept across exec, and Python installs its Ctrl-C handler only over the default
-    disposition. Off the main thread, or once the server runs, nothing changes."""
-    import multiprocessing.forkserver
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return
-    _socket_folder_within_reach()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        multiprocessing.forkserver.ensure_running()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-#: The longest path of a Unix socket (``sun_path``: 108 bytes on Linux, 104 on the BSDs and macOS).
-_SUN_PATH_MAX = 104
-
-
-def _socket_folder_within_reach() -> None:
-    """Keep the fork server's socket path short enough to bind.
-
-    The server listens on a Unix socket in multiprocessing's temporary folder
-    (``$TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX``). Under a deep ``TMPDIR`` its path passed the
-    limit and the run ended with ``AF_UNIX path too long`` (exit 5). As Python 3.14's
-    multiprocessing does, a ``TMPDIR`` too deep for it is passed over for the system's temporary
-    folder; the folder is removed at exit as multiprocessing removes its own."""
-    import multiprocessing.process
-    import multiprocessing.util
-    import shutil
-    import tempfile
-
-    config = multiprocessing.process.current_process()._config  # type: ignore[attr-defined]
-    base = tempfile.gettempdir()
-    if config.get("tempdir") is not None or len(base) + len("/pymp-XXXXXXXX/listener-XXXXXXXX") <= _SUN_PATH_MAX:
-        return
-    for folder in ("/tmp", "/var/tmp", "/usr/tmp"):
-        if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
-            tempdir = tempfile.mkdtemp(prefix="pymp-", dir=folder)
-            multiprocessing.util.Finalize(None, shutil.rmtree, args=(tempdir, True), exitpriority=-100)
-            config["tempdir"] = tempdir
-            return
