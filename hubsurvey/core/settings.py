@@ -293,3 +293,19 @@ def hub_offline() -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextlib.contextmanager
+def safe_import_path() -> Iterator[None]:
+    """A Python started inside (the workers' fork server, ``python -c``) leaves the working folder
+    off its import path (``PYTHONSAFEPATH``): the environment is its only switch, set here and
+    restored after."""
+    before = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = before

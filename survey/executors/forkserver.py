@@ -7,7 +7,6 @@ job module once, so each worker starts without importing DuckDB again.
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.forkserver
@@ -18,7 +17,9 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+
+from hubsurvey.core.settings import safe_import_path
 
 
 def start_forkserver(preload: Sequence[str]) -> multiprocessing.context.ForkServerContext:
@@ -46,26 +47,12 @@ def start_forkserver(preload: Sequence[str]) -> multiprocessing.context.ForkServ
         _socket_folder_within_reach()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
-        with _safe_path():
+        with safe_import_path():
             multiprocessing.forkserver.ensure_running()
     finally:
         if main:
             signal.signal(signal.SIGINT, previous)
     return context
-
-
-@contextlib.contextmanager
-def _safe_path() -> Iterator[None]:
-    """``PYTHONSAFEPATH=1`` in the environment within the block (the server's), as it was after."""
-    before = os.environ.get("PYTHONSAFEPATH")
-    os.environ["PYTHONSAFEPATH"] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("PYTHONSAFEPATH", None)
-        else:
-            os.environ["PYTHONSAFEPATH"] = before
 
 
 #: The longest path of a Unix socket (``sun_path``: 108 bytes on Linux, 104 on the BSDs and macOS).
