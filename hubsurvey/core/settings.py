@@ -120,17 +120,14 @@ def online_on_loopback(endpoint: str) -> Iterator[None]:
     # lazy: reading the settings never imports huggingface_hub; only the demo lifts offline mode
     from huggingface_hub import constants
 
-    saved, offline = {name: os.environ.get(name) for name in OFFLINE_VARIABLES}, constants.HF_HUB_OFFLINE
-    for name in OFFLINE_VARIABLES:
-        os.environ.pop(name, None)  # worker processes read it when they import huggingface_hub
+    offline = constants.HF_HUB_OFFLINE
     constants.HF_HUB_OFFLINE = False  # this process read it when it imported huggingface_hub
     try:
-        yield
+        # worker processes read it when they import huggingface_hub
+        with _environment(dict.fromkeys(OFFLINE_VARIABLES)):
+            yield
     finally:
         constants.HF_HUB_OFFLINE = offline
-        for name, value in saved.items():
-            if value is not None:
-                os.environ[name] = value
 
 
 def default_cache_dir(environ: Mapping[str, str]) -> Path:
@@ -283,16 +280,8 @@ class Settings:
 def hub_offline() -> Iterator[None]:
     """Hugging Face libraries stay offline inside (a static model read from disk, never downloaded):
     the process environment is the libraries' only switch, set here and restored after."""
-    before = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
-    os.environ.update(dict.fromkeys(before, "1"))
-    try:
+    with _environment(dict.fromkeys(("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"), "1")):
         yield
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @contextlib.contextmanager
@@ -300,12 +289,23 @@ def safe_import_path() -> Iterator[None]:
     """A Python started inside (the workers' fork server, ``python -c``) leaves the working folder
     off its import path (``PYTHONSAFEPATH``): the environment is its only switch, set here and
     restored after."""
-    before = os.environ.get("PYTHONSAFEPATH")
-    os.environ["PYTHONSAFEPATH"] = "1"
+    with _environment({"PYTHONSAFEPATH": "1"}):
+        yield
+
+
+@contextlib.contextmanager
+def _environment(values: Mapping[str, str | None]) -> Iterator[None]:
+    """The process environment with ``values`` inside the block (None: unset), as it was after."""
+    def put(settings: Mapping[str, str | None]) -> None:
+        for name, value in settings.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    before = {name: os.environ.get(name) for name in values}
+    put(values)
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop("PYTHONSAFEPATH", None)
-        else:
-            os.environ["PYTHONSAFEPATH"] = before
+        put(before)

@@ -44,9 +44,7 @@ class LocalExecutor(Inflight):
         self.job_timeout = job_timeout
         self.memory_mb = memory_mb
         self.budget = budget
-        # forkserver, not fork: forking a coordinator that runs threads (downloads, a Dask client,
-        # tqdm) can hand the child a lock held by a thread that does not exist there, and hang it.
-        # The server preloads the job module once, so workers start without re-importing DuckDB.
+        # the workers come from a fork server, not a fork of this process (forkserver.py says why)
         context = start_forkserver(["hubsurvey.survey.jobs"])
         self._pool = ProcessPool(max_workers=self.workers, context=context, initializer=worker_started)
         self._stopping = False  # close(cancel=True) began: jobs still arriving are not started
